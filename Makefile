@@ -1,0 +1,68 @@
+# osmeter - build the probes, run the suite, run the tests.
+#   make          build every probe into build/bin
+#   make run      set up .venv, build, run the quick suite, write results/ and the report
+#   make test     build, then every test (what CI runs)
+#   make clean    remove build/ (results/ and .venv/ stay)
+
+CC      ?= cc
+CFLAGS  ?= -O2
+CFLAGS  += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread -Ibench/common
+LDFLAGS += -pthread
+LDLIBS  += -lm
+
+BUILD   := build
+BIN     := $(BUILD)/bin
+OBJ     := $(BUILD)/obj
+
+COMMON_SRC := $(wildcard bench/common/*.c)
+COMMON_OBJ := $(COMMON_SRC:bench/%.c=$(OBJ)/%.o)
+COMMON_LIB := $(BUILD)/lib/libosmcommon.a
+
+# One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>
+PROBE_SRC  := $(wildcard bench/cpu/*.c)
+PROBES     := $(foreach s,$(PROBE_SRC),$(BIN)/$(word 2,$(subst /, ,$(s)))_$(basename $(notdir $(s))))
+
+TEST_SRC   := $(wildcard tests/c/*.c)
+TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
+
+PY ?= .venv/bin/python
+
+.PHONY: all run test clean venv
+all: $(PROBES) $(TEST_BINS) $(BUILD)/buildinfo.json
+
+$(OBJ)/%.o: bench/%.c bench/common/osm.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(COMMON_LIB): $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+define probe_rule
+$(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) bench/common/osm.h
+	@mkdir -p $(BIN)
+	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $(COMMON_LIB) $$(LDLIBS)
+endef
+$(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
+
+$(BUILD)/test/%: tests/c/%.c $(COMMON_LIB) bench/common/osm.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+
+# What the probes were built with, for the run's conditions.
+$(BUILD)/buildinfo.json: Makefile $(PROBES)
+	@mkdir -p $(BUILD)
+	@printf '{"cc": "%s", "cc_version": "%s", "cflags": "%s"}\n' \
+	  "$(CC)" "$$($(CC) --version | head -n 1)" "$(CFLAGS)" > $@
+
+venv:
+	./osmeter --setup
+
+run: all venv
+	./osmeter run --preset quick
+
+test: all venv
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,182 @@
+/* args.c - the options every probe shares, pinning, and error reporting. */
+#include "osm.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *osm_progname = "osmeter-probe";
+size_t osm_warmup_samples = 2;
+extern bool osm_human_output;
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s: %s", osm_progname, kind);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void osm_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("error: ", fmt, ap);
+    va_end(ap);
+    exit(1);
+}
+
+void osm_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("error: ", fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: try '%s --help'\n", osm_progname, osm_progname);
+    exit(2);
+}
+
+void osm_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+    if (!s || !*s)
+        osm_usage_error("%s needs a value", opt);
+    if (*s == '-' || *s == '+')
+        osm_usage_error("%s: expected a whole number from %llu to %llu, got '%s'", opt,
+                        (unsigned long long)min, (unsigned long long)max, s);
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        osm_usage_error("%s: expected a whole number from %llu to %llu, got '%s'", opt,
+                        (unsigned long long)min, (unsigned long long)max, s);
+    return v;
+}
+
+int osm_pin(int cpu)
+{
+    cpu_set_t allowed, set;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return -1;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &allowed)) {
+        errno = EINVAL;
+        return -1;
+    }
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set);
+}
+
+static void usage(const struct osm_probe_info *info, const struct osm_opts *o)
+{
+    printf("usage: %s [options]\n%s\n\n", info->name, info->summary);
+    printf("Prints one JSON line per measurement on stdout (see docs/DESIGN.md).\n\n");
+    printf("  --samples N      trials, one sample each (default %zu)\n", o->samples);
+    printf("  --iterations N   operations per trial (default %s)\n",
+           info->default_iterations ? "set by the probe" : "automatic: timer cost under 1%");
+    printf("  --warmup N       trials run and discarded first (default %zu)\n", o->warmup);
+    printf("  --cpu N          pin to CPU N (default: not pinned; the harness pins)\n");
+    printf("  --timer tsc|clock  fenced TSC (default) or clock_gettime(CLOCK_MONOTONIC_RAW)\n");
+    printf("  --human          one readable line per measurement instead of JSON\n");
+    printf("  --help           this text\n");
+    for (const struct osm_extra_opt *e = info->extra; e && e->name; e++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "%s%s", e->name, e->has_arg ? " X" : "");
+        printf("  --%-15s %s\n", flag, e->help);
+    }
+}
+
+static const struct osm_extra_opt *find_extra(const struct osm_probe_info *info, const char *name)
+{
+    for (const struct osm_extra_opt *e = info->extra; e && e->name; e++)
+        if (strcmp(e->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct osm_opts *o)
+{
+    osm_progname = info->name;
+    memset(o, 0, sizeof *o);
+    o->samples = info->default_samples;
+    o->iterations = info->default_iterations;
+    o->warmup = 2;
+    o->cpu = -1;
+    o->timer = OSM_TIMER_TSC;
+
+    for (int i = 1; i < argc; i++) {
+        char name[64];
+        const char *arg = argv[i];
+        const char *val = NULL;
+        if (strncmp(arg, "--", 2) != 0 || !arg[2])
+            osm_usage_error("unexpected argument '%s'", arg);
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        if (len >= sizeof name)
+            osm_usage_error("unknown option '%s'", arg);
+        memcpy(name, arg + 2, len);
+        name[len] = 0;
+
+        bool takes = strcmp(name, "samples") == 0 || strcmp(name, "iterations") == 0 ||
+                     strcmp(name, "warmup") == 0 || strcmp(name, "cpu") == 0 ||
+                     strcmp(name, "timer") == 0;
+        const struct osm_extra_opt *extra = NULL;
+        if (!takes && strcmp(name, "help") && strcmp(name, "human")) {
+            extra = find_extra(info, name);
+            if (!extra)
+                osm_usage_error("unknown option '--%s'", name);
+            takes = extra->has_arg;
+        }
+        if (takes) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                osm_usage_error("--%s needs a value", name);
+        } else if (eq) {
+            osm_usage_error("--%s takes no value", name);
+        }
+
+        if (strcmp(name, "help") == 0) {
+            usage(info, o);
+            exit(0);
+        } else if (strcmp(name, "human") == 0) {
+            o->human = true;
+        } else if (strcmp(name, "samples") == 0) {
+            o->samples = osm_parse_u64("--samples", val, 1, 10000000);
+        } else if (strcmp(name, "iterations") == 0) {
+            o->iterations = osm_parse_u64("--iterations", val, 1, 1ull << 40);
+        } else if (strcmp(name, "warmup") == 0) {
+            o->warmup = osm_parse_u64("--warmup", val, 0, 1000000);
+        } else if (strcmp(name, "cpu") == 0) {
+            o->cpu = (int)osm_parse_u64("--cpu", val, 0, CPU_SETSIZE - 1);
+        } else if (strcmp(name, "timer") == 0) {
+            if (strcmp(val, "tsc") == 0)
+                o->timer = OSM_TIMER_TSC;
+            else if (strcmp(val, "clock") == 0)
+                o->timer = OSM_TIMER_CLOCK;
+            else
+                osm_usage_error("--timer: expected 'tsc' or 'clock', got '%s'", val);
+        } else if (info->on_extra(name, val) != 0) {
+            osm_usage_error("--%s: bad value '%s'", name, val ? val : "");
+        }
+    }
+    osm_human_output = o->human;
+    osm_warmup_samples = o->warmup;
+    if (o->cpu >= 0 && osm_pin(o->cpu) != 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        osm_usage_error("--cpu %d: cannot pin there (%s); this machine has %ld online CPUs, numbered from 0",
+                        o->cpu, strerror(errno), n);
+    }
+    osm_timer_setup(o->timer);
+}

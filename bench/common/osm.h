@@ -1,0 +1,238 @@
+/*
+ * osm.h - the timing core every osmeter probe uses.
+ *
+ * Fenced time stamps (Intel, "How to Benchmark Code Execution Times on Intel
+ * IA-32 and IA-64 Instruction Set Architectures", 2010):
+ *
+ *   begin:  RDTSCP (CPU id only, outside the window); CPUID; RDTSC
+ *   end:    RDTSCP; CPUID
+ *
+ * CPUID serialises, so nothing before the window leaks into it and nothing
+ * after it is hoisted in; RDTSCP waits for the code under test to retire.
+ * RDTSCP's TSC_AUX (the kernel stores the CPU number there) tells whether a
+ * window began and ended on the same CPU.
+ *
+ * Where the CPU lacks RDTSCP or the TSC, or with --timer clock, the same API
+ * reads CLOCK_MONOTONIC_RAW instead; every JSON line then says
+ * "timer": "clock_gettime" and its samples are in ns.
+ */
+#ifndef OSM_H
+#define OSM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define OSM_NOINLINE __attribute__((noinline, noipa))
+#else
+#define OSM_NOINLINE __attribute__((noinline))
+#endif
+
+/* Keep a value (or memory) alive without emitting an instruction. */
+#define OSM_KEEP(x) __asm__ volatile("" : "+r"(x))
+#define OSM_USE(x) __asm__ volatile("" : : "r"(x))
+#define OSM_BARRIER() __asm__ volatile("" ::: "memory")
+
+/* ------------------------------------------------------------------ timer */
+
+enum osm_timer_kind { OSM_TIMER_TSC, OSM_TIMER_CLOCK };
+
+struct osm_timer_info {
+    enum osm_timer_kind kind;
+    double hz;                /* ticks per second: TSC Hz, or 1e9 for ns */
+    bool tsc_invariant;       /* constant_tsc && nonstop_tsc */
+    double overhead;          /* median ticks of an empty window (subtracted) */
+    double overhead_min;
+    const char *fallback_why; /* why the clock fallback is in use, or NULL */
+};
+
+extern struct osm_timer_info osm_timer;
+
+static inline uint64_t osm_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unsigned osm_current_cpu(void);
+
+#if defined(__x86_64__) || defined(__i386__)
+static inline uint64_t osm_tsc_begin_raw(uint32_t *cpu)
+{
+    uint32_t lo, hi, aux;
+    __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
+    *cpu = aux & 0xfff;
+    __asm__ volatile("xor %%eax, %%eax\n\t"
+                     "cpuid\n\t"
+                     "rdtsc\n\t"
+                     "mov %%edx, %0\n\t"
+                     "mov %%eax, %1\n\t"
+                     : "=r"(hi), "=r"(lo)
+                     :
+                     : "rax", "rbx", "rcx", "rdx", "memory");
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static inline uint64_t osm_tsc_end_raw(uint32_t *cpu)
+{
+    uint32_t lo, hi, aux;
+    __asm__ volatile("rdtscp\n\t"
+                     "mov %%edx, %0\n\t"
+                     "mov %%eax, %1\n\t"
+                     "mov %%ecx, %2\n\t"
+                     "xor %%eax, %%eax\n\t"
+                     "cpuid\n\t"
+                     : "=r"(hi), "=r"(lo), "=r"(aux)
+                     :
+                     : "rax", "rbx", "rcx", "rdx", "memory");
+    *cpu = aux & 0xfff;
+    return ((uint64_t)hi << 32) | lo;
+}
+#define OSM_HAVE_TSC 1
+#else
+#define OSM_HAVE_TSC 0
+static inline uint64_t osm_tsc_begin_raw(uint32_t *cpu) { *cpu = osm_current_cpu(); return osm_clock_ns(); }
+static inline uint64_t osm_tsc_end_raw(uint32_t *cpu) { *cpu = osm_current_cpu(); return osm_clock_ns(); }
+#endif
+
+/* Start of a timed window: returns ticks, stores the CPU it started on. */
+static inline uint64_t osm_begin(uint32_t *cpu)
+{
+    if (__builtin_expect(osm_timer.kind == OSM_TIMER_TSC, 1))
+        return osm_tsc_begin_raw(cpu);
+    *cpu = osm_current_cpu();
+    return osm_clock_ns();
+}
+
+/* End of a timed window. Also usable alone, as "the time now", in a process
+ * or thread that did not open the window (fork and thread creation). */
+static inline uint64_t osm_end(uint32_t *cpu)
+{
+    if (__builtin_expect(osm_timer.kind == OSM_TIMER_TSC, 1))
+        return osm_tsc_end_raw(cpu);
+    uint64_t t = osm_clock_ns();
+    *cpu = osm_current_cpu();
+    return t;
+}
+
+/* A window that also notices deschedules: the thread's context-switch
+ * counters (getrusage, outside the timed part) and RDTSCP's CPU id. */
+struct osm_window {
+    uint64_t t0;
+    uint32_t cpu0;
+    long nvcsw0, nivcsw0;
+};
+
+void osm_window_counters(long *nvcsw, long *nivcsw);
+
+static inline void osm_window_open(struct osm_window *w)
+{
+    osm_window_counters(&w->nvcsw0, &w->nivcsw0);
+    w->t0 = osm_begin(&w->cpu0);
+}
+
+/* Closes the window; returns elapsed ticks (raw, nothing subtracted) and
+ * sets *disturbed when the window began and ended on different CPUs, or,
+ * for an operation that never gives up the CPU by itself (switches = false),
+ * when the thread was switched out at all (preempted or slept). Operations
+ * whose work is switching (fork, wake-ups, ping-pong) pass switches = true:
+ * then only a migration counts. */
+static inline uint64_t osm_window_close(struct osm_window *w, bool switches, bool *disturbed)
+{
+    uint32_t cpu1;
+    uint64_t t1 = osm_end(&cpu1);
+    long nv, niv;
+    osm_window_counters(&nv, &niv);
+    *disturbed = cpu1 != w->cpu0 || (!switches && (niv != w->nivcsw0 || nv != w->nvcsw0));
+    return t1 - w->t0;
+}
+
+/* Chooses the timer, calibrates its frequency and its own overhead. Called
+ * by osm_init; exposed for tests. */
+void osm_timer_setup(enum osm_timer_kind want);
+double osm_calibrate_hz(void);
+
+/* ------------------------------------------------------------- samples */
+
+/* One measurement: what one JSON line carries. */
+struct osm_meas {
+    char id[96];
+    const char *unit;     /* "cycles" (TSC ticks) or "ns" (clock fallback) */
+    double *v;            /* samples */
+    bool *disturbed;
+    size_t n, cap;
+    double overhead_subtracted; /* per sample, in the sample's unit */
+    char params[1024];    /* JSON object members, without braces */
+    /* optional series: x values and, per x, a row of samples */
+    const char *series_x_name;
+    const char *series_y_unit;
+    double *sx;
+    double *sy; /* nx * sy_per rows */
+    size_t nx, sy_per;
+};
+
+void osm_meas_init(struct osm_meas *m, const char *id, size_t cap);
+void osm_meas_free(struct osm_meas *m);
+void osm_meas_add(struct osm_meas *m, double v, bool disturbed);
+void osm_meas_param(struct osm_meas *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit, size_t nx, size_t per);
+void osm_emit(const struct osm_meas *m);
+
+/* Batched measurement of a short operation: body(ctx, n) runs n iterations.
+ * One sample = one window of `iters` iterations: (ticks - timer overhead)
+ * / iters - per_iter_subtract. iters 0 = chosen so the timer's overhead is
+ * under 1% of the window (osm_autobatch). */
+typedef void (*osm_body)(void *ctx, uint64_t n);
+uint64_t osm_autobatch(osm_body body, void *ctx);
+void osm_run_batched(struct osm_meas *m, osm_body body, void *ctx, uint64_t iters,
+                     size_t samples, double per_iter_subtract);
+double osm_median(double *v, size_t n); /* sorts v */
+
+/* ------------------------------------------------- options and set-up */
+
+struct osm_opts {
+    uint64_t iterations; /* per sample (batch); 0 = automatic */
+    size_t samples;
+    size_t warmup;
+    int cpu;             /* -1 = do not pin */
+    bool human;
+    enum osm_timer_kind timer;
+};
+
+/* A probe's own options: name (without --), whether it takes a value, help. */
+struct osm_extra_opt {
+    const char *name;
+    bool has_arg;
+    const char *help;
+};
+typedef int (*osm_extra_fn)(const char *name, const char *value); /* 0 ok, -1 bad */
+
+struct osm_probe_info {
+    const char *name;        /* binary name */
+    const char *summary;     /* one line for --help */
+    size_t default_samples;
+    uint64_t default_iterations; /* 0 = auto */
+    const struct osm_extra_opt *extra; /* NULL-terminated by name, or NULL */
+    osm_extra_fn on_extra;
+};
+
+/* Parses the command line, pins, sets up the timer. Exits with a message on
+ * bad input (status 2) or on failure (status 1). */
+void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct osm_opts *o);
+
+/* Strict number parsing for options; exits with a message naming the option. */
+uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+int osm_pin(int cpu); /* 0 ok; -1 and errno */
+
+_Noreturn void osm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void osm_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void osm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+extern const char *osm_progname;
+extern size_t osm_warmup_samples; /* --warmup: trials run and discarded first */
+
+#endif

@@ -1,0 +1,220 @@
+/* timing.c - timer choice, TSC calibration, overhead calibration, batching. */
+#include "osm.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+struct osm_timer_info osm_timer = { .kind = OSM_TIMER_CLOCK, .hz = 1e9 };
+
+unsigned osm_current_cpu(void)
+{
+    int c = sched_getcpu();
+    return c < 0 ? 0 : (unsigned)c;
+}
+
+void osm_window_counters(long *nvcsw, long *nivcsw)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0) {
+        *nvcsw = *nivcsw = 0;
+        return;
+    }
+    *nvcsw = ru.ru_nvcsw;
+    *nivcsw = ru.ru_nivcsw;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double osm_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ------------------------------------------------------- CPU features */
+
+#if OSM_HAVE_TSC
+#include <cpuid.h>
+static const char *tsc_missing(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(d & (1u << 4)))
+        return "the CPU has no TSC (CPUID.1:EDX.TSC = 0)";
+    if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(d & (1u << 27)))
+        return "the CPU has no RDTSCP (CPUID.80000001h:EDX.RDTSCP = 0)";
+    return NULL;
+}
+#endif
+
+/* constant_tsc and nonstop_tsc as the kernel reports them (a hypervisor may
+ * hide CPUID's invariant-TSC bit while the kernel knows better). */
+static bool tsc_flags_invariant(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char line[8192];
+    bool constant = false, nonstop = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        constant = strstr(line, " constant_tsc") != NULL;
+        nonstop = strstr(line, " nonstop_tsc") != NULL;
+        break;
+    }
+    fclose(f);
+    return constant && nonstop;
+}
+
+/* -------------------------------------------------------- calibration */
+
+/* TSC ticks per second, against CLOCK_MONOTONIC_RAW. Each end point reads the
+ * clock on both sides of the TSC read and keeps the tightest of a few tries,
+ * so a preemption between the reads cannot skew the pair. */
+static void paired_read(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 16; i++) {
+        uint32_t cpu;
+        uint64_t a = osm_clock_ns();
+        uint64_t t = osm_tsc_end_raw(&cpu);
+        uint64_t b = osm_clock_ns();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+}
+
+double osm_calibrate_hz(void)
+{
+    double est[3];
+    for (int k = 0; k < 3; k++) {
+        uint64_t t0, n0, t1, n1;
+        paired_read(&t0, &n0);
+        struct timespec d = { 0, 20 * 1000 * 1000 };
+        nanosleep(&d, NULL);
+        paired_read(&t1, &n1);
+        est[k] = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);
+    }
+    return osm_median(est, 3);
+}
+
+#define OVERHEAD_WINDOWS 2000
+
+static double overhead_samples[OVERHEAD_WINDOWS];
+
+static void calibrate_overhead(void)
+{
+    for (int i = 0; i < OVERHEAD_WINDOWS + 200; i++) {
+        uint32_t c0, c1;
+        uint64_t t0 = osm_begin(&c0);
+        uint64_t t1 = osm_end(&c1);
+        if (i >= 200)
+            overhead_samples[i - 200] = (double)(t1 - t0);
+    }
+    double tmp[OVERHEAD_WINDOWS];
+    memcpy(tmp, overhead_samples, sizeof tmp);
+    osm_timer.overhead = osm_median(tmp, OVERHEAD_WINDOWS);
+    osm_timer.overhead_min = tmp[0];
+}
+
+/* The distribution the overhead was calibrated from (cpu.timer_overhead). */
+const double *osm_overhead_samples(size_t *n)
+{
+    *n = OVERHEAD_WINDOWS;
+    return overhead_samples;
+}
+
+void osm_timer_setup(enum osm_timer_kind want)
+{
+    osm_timer.tsc_invariant = tsc_flags_invariant();
+    osm_timer.fallback_why = NULL;
+#if OSM_HAVE_TSC
+    const char *missing = tsc_missing();
+    if (want == OSM_TIMER_TSC && missing) {
+        osm_warn("%s; timing with clock_gettime(CLOCK_MONOTONIC_RAW) instead (ns, coarser)", missing);
+        osm_timer.fallback_why = missing;
+        want = OSM_TIMER_CLOCK;
+    }
+#else
+    if (want == OSM_TIMER_TSC) {
+        osm_timer.fallback_why = "no fenced TSC on this architecture";
+        want = OSM_TIMER_CLOCK;
+    }
+#endif
+    if (want == OSM_TIMER_CLOCK && !osm_timer.fallback_why)
+        osm_timer.fallback_why = "requested with --timer clock";
+    osm_timer.kind = want;
+    if (want == OSM_TIMER_TSC) {
+        if (!osm_timer.tsc_invariant)
+            osm_warn("the TSC is not invariant (constant_tsc/nonstop_tsc missing in /proc/cpuinfo): "
+                     "cycle counts may not convert to time, and frequency changes skew them");
+        osm_timer.hz = osm_calibrate_hz();
+    } else {
+        osm_timer.hz = 1e9;
+    }
+    calibrate_overhead();
+}
+
+/* ------------------------------------------------------------ batching */
+
+uint64_t osm_autobatch(osm_body body, void *ctx)
+{
+    /* Window long enough that the timer's overhead is under 1% of it, and at
+     * least 20 us so the 10 ns TSC step of a VM guest stays negligible. */
+    double want = osm_timer.overhead * 100.0;
+    double floor_ticks = osm_timer.hz * 20e-6;
+    if (want < floor_ticks)
+        want = floor_ticks;
+    uint64_t n = 1;
+    for (;;) {
+        double best = 1e300;
+        for (int k = 0; k < 3; k++) {
+            uint32_t c0, c1;
+            uint64_t t0 = osm_begin(&c0);
+            body(ctx, n);
+            uint64_t t1 = osm_end(&c1);
+            if ((double)(t1 - t0) < best)
+                best = (double)(t1 - t0);
+        }
+        if (best >= want || n >= (1ull << 40))
+            return n;
+        /* grow geometrically toward the target, at most 16x per step */
+        double grow = want / (best > 1 ? best : 1);
+        if (grow > 16)
+            grow = 16;
+        if (grow < 2)
+            grow = 2;
+        n = (uint64_t)((double)n * grow) + 1;
+    }
+}
+
+void osm_run_batched(struct osm_meas *m, osm_body body, void *ctx, uint64_t iters,
+                     size_t samples, double per_iter_subtract)
+{
+    if (iters == 0)
+        iters = osm_autobatch(body, ctx);
+    for (size_t i = 0; i < osm_warmup_samples; i++)
+        body(ctx, iters);
+    for (size_t i = 0; i < samples; i++) {
+        struct osm_window w;
+        bool dist;
+        osm_window_open(&w);
+        body(ctx, iters);
+        uint64_t t = osm_window_close(&w, false, &dist);
+        double v = ((double)t - osm_timer.overhead) / (double)iters - per_iter_subtract;
+        osm_meas_add(m, v, dist);
+    }
+    m->overhead_subtracted = osm_timer.overhead / (double)iters + per_iter_subtract;
+    osm_meas_param(m, "\"iterations_per_sample\": %llu", (unsigned long long)iters);
+}

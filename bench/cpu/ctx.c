@@ -1,0 +1,170 @@
+/* ctx.c - context switch between two processes, and between two threads,
+ * both pinned to the SAME CPU, by pipe ping-pong (the lat_ctx method).
+ *
+ * A token byte goes back and forth through two pipes. One round trip is two
+ * switches plus two 1-byte writes and two 1-byte reads; the cost of a write
+ * and a read with no switch (one process writing into a pipe and reading it
+ * back) is measured here too, and subtracted:
+ *
+ *   per switch = (round trip - 2 * (write + read)) / 2
+ *
+ * cpu.ctx.proc           per switch, two processes
+ * cpu.ctx.thread         per switch, two threads of one process
+ * cpu.ctx.pipe_overhead  one 1-byte write plus one 1-byte read, no switch
+ * One sample = --iterations round trips (default 50). Waiting is blocking
+ * (read), never spinning, so SCHED_FIFO cannot livelock the pair.
+ */
+#include "osm.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct pair {
+    int to_partner[2];
+    int from_partner[2];
+};
+
+static void partner_loop(struct pair *p)
+{
+    char c;
+    for (;;) {
+        if (read(p->to_partner[0], &c, 1) != 1 || c == 'q')
+            return;
+        if (write(p->from_partner[1], &c, 1) != 1)
+            return;
+    }
+}
+
+static void *partner_thread(void *arg)
+{
+    partner_loop(arg);
+    return NULL;
+}
+
+static void roundtrips(struct pair *p, uint64_t n)
+{
+    char c = 'x';
+    for (uint64_t i = 0; i < n; i++) {
+        if (write(p->to_partner[1], &c, 1) != 1 || read(p->from_partner[0], &c, 1) != 1)
+            osm_die("ping-pong: %m");
+    }
+}
+
+static void pipe_body(void *ctx, uint64_t n)
+{
+    int *fd = ctx;
+    char c = 'x';
+    for (uint64_t i = 0; i < n; i++) {
+        if (write(fd[1], &c, 1) != 1 || read(fd[0], &c, 1) != 1)
+            osm_die("pipe write/read: %m");
+    }
+}
+
+static void open_pair(struct pair *p)
+{
+    if (pipe(p->to_partner) != 0 || pipe(p->from_partner) != 0)
+        osm_die("pipe: %m");
+}
+
+static void close_pair(struct pair *p)
+{
+    close(p->to_partner[0]);
+    close(p->to_partner[1]);
+    close(p->from_partner[0]);
+    close(p->from_partner[1]);
+}
+
+/* One sample: --iterations round trips, reduced to the cost of one switch. */
+static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe_cost)
+{
+    struct osm_window w;
+    bool dist;
+    osm_window_open(&w);
+    roundtrips(p, rts);
+    uint64_t t = osm_window_close(&w, true, &dist);
+    double rt = ((double)t - osm_timer.overhead) / (double)rts;
+    osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);
+}
+
+static void finish(struct osm_meas *m, uint64_t rts, double pipe_cost, const char *partner)
+{
+    m->overhead_subtracted = osm_timer.overhead / (double)rts / 2 + pipe_cost;
+    osm_meas_param(m,
+                   "\"partner\": \"%s\", \"roundtrips_per_sample\": %llu, \"pipe_write_read\": %.9g, "
+                   "\"cpu\": %u, \"interleaved\": true",
+                   partner, (unsigned long long)rts, pipe_cost, osm_current_cpu());
+    osm_emit(m);
+    osm_meas_free(m);
+}
+
+static const struct osm_probe_info info = {
+    .name = "cpu_ctx",
+    .summary = "Context switch between two processes and two threads on one CPU (pipe ping-pong).",
+    .default_samples = 100,
+    .default_iterations = 50,
+};
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0) /* same CPU for both ends */
+        osm_die("cannot pin to the current CPU: %m");
+
+    int fd[2];
+    if (pipe(fd) != 0)
+        osm_die("pipe: %m");
+    struct osm_meas m;
+    osm_meas_init(&m, "cpu.ctx.pipe_overhead", o.samples);
+    osm_run_batched(&m, pipe_body, fd, 0, o.samples, 0);
+    close(fd[0]);
+    close(fd[1]);
+    double *tmp = malloc(m.n * sizeof *tmp);
+    if (!tmp)
+        osm_die("out of memory");
+    memcpy(tmp, m.v, m.n * sizeof *tmp);
+    double pipe_cost = osm_median(tmp, m.n);
+    free(tmp);
+    osm_meas_param(&m, "\"what\": \"1-byte write + 1-byte read on one pipe, one process\"");
+    osm_emit(&m);
+    osm_meas_free(&m);
+
+    /* Both partners live at once and the samples alternate between them,
+     * so slow drift of the VM (seen: 20% between runs) hits both alike. */
+    struct pair pp, tp;
+    open_pair(&pp);
+    open_pair(&tp);
+    pid_t pid = fork();
+    if (pid < 0)
+        osm_die("fork: %m");
+    if (pid == 0) {
+        partner_loop(&pp);
+        _exit(0);
+    }
+    pthread_t th;
+    int err = pthread_create(&th, NULL, partner_thread, &tp);
+    if (err)
+        osm_die("pthread_create: %s", strerror(err));
+
+    struct osm_meas mp, mt;
+    osm_meas_init(&mp, "cpu.ctx.proc", o.samples);
+    osm_meas_init(&mt, "cpu.ctx.thread", o.samples);
+    roundtrips(&pp, o.iterations * o.warmup);
+    roundtrips(&tp, o.iterations * o.warmup);
+    for (size_t i = 0; i < o.samples; i++) {
+        sample(&mp, &pp, o.iterations, pipe_cost);
+        sample(&mt, &tp, o.iterations, pipe_cost);
+    }
+    if (write(pp.to_partner[1], "q", 1) != 1 || write(tp.to_partner[1], "q", 1) != 1)
+        osm_die("stopping the partners: %m");
+    waitpid(pid, NULL, 0);
+    pthread_join(th, NULL);
+    close_pair(&pp);
+    close_pair(&tp);
+    finish(&mp, o.iterations, pipe_cost, "process");
+    finish(&mt, o.iterations, pipe_cost, "thread");
+    return 0;
+}

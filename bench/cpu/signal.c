@@ -1,0 +1,73 @@
+/* signal.c - signals.
+ *
+ * cpu.signal.install  sigaction() installing a handler (alternating between
+ *                     two, so every call changes the disposition), per call
+ * cpu.signal.deliver  kill(getpid(), SIGUSR1) to a handler and back: the
+ *                     kill system call, delivery on its return to user
+ *                     space, the handler, and sigreturn; per signal
+ * Batched; the timer's overhead per window subtracted.
+ */
+#include "osm.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t caught;
+
+static void h1(int sig) { (void)sig; caught++; }
+static void h2(int sig) { (void)sig; caught++; }
+
+static void body_install(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    struct sigaction sa[2];
+    memset(sa, 0, sizeof sa);
+    sa[0].sa_handler = h1;
+    sa[1].sa_handler = h2;
+    for (uint64_t i = 0; i < n; i++)
+        if (sigaction(SIGUSR2, &sa[i & 1], NULL) != 0)
+            osm_die("sigaction: %m");
+}
+
+static void body_deliver(void *ctx, uint64_t n)
+{
+    pid_t self = *(pid_t *)ctx;
+    for (uint64_t i = 0; i < n; i++)
+        kill(self, SIGUSR1);
+}
+
+static const struct osm_probe_info info = {
+    .name = "cpu_signal",
+    .summary = "Signal handler installation (sigaction) and delivery to oneself (kill).",
+    .default_samples = 100,
+};
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+
+    struct osm_meas m;
+    osm_meas_init(&m, "cpu.signal.install", o.samples);
+    osm_run_batched(&m, body_install, NULL, o.iterations, o.samples, 0);
+    osm_emit(&m);
+    osm_meas_free(&m);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = h1;
+    if (sigaction(SIGUSR1, &sa, NULL) != 0)
+        osm_die("sigaction: %m");
+    pid_t self = getpid();
+    caught = 0;
+    body_deliver(&self, 10);
+    if (caught != 10)
+        osm_die("sent 10 signals to myself, the handler saw %d", (int)caught);
+    osm_meas_init(&m, "cpu.signal.deliver", o.samples);
+    osm_run_batched(&m, body_deliver, &self, o.iterations, o.samples, 0);
+    osm_meas_param(&m, "\"signal\": \"SIGUSR1\"");
+    osm_emit(&m);
+    osm_meas_free(&m);
+    return 0;
+}

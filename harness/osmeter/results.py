@@ -1,0 +1,207 @@
+"""A results directory: results.json (DESIGN.md contract 4), the raw samples of
+every measurement beside it, and the summary table.
+
+results.json is rewritten atomically (temporary file, fsync, rename) after
+every probe, so an interrupted or killed run leaves a valid file holding
+every probe that finished.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import SCHEMA
+from .stats import series_summary, summarize
+
+REQUIRED_LINE_KEYS = ("id", "unit", "samples")
+
+
+class ProbeOutputError(ValueError):
+    pass
+
+
+def parse_probe_output(text: str) -> list[dict]:
+    """The JSON lines a probe printed; anything malformed is an error."""
+    lines = []
+    for k, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ProbeOutputError(f"line {k} is not JSON ({e.msg}): {raw[:80]!r}") from None
+        if not isinstance(obj, dict) or any(key not in obj for key in REQUIRED_LINE_KEYS):
+            raise ProbeOutputError(f"line {k} lacks one of {', '.join(REQUIRED_LINE_KEYS)}")
+        if not isinstance(obj["samples"], list):
+            raise ProbeOutputError(f"line {k}: samples is not a list")
+        lines.append(obj)
+    return lines
+
+
+def _to_reported(values: np.ndarray, unit: str, tsc_hz: float | None) -> tuple[np.ndarray, str]:
+    """Cycle counts (TSC ticks) become ns; other units pass through."""
+    if unit == "cycles":
+        if not tsc_hz or tsc_hz <= 0:
+            raise ProbeOutputError("samples in cycles but no valid tsc_hz")
+        return values * 1e9 / tsc_hz, "ns"
+    return values, unit
+
+
+def _finite(x):
+    """JSON has no NaN: None instead."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    return x
+
+
+def safe_name(mid: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in mid)
+
+
+class Results:
+    def __init__(self, out: Path, machine: dict, conditions: dict):
+        self.dir = out
+        self.samples_dir = out / "samples"
+        self.samples_dir.mkdir(parents=True, exist_ok=True)
+        self.doc = {
+            "schema": SCHEMA,
+            "machine": machine,
+            "conditions": conditions,
+            "measurements": [],
+            "failures": [],
+            "complete": False,
+            "interrupted": False,
+        }
+
+    @property
+    def measurements(self) -> list[dict]:
+        return self.doc["measurements"]
+
+    def add_line(self, line: dict, probe_name: str, description: str) -> dict:
+        """One probe JSON line -> one measurement, its samples saved beside."""
+        raw = np.asarray([np.nan if v is None else v for v in line["samples"]], dtype=float)
+        disturbed = np.zeros(raw.size, dtype=bool)
+        for i in line.get("disturbed", []):
+            if not isinstance(i, int) or not 0 <= i < raw.size:
+                raise ProbeOutputError(f"{line['id']}: disturbed index {i!r} out of range")
+            disturbed[i] = True
+        tsc_hz = line.get("tsc_hz")
+        values, unit = _to_reported(raw, line["unit"], tsc_hz)
+        keep = ~disturbed & np.isfinite(values)
+        m = {"id": line["id"], "unit": unit, "description": description, "probe": probe_name}
+        m.update(summarize(values[keep]))
+        m["dropped_disturbed"] = int(disturbed.sum())
+        m["samples_total"] = int(raw.size)
+        if line["unit"] == "cycles":
+            c = summarize(raw[keep])
+            m["cycles"] = {k: c[k] for k in ("mean", "median", "std", "min", "max")}
+            m["tsc_hz"] = tsc_hz
+        ovh = line.get("overhead_subtracted")
+        if isinstance(ovh, (int, float)):
+            m["overhead_subtracted"] = float(_to_reported(np.array([ovh], float), line["unit"], tsc_hz)[0][0])
+            if line["unit"] == "cycles":
+                m["overhead_subtracted_cycles"] = float(ovh)
+        m["timer"] = line.get("timer")
+        m["params"] = line.get("params", {})
+        arrays = {"values": values, "raw": raw, "disturbed": disturbed}
+        series = line.get("series")
+        if series:
+            sx = np.asarray(series["x"], dtype=float)
+            sy_raw = np.asarray(series["samples"], dtype=float)
+            if sy_raw.ndim != 2 or sy_raw.shape[0] != sx.size:
+                raise ProbeOutputError(f"{line['id']}: series samples do not match its x values")
+            sy, y_unit = _to_reported(sy_raw, series.get("y_unit", line["unit"]), tsc_hz)
+            m["series"] = {"x_name": series.get("x_name", "x"), "x": sx.tolist(), "y_unit": y_unit}
+            m["series"].update(series_summary(sy))
+            arrays["series_x"] = sx
+            arrays["series_values"] = sy
+        fname = f"{safe_name(line['id'])}.npz"
+        np.savez_compressed(self.samples_dir / fname, **arrays)
+        m["samples_file"] = f"samples/{fname}"
+        # a rerun of the same id replaces the earlier entry
+        self.doc["measurements"] = [x for x in self.measurements if x["id"] != m["id"]] + [m]
+        return m
+
+    def add_failure(self, probe: str, error: str, stderr: str = "") -> None:
+        self.doc["failures"].append({"probe": probe, "error": error, "stderr_tail": stderr[-2000:]})
+
+    def save(self) -> Path:
+        path = self.dir / "results.json"
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".results.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(_finite(self.doc), f, indent=1, allow_nan=False)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return path
+
+
+def load(path: Path) -> dict:
+    """results.json from a results directory (or the file itself)."""
+    p = path / "results.json" if path.is_dir() else path
+    try:
+        doc = json.loads(p.read_text())
+    except OSError as e:
+        raise ValueError(f"cannot read {p}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(f"{p}: schema is {doc.get('schema')!r}, expected {SCHEMA!r}")
+    return doc
+
+
+def fmt_value(v: float | None, unit: str) -> str:
+    """A number with a sensible precision and a human time unit for ns."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if unit == "ns":
+        for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+            if abs(v) >= scale:
+                return f"{v / scale:.3g} {name}" if abs(v / scale) < 100 else f"{v / scale:.1f} {name}"
+        return f"{v:.3g} ns" if abs(v) < 100 else f"{v:.1f} ns"
+    return f"{v:.4g} {unit}"
+
+
+def summary_table(doc: dict) -> str:
+    """id, median, unit (human), cycles, spread (std and CI95 of the median), n, dropped."""
+    rows = [("id", "median", "cycles", "std", "ci95 of median", "n", "dropped")]
+    for m in doc["measurements"]:
+        unit = m["unit"]
+        cyc = m.get("cycles", {}).get("median")
+        lo, hi = m.get("ci95") or (None, None)
+        rows.append(
+            (
+                m["id"],
+                fmt_value(m.get("median"), unit),
+                f"{cyc:.4g}" if isinstance(cyc, (int, float)) else "-",
+                fmt_value(m.get("std"), unit),
+                f"{fmt_value(lo, unit)} .. {fmt_value(hi, unit)}",
+                str(m.get("n")),
+                str(m.get("dropped_disturbed", 0)),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for k, r in enumerate(rows):
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
+        lines.append("  ".join(cells))
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
