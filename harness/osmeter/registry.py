@@ -58,7 +58,7 @@ PROBES: tuple[Probe, ...] = (
             "over three 20 ms intervals. Single instructions (RDTSC, RDTSCP, CPUID) and the "
             "vDSO clock are timed in batches long enough that the window's cost is under 1%."
         ),
-        presets={"quick": ("--samples", "50"), "full": ("--samples", "300")},
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
         name="cpu.loop",
@@ -73,7 +73,7 @@ PROBES: tuple[Probe, ...] = (
             "2, 4 ... 4096 turns with nothing subtracted: its intercept is the timer's cost "
             "and its slope the loop's."
         ),
-        presets={"quick": ("--samples", "50", "--series-max", "1024"), "full": ("--samples", "300")},
+        presets={"quick": ("--samples", "100", "--series-max", "1024"), "full": ("--samples", "500")},
     ),
     Probe(
         name="cpu.call",
@@ -91,7 +91,7 @@ PROBES: tuple[Probe, ...] = (
             "subtracted and the rest divided by the number of calls. A modern core overlaps "
             "calls with one another, so this is the throughput cost of a call, not its latency."
         ),
-        presets={"quick": ("--samples", "40"), "full": ("--samples", "200")},
+        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
     ),
     Probe(
         name="cpu.syscall",
@@ -108,7 +108,7 @@ PROBES: tuple[Probe, ...] = (
             "the batch size. The figure includes the mitigations the kernel applies on entry "
             "and exit (see conditions.mitigations)."
         ),
-        presets={"quick": ("--samples", "40"), "full": ("--samples", "200")},
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
         name="cpu.proc",
@@ -127,7 +127,7 @@ PROBES: tuple[Probe, ...] = (
             "CPU; the TSC is shared by all CPUs (constant_tsc), and a sample whose stamps come "
             "from different CPUs is counted as disturbed and dropped."
         ),
-        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
+        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
     ),
     Probe(
         name="cpu.thread",
@@ -143,7 +143,7 @@ PROBES: tuple[Probe, ...] = (
             "ends the sample. cpu.thread_create_join times creation, an empty thread body and "
             "the join. glibc reuses the stacks of joined threads, as a real program's would be."
         ),
-        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+        presets={"quick": ("--samples", "300"), "full": ("--samples", "1500")},
     ),
     Probe(
         name="cpu.ctx",
@@ -163,7 +163,7 @@ PROBES: tuple[Probe, ...] = (
             "alternate so the machine's drift affects both alike. Waiting is by blocking, never "
             "by spinning, so SCHED_FIFO cannot livelock the pair."
         ),
-        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
+        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
     ),
     Probe(
         name="cpu.signal",
@@ -179,7 +179,7 @@ PROBES: tuple[Probe, ...] = (
             "the kill system call, delivery on its way back to user space, the handler and "
             "sigreturn, per signal, in batches; the probe checks that every signal was caught."
         ),
-        presets={"quick": ("--samples", "40"), "full": ("--samples", "200")},
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
 )
 

@@ -181,7 +181,7 @@ def fmt_value(v: float | None, unit: str) -> str:
 
 def summary_table(doc: dict) -> str:
     """id, median, unit (human), cycles, spread (std and CI95 of the median), n, dropped."""
-    rows = [("id", "median", "cycles", "std", "ci95 of median", "n", "dropped")]
+    rows = [("id", "median", "TSC cycles", "std", "ci95 of median", "n", "dropped")]
     for m in doc["measurements"]:
         unit = m["unit"]
         cyc = m.get("cycles", {}).get("median")

@@ -1,0 +1,131 @@
+/* test_timing.c - checks of the timing core against ground truth.
+ * Prints one line per check and a closing "N passed, N failed" line; exits
+ * non-zero when any check fails. Run by tests/test_timing_core.py. */
+#include "osm.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed, skipped;
+
+static void check(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#include <stdarg.h>
+static void check(bool ok, const char *name, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%s %s: ", ok ? "PASS" : "FAIL", name);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    ok ? passed++ : failed++;
+}
+
+static void spin_ns(uint64_t ns)
+{
+    uint64_t end = osm_clock_ns() + ns;
+    while (osm_clock_ns() < end)
+        ;
+}
+
+static void busy(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    for (uint64_t i = 0; i < n; i++)
+        OSM_BARRIER();
+}
+
+int main(void)
+{
+    osm_timer_setup(OSM_TIMER_TSC);
+    bool tsc = osm_timer.kind == OSM_TIMER_TSC;
+    printf("timer %s, %.0f Hz, overhead median %.1f ticks\n", tsc ? "tsc" : "clock", osm_timer.hz,
+           osm_timer.overhead);
+
+    /* 1. The calibrated rate converts a TSC interval into the clock's time. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint32_t c;
+        uint64_t n0 = osm_clock_ns(), t0 = osm_end(&c);
+        spin_ns(200 * 1000 * 1000);
+        uint64_t t1 = osm_end(&c), n1 = osm_clock_ns();
+        double tsc_ns = (double)(t1 - t0) * 1e9 / osm_timer.hz;
+        double err = (tsc_ns - (double)(n1 - n0)) / (double)(n1 - n0);
+        if (fabs(err) < 0.005 || attempt == 2) {
+            check(fabs(err) < 0.005, "tsc rate", "200 ms by the clock = %.3f ms by the TSC (%.3f%%)",
+                  tsc_ns / 1e6, err * 100);
+            break;
+        }
+    }
+
+    /* 2. The overhead is positive and small, and it is what an empty window costs. */
+    check(osm_timer.overhead > 0 && osm_timer.overhead < osm_timer.hz * 100e-6, "overhead range",
+          "%.1f ticks", osm_timer.overhead);
+
+    /* 3. Batching makes the window at least 100x the overhead. */
+    uint64_t n = osm_autobatch(busy, NULL);
+    uint32_t c0, c1;
+    uint64_t t0 = osm_begin(&c0);
+    busy(NULL, n);
+    uint64_t t1 = osm_end(&c1);
+    check((double)(t1 - t0) >= 50 * osm_timer.overhead, "autobatch", "%llu iterations take %llu ticks",
+          (unsigned long long)n, (unsigned long long)(t1 - t0));
+
+    /* 4. A window that moves to another CPU is flagged. */
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    int a = -1, b = -1;
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        if (CPU_ISSET(i, &allowed)) {
+            if (a < 0)
+                a = i;
+            else if (b < 0)
+                b = i;
+        }
+    if (b < 0) {
+        printf("SKIP migration: only one CPU\n");
+        skipped++;
+    } else {
+        osm_pin(a);
+        struct osm_window w;
+        bool dist;
+        osm_window_open(&w);
+        osm_pin(b); /* the kernel moves us before returning */
+        osm_window_close(&w, true, &dist);
+        check(dist, "migration flagged", "window from CPU %d to CPU %d", a, b);
+        bool clean = false;
+        for (int k = 0; k < 5 && !clean; k++) {
+            osm_window_open(&w);
+            busy(NULL, 1000);
+            osm_window_close(&w, false, &dist);
+            clean = !dist;
+        }
+        check(clean, "pinned window clean", "a short busy window on one CPU is not flagged");
+    }
+
+    /* 5. A window that sleeps is flagged unless switching is the operation. */
+    struct osm_window w;
+    bool dist;
+    osm_window_open(&w);
+    usleep(2000);
+    osm_window_close(&w, false, &dist);
+    check(dist, "sleep flagged", "usleep inside a window that must not switch");
+    osm_window_open(&w);
+    usleep(2000);
+    osm_window_close(&w, true, &dist);
+    check(!dist, "sleep allowed", "usleep inside a window whose operation blocks");
+
+    /* 6. The clock fallback works and says so. */
+    osm_timer_setup(OSM_TIMER_CLOCK);
+    t0 = osm_begin(&c0);
+    spin_ns(1000 * 1000);
+    t1 = osm_end(&c1);
+    check(osm_timer.kind == OSM_TIMER_CLOCK && osm_timer.hz == 1e9 && t1 - t0 >= 1000000 &&
+              osm_timer.fallback_why != NULL,
+          "clock fallback", "1 ms spin reads %llu ns", (unsigned long long)(t1 - t0));
+
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,161 @@
+"""The command line: list, run's errors, failures, interruption."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, osmeter
+from osmeter import registry
+
+
+def test_list_shows_every_id_with_unit():
+    r = osmeter("list")
+    assert r.returncode == 0
+    for _, m in registry.all_measures():
+        assert any(line.split()[:2] == [m.id, m.unit] for line in r.stdout.splitlines()), m.id
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("run", "--probes", "cpu.nosuch"), "no measurement id matches 'cpu.nosuch'"),
+        (("run", "--probes", ","), "expected ids"),
+        (("run", "--preset", "bogus"), "invalid choice"),
+        (("run", "--cpu", "4096"), "--cpu 4096"),
+        (("run", "--cpu", "x"), "expected a CPU number"),
+        (("frobnicate",), "invalid choice"),
+        ((), "required"),
+    ],
+)
+def test_bad_requests_fail_clearly(args, words, tmp_path):
+    r = osmeter(*args, "--out", str(tmp_path / "o")) if args and args[0] == "run" else osmeter(*args)
+    assert r.returncode == 2
+    assert words in r.stderr
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_selection_by_pattern_and_no_overwrite(tmp_path):
+    out = tmp_path / "sel"
+    r = osmeter("run", "--probes", "cpu.syscall.*,cpu.call.args3", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert sorted(m["id"] for m in doc["measurements"]) == [
+        "cpu.call.args3", "cpu.syscall.getppid", "cpu.syscall.gettid"]
+    before = (out / "results.json").read_bytes()
+    r = osmeter("run", "--probes", "cpu.loop", "--out", str(out))
+    assert r.returncode == 2 and "already holds" in r.stderr
+    assert (out / "results.json").read_bytes() == before
+
+
+# --- the runner against fake probes, whose behaviour we control ----------
+
+FAKE = {
+    "good": """#!/bin/sh
+echo '{"id": "fake.good", "unit": "ns", "tsc_hz": 1e9, "params": {}, "overhead_subtracted": 0, "samples": [1, 2, 3], "disturbed": []}'
+""",
+    "garbage": "#!/bin/sh\necho 'hello'\n",
+    "crash": "#!/bin/sh\necho 'cannot do this' >&2\nexit 3\n",
+    "silent": "#!/bin/sh\nexit 0\n",
+    "slow": "#!/bin/sh\nexec sleep 60\n",
+}
+
+DRIVER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {harness!r})
+    from osmeter import registry, runner, cli
+    order = {order!r}
+    timeouts = {timeouts!r}
+    registry.PROBES = tuple(
+        registry.Probe(name="fake." + n, binary=n, area="fake",
+                       measures=(registry.Measure("fake." + n, "ns", n),),
+                       methodology="", presets={{"quick": ()}}, timeout=timeouts.get(n, 30))
+        for n in order)
+    runner.bin_dir = lambda root: Path({bindir!r})
+    sys.exit(cli.main(["run", "--out", {out!r}, "--no-rt"]))
+""")
+
+
+def fake_run(tmp_path: Path, order: list[str], timeouts: dict | None = None) -> subprocess.Popen:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for name, text in FAKE.items():
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    code = DRIVER.format(harness=str(ROOT / "harness"), order=order, timeouts=timeouts or {},
+                         bindir=str(bindir), out=str(tmp_path / "out"))
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def test_failing_probes_are_recorded_and_the_run_goes_on(tmp_path):
+    p = fake_run(tmp_path, ["slow", "garbage", "crash", "silent", "good"], {"slow": 1})
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 1
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [m["id"] for m in doc["measurements"]] == ["fake.good"]
+    why = {f["probe"]: f["error"] for f in doc["failures"]}
+    assert "timed out" in why["fake.slow"]
+    assert "bad output" in why["fake.garbage"]
+    assert "status 3" in why["fake.crash"]
+    assert "did not print fake.silent" in why["fake.silent"]
+    assert doc["complete"] is True
+    crash = next(f for f in doc["failures"] if f["probe"] == "fake.crash")
+    assert "cannot do this" in crash["stderr_tail"]
+
+
+def test_sigint_keeps_the_finished_probes(tmp_path):
+    p = fake_run(tmp_path, ["good", "slow"])
+    results = tmp_path / "out" / "results.json"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if json.loads(results.read_text())["measurements"]:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    time.sleep(0.3)  # the slow probe is running now
+    os.kill(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    doc = json.loads(results.read_text())
+    assert doc["interrupted"] is True and doc["complete"] is False
+    assert [m["id"] for m in doc["measurements"]] == ["fake.good"]
+    assert (tmp_path / "out" / doc["measurements"][0]["samples_file"]).exists()
+    assert "interrupted" in out
+    # the probe's process group was killed, not left behind
+    r = subprocess.run(["pgrep", "-f", f"sleep 60"], capture_output=True, text=True)
+    leftover = [pid for pid in r.stdout.split() if Path(f"/proc/{pid}/cwd").exists()
+                and str(tmp_path) in " ".join(Path(f"/proc/{pid}/cmdline").read_text().split("\0"))]
+    assert leftover == []
+
+
+def test_real_run_interrupted_by_sigterm_stays_valid(tmp_path):
+    out = tmp_path / "real"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "run", "--preset", "full", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and p.poll() is None:
+        try:
+            if json.loads((out / "results.json").read_text())["measurements"]:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["measurements"], "the first probe finished before the signal"
+    if p.returncode == 130:
+        assert doc["interrupted"] is True
+    else:  # the run was quicker than the signal
+        assert p.returncode == 0 and doc["complete"] is True

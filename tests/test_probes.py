@@ -1,0 +1,98 @@
+"""Each probe binary: its contract (DESIGN.md 2 and 3), its errors, its options."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import BIN, probe, probe_lines
+from osmeter import registry
+
+BINARIES = sorted({p.binary for p in registry.PROBES})
+KEYS = {"id", "unit", "tsc_hz", "params", "overhead_subtracted", "samples", "disturbed", "timer"}
+
+
+def test_every_registered_binary_is_built():
+    for b in BINARIES:
+        assert (BIN / b).is_file(), b
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_help(binary):
+    r = probe(binary, "--help")
+    assert r.returncode == 0
+    for opt in ("--samples", "--iterations", "--cpu", "--human", "--help"):
+        assert opt in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--samples", "abc"), "--samples"),
+        (("--samples", "0"), "--samples"),
+        (("--samples", "-3"), "--samples"),
+        (("--cpu", "4000"), "--cpu: expected a whole number"),
+        (("--cpu", "999"), "--cpu 999: cannot pin there"),
+        (("--cpu",), "needs a value"),
+        (("--frobnicate",), "unknown option"),
+        (("--timer", "hpet"), "--timer"),
+        (("stray",), "unexpected argument"),
+    ],
+)
+@pytest.mark.parametrize("binary", ["cpu_loop", "cpu_proc"])
+def test_bad_arguments(binary, args, words):
+    r = probe(binary, *args)
+    assert r.returncode == 2
+    assert words in r.stderr
+    assert r.stdout == ""
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_json_lines_contract(binary):
+    p = next(p for p in registry.PROBES if p.binary == binary)
+    lines = probe_lines(binary, "--samples", "5", "--cpu", "0")
+    assert set(lines) == set(p.ids()), "a probe prints exactly the ids the registry lists"
+    for mid, o in lines.items():
+        assert KEYS <= set(o), mid
+        assert o["unit"] == "cycles"
+        assert o["tsc_hz"] > 1e8
+        assert len(o["samples"]) == (2000 if mid == "cpu.timer_overhead" else 5)
+        assert all(isinstance(i, int) and 0 <= i < len(o["samples"]) for i in o["disturbed"])
+        assert o["timer"]["kind"] == "tsc-fenced"
+
+
+def test_clock_fallback_is_labeled():
+    o = probe_lines("cpu_syscall", "--samples", "5", "--timer", "clock")["cpu.syscall.getppid"]
+    assert o["unit"] == "ns" and o["tsc_hz"] == 1e9
+    assert o["timer"]["kind"] == "clock_gettime" and "fallback" in o["timer"]
+
+
+def test_human_output_one_line_per_measurement():
+    r = probe("cpu_syscall", "--samples", "5", "--human")
+    assert r.returncode == 0
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2 and all("median" in ln and "ns" in ln for ln in lines)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(lines[0])
+
+
+def test_loop_series_shape_and_slope():
+    o = probe_lines("cpu_loop", "--samples", "20", "--series-max", "4096", "--cpu", "0")["cpu.loop"]
+    s = o["series"]
+    assert s["x"][0] == 0 and s["x"][-1] == 4096
+    med = [sorted(row)[len(row) // 2] for row in s["samples"]]
+    # the whole-window time grows with the loop count; the intercept is the timer's cost
+    assert med[-1] > med[0] + 4096 * 0.1
+    assert abs(med[0] - o["timer"]["overhead_median"]) < 0.5 * o["timer"]["overhead_median"] + 50
+
+
+def test_fixed_iteration_probes_refuse_batches():
+    r = probe("cpu_proc", "--iterations", "10")
+    assert r.returncode == 2 and "one fork" in r.stderr
+
+
+def test_call_probe_subtracts_loop_and_timer():
+    o = probe_lines("cpu_call", "--samples", "10")["cpu.call.args3"]
+    loop = o["params"]["loop_per_iteration"]
+    assert o["overhead_subtracted"] >= loop / 8
+    assert o["params"]["calls_per_iteration"] == 8

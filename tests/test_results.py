@@ -1,0 +1,109 @@
+"""results.json (DESIGN.md contract 4), samples files, statistics."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import by_id
+from osmeter.results import ProbeOutputError, Results, load, parse_probe_output
+from osmeter.stats import bootstrap_ci95_median, summarize
+
+
+def test_results_document_shape(quick_run):
+    out, doc = quick_run
+    assert doc["schema"] == "osmeter/1"
+    mach, cond = doc["machine"], doc["conditions"]
+    for k in ("cpu_model", "online_cpus", "caches", "memory_bytes", "disks", "nics", "kernel", "hypervisor"):
+        assert k in mach
+    assert any(c["level"] == 1 for c in mach["caches"])
+    for k in ("pinned_cpu", "scheduler", "governor", "boost", "smt_active", "thp", "mitigations",
+              "clocksource", "tsc_flags", "compiler", "osmeter", "loadavg_before"):
+        assert k in cond
+    assert cond["scheduler"]["policy"] in ("SCHED_FIFO", "SCHED_OTHER")
+    if cond["scheduler"]["policy"] == "SCHED_OTHER":
+        assert cond["scheduler"]["why_not_fifo"]
+    assert "-O2" in cond["compiler"]["cflags"]
+    assert (out / "summary.txt").read_text().startswith("id")
+
+
+def test_samples_files_hold_the_raw_samples(quick_run):
+    out, doc = quick_run
+    for m in doc["measurements"]:
+        z = np.load(out / m["samples_file"])
+        keep = ~z["disturbed"]
+        assert z["values"].size == m["samples_total"] == m["n"] + m["dropped_disturbed"]
+        assert np.median(z["values"][keep]) == pytest.approx(m["median"])
+        if "cycles" in m:  # ns = cycles / tsc_hz
+            assert np.allclose(z["values"], z["raw"] * 1e9 / m["tsc_hz"])
+        assert m["ci95"][0] <= m["median"] <= m["ci95"][1]
+    loop = by_id(doc)["cpu.loop"]
+    assert len(loop["series"]["x"]) == len(loop["series"]["median"]) > 3
+
+
+def test_summarize_matches_numpy():
+    x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    s = summarize(x)
+    assert s["n"] == 8 and s["mean"] == pytest.approx(x.mean()) and s["median"] == 3.5
+    assert s["std"] == pytest.approx(x.std(ddof=1)) and s["min"] == 1 and s["max"] == 9
+
+
+def test_bootstrap_interval_narrows_with_more_trials():
+    rng = np.random.default_rng(1)
+    small = rng.normal(100, 10, 20)
+    big = rng.normal(100, 10, 2000)
+    lo_s, hi_s = bootstrap_ci95_median(small)
+    lo_b, hi_b = bootstrap_ci95_median(big)
+    assert lo_s <= np.median(small) <= hi_s and lo_b <= np.median(big) <= hi_b
+    assert (hi_b - lo_b) < (hi_s - lo_s) / 4
+    assert bootstrap_ci95_median(big) == (lo_b, hi_b)  # deterministic
+
+
+def _line(**kw):
+    base = {"id": "x.y", "unit": "cycles", "tsc_hz": 2e9, "params": {}, "overhead_subtracted": 10,
+            "samples": [2000, 4000, 6000, 1e9], "disturbed": [3]}
+    base.update(kw)
+    return base
+
+
+def test_cycles_become_ns_and_disturbed_samples_are_dropped(tmp_path):
+    r = Results(tmp_path, {}, {})
+    m = r.add_line(_line(), "t", "test")
+    assert m["unit"] == "ns" and m["n"] == 3 and m["dropped_disturbed"] == 1
+    assert m["median"] == pytest.approx(2000.0)  # 4000 cycles at 2 GHz
+    assert m["cycles"]["median"] == 4000 and m["overhead_subtracted"] == pytest.approx(5.0)
+    r.save()
+    assert load(tmp_path)["measurements"][0]["id"] == "x.y"
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("not json\n", "not JSON"),
+        ('{"id": "a", "unit": "ns"}\n', "lacks"),
+        ('{"id": "a", "unit": "ns", "samples": 3}\n', "not a list"),
+    ],
+)
+def test_bad_probe_output_is_rejected(text, words):
+    with pytest.raises(ProbeOutputError, match=words):
+        parse_probe_output(text)
+
+
+def test_bad_disturbed_index_and_series_are_rejected(tmp_path):
+    r = Results(tmp_path, {}, {})
+    with pytest.raises(ProbeOutputError, match="out of range"):
+        r.add_line(_line(disturbed=[7]), "t", "test")
+    with pytest.raises(ProbeOutputError, match="series"):
+        r.add_line(_line(disturbed=[], series={"x": [1, 2], "samples": [[1, 2]]}), "t", "test")
+    with pytest.raises(ProbeOutputError, match="tsc_hz"):
+        r.add_line(_line(tsc_hz=0, disturbed=[]), "t", "test")
+
+
+def test_load_rejects_other_files(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(ValueError, match="schema"):
+        load(tmp_path)
+    (tmp_path / "results.json").write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load(tmp_path)
