@@ -19,7 +19,7 @@ COMMON_OBJ := $(COMMON_SRC:bench/%.c=$(OBJ)/%.o)
 COMMON_LIB := $(BUILD)/lib/libosmcommon.a
 
 # One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>
-PROBE_SRC  := $(wildcard bench/cpu/*.c)
+PROBE_SRC  := $(filter-out bench/common/%,$(wildcard bench/*/*.c))
 PROBES     := $(foreach s,$(PROBE_SRC),$(BIN)/$(word 2,$(subst /, ,$(s)))_$(basename $(notdir $(s))))
 
 TEST_SRC   := $(wildcard tests/c/*.c)

@@ -237,5 +237,9 @@ def _finish(results: Results, out: Path) -> None:
     (out / "summary.txt").write_text(table + "\n")
     print()
     print(table)
+    # the same warning from several probes (a non-invariant TSC, say) once
+    warnings = dict.fromkeys(w.split("warning: ", 1)[-1] for w in results.doc["conditions"]["probe_warnings"])
+    for w in warnings:
+        print(f"warning: {w}")
     wall = results.doc["conditions"].get("wall_s")
     print(f"\nosmeter: {len(results.measurements)} measurements in {wall} s; results in {out}/results.json")
