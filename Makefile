@@ -30,7 +30,7 @@ PY ?= .venv/bin/python
 .PHONY: all run test clean venv
 all: $(PROBES) $(TEST_BINS) $(BUILD)/buildinfo.json
 
-$(OBJ)/%.o: bench/%.c bench/common/osm.h
+$(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -39,13 +39,13 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 define probe_rule
-$(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) bench/common/osm.h
+$(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $(COMMON_LIB) $$(LDLIBS)
 endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
 
-$(BUILD)/test/%: tests/c/%.c $(COMMON_LIB) bench/common/osm.h
+$(BUILD)/test/%: tests/c/%.c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
 

@@ -58,6 +58,10 @@ def cmd_list(args) -> int:
             print(f"{m.id:<28} {m.unit:<6} {m.description}")
         if args.methodology:
             print(f"  [{p.name}: {p.binary}] {p.methodology}\n")
+    for d in registry.DERIVED:
+        print(f"{d.measure.id:<28} {d.measure.unit:<6} {d.measure.description} (derived)")
+        if args.methodology:
+            print(f"  [from {', '.join(d.inputs)}] {d.methodology}\n")
     return 0
 
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
+from typing import Callable
+
+from . import derive
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,8 @@ class Probe:
     # preset -> extra arguments; a probe absent from a preset does not run in it
     presets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     timeout: float = 120.0  # seconds, per run of the binary
+    # more JSON lines computed from the probe's own lines (derive.py)
+    derive: Callable[[list[dict]], list[dict]] | None = None
 
     def ids(self) -> list[str]:
         return [m.id for m in self.measures]
@@ -181,13 +186,123 @@ PROBES: tuple[Probe, ...] = (
         ),
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
+    Probe(
+        name="mem.lat",
+        binary="mem_lat",
+        area="mem",
+        measures=(
+            _m("mem.lat.curve", "ns", "load-to-use latency against working-set size (series)"),
+            _m("mem.lat.l1", "ns", "L1 data cache latency, found on the curve"),
+            _m("mem.lat.l2", "ns", "L2 cache latency, found on the curve"),
+            _m("mem.lat.l3", "ns", "L3 cache latency, found on the curve"),
+            _m("mem.lat.dram", "ns", "memory latency at the largest size (4 KiB pages)"),
+            _m("mem.lat.dram.thp", "ns", "memory latency at the largest size on transparent huge pages"),
+        ),
+        methodology=(
+            "Dependent loads: each element of the working set holds the address of the next, so "
+            "no load can start before the previous one returns, and 16 of them are unrolled per "
+            "loop turn. Elements are 64 B (one per cache line) linked in one random cycle "
+            "(Sattolo's algorithm), so no prefetcher can follow the chain. Sizes run from 1 KiB "
+            "to at least four times the last cache (512 MiB by default, fewer when memory is "
+            "short), several per doubling; each size is walked once in full before its samples, "
+            "and a sample is one window of at least 65536 loads (or the whole set), timer "
+            "overhead subtracted, per load. The curve uses 4 KiB pages (MADV_NOHUGEPAGE). The "
+            "harness cuts the curve into plateaus of constant log latency (least squares, "
+            "dynamic programming), keeps the most plateaus that differ by 25% and each span a "
+            "doubling of size, and reports each level's median latency and the sizes where its "
+            "plateau begins and ends, beside the sizes sysfs states. DRAM is read at the largest "
+            "size; the same size on a MADV_HUGEPAGE buffer (mem.lat.dram.thp) shows how much of "
+            "it is TLB misses. On a VM the L3 is shared with other guests: its plateau can end "
+            "well before the size sysfs gives."
+        ),
+        presets={
+            "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
+            "full": ("--steps", "4", "--samples", "15"),
+        },
+        timeout=600.0,
+        derive=derive.mem_levels,
+    ),
+    Probe(
+        name="mem.bw",
+        binary="mem_bw",
+        area="mem",
+        measures=(
+            _m("mem.bw.read", "MB/s", "read bandwidth from memory (wide loads, one thread)"),
+            _m("mem.bw.write", "MB/s", "write bandwidth to memory (one thread)"),
+            _m("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
+            _m("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
+            _m("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
+            _m("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
+            _m("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
+            _m("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
+            _m("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
+            _m("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
+            _m("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
+        ),
+        methodology=(
+            "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
+            "accumulators; write stores the same width, and its .nt twin uses non-temporal "
+            "stores that bypass the caches; copy is glibc's memcpy, and copy.loop a plain vector "
+            "load/store loop. Out-of-cache buffers are max(8 x the last cache, 256 MiB) and "
+            "faulted in before timing; the .cache figures use half the L1 data cache. A sample is "
+            "one window of whole passes lasting at least 5 ms. MB/s is 10^6 bytes per second of "
+            "buffer read, written or copied; a copy counts each byte once, as memcpy benchmarks "
+            "(perf bench mem) do. The .mt figures run one pinned thread per online CPU on its own "
+            "buffer, started and stopped together by a barrier, and add up their bytes."
+        ),
+        presets={"quick": ("--samples", "5"), "full": ("--samples", "15")},
+        timeout=600.0,
+    ),
+    Probe(
+        name="mem.pagefault",
+        binary="mem_pagefault",
+        area="mem",
+        measures=(
+            _m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page"),
+            _m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault"),
+        ),
+        methodology=(
+            "Minor faults: a fresh anonymous mapping (4 KiB pages) is written once per page; the "
+            "kernel allocates, zeroes and maps each page; a sample is one mapping of 4096 pages, "
+            "per page. Major faults: a 64 MiB file in /var/tmp is written and synced, its pages "
+            "are evicted with posix_fadvise(DONTNEED) (drop_caches when root and needed) and "
+            "mincore confirms none is resident; it is mapped with MADV_RANDOM so read-ahead is "
+            "off, and pages are touched in random order, one fault per sample; a sample that did "
+            "not raise ru_majflt by exactly one is dropped. The probe reports the file system "
+            "and the device, and refuses tmpfs, where no fault is ever major."
+        ),
+        presets={"quick": ("--samples", "30"), "full": ("--samples", "200")},
+        timeout=300.0,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A figure computed from other measurements, possibly of several probes."""
+
+    measure: Measure
+    inputs: tuple[str, ...]
+    fn: Callable[[dict[str, dict]], dict]  # probe lines by id -> one line
+    methodology: str
+
+
+DERIVED: tuple[Derived, ...] = (
+    Derived(
+        _m("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
+        ("mem.pagefault.major", "mem.bw.copy"),
+        derive.fault_vs_copy,
+        "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
+        "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
+        "times dearer it is to fault a byte in from the device than to copy it in memory.",
+    ),
 )
 
 PRESETS = ("quick", "full")
 
 
-def all_measures() -> list[tuple[Probe, Measure]]:
-    return [(p, m) for p in PROBES for m in p.measures]
+def all_measures() -> list[tuple[Probe | Derived, Measure]]:
+    return [(p, m) for p in PROBES for m in p.measures] + [(d, d.measure) for d in DERIVED]
 
 
 def find_measure(mid: str) -> tuple[Probe, Measure] | None:
@@ -209,11 +324,14 @@ class SelectionError(ValueError):
 
 
 def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[str]]]:
-    """Probes to run, each with the ids wanted from it, in registry order."""
+    """Probes to run, each with the ids wanted from it, in registry order.
+    A probe that only feeds a selected derived figure runs with no id wanted."""
     if preset not in PRESETS:
         raise SelectionError(f"unknown preset '{preset}' (choose from {', '.join(PRESETS)})")
+    derived = select_derived(patterns)
+    inputs = {i for d in derived for i in d.inputs}
     chosen = []
-    used = set()
+    used = {pat for pat in patterns or () for d in derived if matches(pat, d.measure.id)}
     for p in PROBES:
         if preset not in p.presets:
             continue
@@ -222,7 +340,7 @@ def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[st
             continue
         ids = [i for i in p.ids() if any(matches(pat, i) for pat in patterns)]
         used.update(pat for pat in patterns for i in p.ids() if matches(pat, i))
-        if ids:
+        if ids or inputs & set(p.ids()):
             chosen.append((p, ids))
     if patterns is not None:
         unknown = [pat for pat in patterns if pat not in used]
@@ -232,3 +350,9 @@ def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[st
                 f"in preset '{preset}' (see ./osmeter list)"
             )
     return chosen
+
+
+def select_derived(patterns: list[str] | None) -> list[Derived]:
+    if patterns is None:
+        return list(DERIVED)
+    return [d for d in DERIVED if any(matches(pat, d.measure.id) for pat in patterns)]

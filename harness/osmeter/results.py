@@ -176,6 +176,8 @@ def fmt_value(v: float | None, unit: str) -> str:
             if abs(v) >= scale:
                 return f"{v / scale:.3g} {name}" if abs(v / scale) < 100 else f"{v / scale:.1f} {name}"
         return f"{v:.3g} ns" if abs(v) < 100 else f"{v:.1f} ns"
+    if abs(v) >= 1000:
+        return f"{v:,.0f} {unit}"
     return f"{v:.4g} {unit}"
 
 

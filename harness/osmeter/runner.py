@@ -145,12 +145,14 @@ def run(opts: RunOptions) -> int:
     old_term = signal.signal(signal.SIGTERM, on_term)
     start = time.monotonic()
     status = 0
+    derived = registry.select_derived(opts.patterns)
+    lines_seen: dict[str, dict] = {}  # every line of every probe so far, derived inputs
     proc = None
     print(f"osmeter: {len(selection)} probes, preset {opts.preset}, pinned to CPU {cpu}, "
           f"{sched['policy']}; writing {out}")
     try:
         for k, (probe, wanted) in enumerate(selection, 1):
-            label = f"[{k}/{len(selection)}] {probe.name:<12}"
+            label = f"[{k}/{len(selection)}] {probe.name:<14}"
             print(label, end=" ", flush=True)
             argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu), *probe.presets[opts.preset]]
             t0 = time.monotonic()
@@ -173,7 +175,8 @@ def run(opts: RunOptions) -> int:
             rc, proc = proc.returncode, None
             for w in (ln for ln in stderr.splitlines() if ln.strip()):
                 conditions["probe_warnings"].append(f"{probe.binary}: {w}")
-            ok = _collect(results, probe, wanted, rc, stdout, stderr)
+            ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
+            _derive_across(results, derived, lines_seen)
             results.save()
             print(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}", flush=True)
             if not ok:
@@ -207,7 +210,8 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str) -> bool:
+def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str,
+             lines_seen: dict[str, dict]) -> bool:
     """Adds what a probe printed; records a failure and returns False when it
     exited non-zero, printed garbage, or left out an id it should print."""
     if rc != 0:
@@ -216,9 +220,12 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
         return False
     try:
         lines = parse_probe_output(stdout)
+        if probe.derive is not None:
+            lines += probe.derive(lines)
         descriptions = {m.id: m.description for m in probe.measures}
         got = set()
         for line in lines:
+            lines_seen[line["id"]] = line
             if line["id"] in wanted:
                 results.add_line(line, probe.name, descriptions[line["id"]])
                 got.add(line["id"])
@@ -230,6 +237,18 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
         results.add_failure(probe.name, f"did not print {', '.join(missing)}", stderr)
         return False
     return True
+
+
+def _derive_across(results: Results, derived: list[registry.Derived], lines_seen: dict[str, dict]) -> None:
+    """Adds each derived figure once all its inputs have been measured."""
+    done = {m["id"] for m in results.measurements}
+    for d in derived:
+        if d.measure.id in done or not all(i in lines_seen for i in d.inputs):
+            continue
+        try:
+            results.add_line(d.fn(lines_seen), "derived", d.measure.description)
+        except (ProbeOutputError, KeyError, ValueError, ZeroDivisionError) as e:
+            results.add_failure(d.measure.id, f"cannot derive: {e}")
 
 
 def _finish(results: Results, out: Path) -> None:

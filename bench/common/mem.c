@@ -1,0 +1,177 @@
+/* mem.c - sizes, sysfs cache sizes, free memory, aligned buffers. */
+#include "osm.h"
+#include "osmmem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+uint64_t osm_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+    if (!s || !*s || !isdigit((unsigned char)*s))
+        osm_usage_error("%s: expected a size such as 4096, 64K, 16M or 1G, got '%s'", opt, s ? s : "");
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    uint64_t mult = 1;
+    if (*end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': mult = 1ull << 10; break;
+        case 'M': mult = 1ull << 20; break;
+        case 'G': mult = 1ull << 30; break;
+        default: mult = 0;
+        }
+        end++;
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if (*end == 'B' || *end == 'b')
+            end++;
+    }
+    if (errno || *end || mult == 0 || v > UINT64_MAX / mult)
+        osm_usage_error("%s: expected a size such as 4096, 64K, 16M or 1G, got '%s'", opt, s);
+    uint64_t b = v * mult;
+    if (b < min || b > max)
+        osm_usage_error("%s: %s is outside %llu .. %llu bytes", opt, s, (unsigned long long)min,
+                        (unsigned long long)max);
+    return b;
+}
+
+static uint64_t read_cache(int index, int *level, char *type, size_t tlen)
+{
+    char path[128], buf[64];
+    uint64_t size = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fscanf(f, "%d", level) != 1)
+        *level = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+    f = fopen(path, "r");
+    type[0] = 0;
+    if (f) {
+        if (!fgets(type, (int)tlen, f))
+            type[0] = 0;
+        fclose(f);
+    }
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    f = fopen(path, "r");
+    if (f) {
+        if (fgets(buf, sizeof buf, f)) {
+            char *end;
+            size = strtoull(buf, &end, 10);
+            if (*end == 'K')
+                size <<= 10;
+            else if (*end == 'M')
+                size <<= 20;
+        }
+        fclose(f);
+    }
+    return size;
+}
+
+uint64_t osm_cache_size(int level)
+{
+    for (int i = 0; i < 16; i++) {
+        int l;
+        char type[32];
+        uint64_t s = read_cache(i, &l, type, sizeof type);
+        if (s == 0 && l == 0)
+            break;
+        if (l == level && strncmp(type, "Instruction", 11) != 0)
+            return s;
+    }
+    return 0;
+}
+
+int osm_cache_levels(void)
+{
+    int top = 0;
+    for (int l = 1; l <= 4; l++)
+        if (osm_cache_size(l))
+            top = l;
+    return top;
+}
+
+uint64_t osm_mem_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+#define HUGE_ALIGN (2u << 20)
+
+void *osm_buffer(size_t size, enum osm_pages pages)
+{
+    size_t len = size + HUGE_ALIGN;
+    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        osm_die("cannot map %zu bytes: %s", size, strerror(errno));
+    uintptr_t a = ((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1);
+    /* give back the unaligned head and the tail */
+    if (a > (uintptr_t)raw)
+        munmap(raw, a - (uintptr_t)raw);
+    size_t tail = (uintptr_t)raw + len - (a + size);
+    if (tail)
+        munmap((char *)a + size, tail);
+    if (pages == OSM_PAGES_SMALL)
+        madvise((void *)a, size, MADV_NOHUGEPAGE);
+    else if (pages == OSM_PAGES_HUGE && madvise((void *)a, size, MADV_HUGEPAGE) != 0)
+        osm_warn("madvise(MADV_HUGEPAGE): %s", strerror(errno));
+    return (void *)a;
+}
+
+void osm_buffer_free(void *p, size_t size)
+{
+    munmap(p, size);
+}
+
+long osm_thp_kib(const void *p, size_t size)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    long total = 0;
+    bool inside = false;
+    uintptr_t lo = (uintptr_t)p, hi = lo + size;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        long kb;
+        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = a < hi && b > lo;
+        else if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+            total += kb;
+    }
+    fclose(f);
+    return total;
+}
+
+const char *osm_thp_mode(void)
+{
+    static char mode[32] = "unknown";
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (!f)
+        return "unavailable";
+    char line[128];
+    if (fgets(line, sizeof line, f)) {
+        char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b && (size_t)(b - a - 1) < sizeof mode) {
+            memcpy(mode, a + 1, (size_t)(b - a - 1));
+            mode[b - a - 1] = 0;
+        }
+    }
+    fclose(f);
+    return mode;
+}

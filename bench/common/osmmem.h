@@ -1,0 +1,41 @@
+/* osmmem.h - what the memory, file-system and disk probes share: sizes with
+ * suffixes, cache sizes from sysfs, free memory, page-aligned buffers. */
+#ifndef OSMMEM_H
+#define OSMMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "4096", "64K", "1M", "2G" (powers of 1024). Exits with a message naming
+ * the option on anything else, or outside [min, max]. */
+uint64_t osm_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max);
+
+/* sysfs: data or unified cache of a level on CPU 0, in bytes; 0 if unknown. */
+uint64_t osm_cache_size(int level);
+/* The largest cache level present (1..4), 0 if sysfs says nothing. */
+int osm_cache_levels(void);
+/* MemAvailable from /proc/meminfo, bytes; 0 if unknown. */
+uint64_t osm_mem_available(void);
+
+enum osm_pages { OSM_PAGES_DEFAULT, OSM_PAGES_SMALL, OSM_PAGES_HUGE };
+/* Anonymous mapping of `size` bytes aligned to 2 MiB, with MADV_NOHUGEPAGE
+ * (SMALL) or MADV_HUGEPAGE (HUGE) applied. Exits on failure. */
+void *osm_buffer(size_t size, enum osm_pages pages);
+void osm_buffer_free(void *p, size_t size);
+/* kB of transparent huge pages backing [p, p+size), from /proc/self/smaps. */
+long osm_thp_kib(const void *p, size_t size);
+/* /sys/kernel/mm/transparent_hugepage/enabled, the bracketed word. */
+const char *osm_thp_mode(void);
+
+/* A fast deterministic generator (xorshift64*), for chains and offsets. */
+static inline uint64_t osm_rand(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+#endif

@@ -1,0 +1,450 @@
+/* bw.c - memory bandwidth: read, write, copy; in cache and out of it; one
+ * thread and one thread per online CPU.
+ *
+ * read        sum of the buffer with the widest loads the CPU has (AVX2 32 B,
+ *             else SSE2 16 B), four accumulators, 256 B per loop turn
+ * write       stores of the same width; write.nt with non-temporal stores
+ *             (they bypass the caches: no read-for-ownership)
+ * copy        memcpy; copy.loop a plain vector load/store loop
+ * Sizes: "cache" = half the L1 data cache (copy: half for each buffer),
+ * otherwise max(8 x last cache, 256 MiB) per thread. A sample is one window
+ * of whole passes over the buffer (at least 5 ms); MB/s = 10^6 bytes/s of
+ * buffer read, written or copied (copy counts each byte once, as memcpy
+ * benchmarks do). .mt: every thread on its own CPU and buffer, started and
+ * stopped together by a barrier; the sum of their bytes over the window.
+ */
+#include "osm.h"
+#include "osmmem.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_X86 1
+#else
+#define HAVE_X86 0
+#endif
+
+enum kernel { K_READ, K_WRITE, K_WRITE_NT, K_COPY, K_COPY_LOOP };
+static const char *kernel_name[] = { "read", "write", "write.nt", "copy", "copy.loop" };
+
+static uint64_t big_size, cache_size;
+static bool no_mt;
+
+/* ------------------------------------------------------------- kernels */
+
+#if HAVE_X86
+__attribute__((target("avx2"))) static uint64_t read_avx2(const char *p, size_t n)
+{
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    for (size_t i = 0; i < n; i += 256) {
+        a = _mm256_add_epi64(a, _mm256_load_si256((const __m256i *)(p + i)));
+        b = _mm256_add_epi64(b, _mm256_load_si256((const __m256i *)(p + i + 32)));
+        c = _mm256_add_epi64(c, _mm256_load_si256((const __m256i *)(p + i + 64)));
+        d = _mm256_add_epi64(d, _mm256_load_si256((const __m256i *)(p + i + 96)));
+        a = _mm256_add_epi64(a, _mm256_load_si256((const __m256i *)(p + i + 128)));
+        b = _mm256_add_epi64(b, _mm256_load_si256((const __m256i *)(p + i + 160)));
+        c = _mm256_add_epi64(c, _mm256_load_si256((const __m256i *)(p + i + 192)));
+        d = _mm256_add_epi64(d, _mm256_load_si256((const __m256i *)(p + i + 224)));
+    }
+    a = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+    return (uint64_t)_mm256_extract_epi64(a, 0) + (uint64_t)_mm256_extract_epi64(a, 2);
+}
+
+__attribute__((target("avx2"))) static void write_avx2(char *p, size_t n, bool nt)
+{
+    __m256i v = _mm256_set1_epi64x((long long)n);
+    if (nt) {
+        for (size_t i = 0; i < n; i += 128) {
+            _mm256_stream_si256((__m256i *)(p + i), v);
+            _mm256_stream_si256((__m256i *)(p + i + 32), v);
+            _mm256_stream_si256((__m256i *)(p + i + 64), v);
+            _mm256_stream_si256((__m256i *)(p + i + 96), v);
+        }
+        _mm_sfence();
+    } else {
+        for (size_t i = 0; i < n; i += 128) {
+            _mm256_store_si256((__m256i *)(p + i), v);
+            _mm256_store_si256((__m256i *)(p + i + 32), v);
+            _mm256_store_si256((__m256i *)(p + i + 64), v);
+            _mm256_store_si256((__m256i *)(p + i + 96), v);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 128) {
+        __m256i a = _mm256_load_si256((const __m256i *)(s + i));
+        __m256i b = _mm256_load_si256((const __m256i *)(s + i + 32));
+        __m256i c = _mm256_load_si256((const __m256i *)(s + i + 64));
+        __m256i e = _mm256_load_si256((const __m256i *)(s + i + 96));
+        _mm256_store_si256((__m256i *)(d + i), a);
+        _mm256_store_si256((__m256i *)(d + i + 32), b);
+        _mm256_store_si256((__m256i *)(d + i + 64), c);
+        _mm256_store_si256((__m256i *)(d + i + 96), e);
+    }
+}
+
+static uint64_t read_sse2(const char *p, size_t n)
+{
+    __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
+    for (size_t i = 0; i < n; i += 64) {
+        a = _mm_add_epi64(a, _mm_load_si128((const __m128i *)(p + i)));
+        b = _mm_add_epi64(b, _mm_load_si128((const __m128i *)(p + i + 16)));
+        c = _mm_add_epi64(c, _mm_load_si128((const __m128i *)(p + i + 32)));
+        d = _mm_add_epi64(d, _mm_load_si128((const __m128i *)(p + i + 48)));
+    }
+    a = _mm_add_epi64(_mm_add_epi64(a, b), _mm_add_epi64(c, d));
+    return (uint64_t)_mm_cvtsi128_si64(a) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a));
+}
+
+static void write_sse2(char *p, size_t n, bool nt)
+{
+    __m128i v = _mm_set1_epi64x((long long)n);
+    for (size_t i = 0; i < n; i += 64) {
+        if (nt) {
+            _mm_stream_si128((__m128i *)(p + i), v);
+            _mm_stream_si128((__m128i *)(p + i + 16), v);
+            _mm_stream_si128((__m128i *)(p + i + 32), v);
+            _mm_stream_si128((__m128i *)(p + i + 48), v);
+        } else {
+            _mm_store_si128((__m128i *)(p + i), v);
+            _mm_store_si128((__m128i *)(p + i + 16), v);
+            _mm_store_si128((__m128i *)(p + i + 32), v);
+            _mm_store_si128((__m128i *)(p + i + 48), v);
+        }
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+static void copy_sse2(char *d, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64) {
+        __m128i a = _mm_load_si128((const __m128i *)(s + i));
+        __m128i b = _mm_load_si128((const __m128i *)(s + i + 16));
+        __m128i c = _mm_load_si128((const __m128i *)(s + i + 32));
+        __m128i e = _mm_load_si128((const __m128i *)(s + i + 48));
+        _mm_store_si128((__m128i *)(d + i), a);
+        _mm_store_si128((__m128i *)(d + i + 16), b);
+        _mm_store_si128((__m128i *)(d + i + 32), c);
+        _mm_store_si128((__m128i *)(d + i + 48), e);
+    }
+}
+static bool use_avx2;
+#endif
+
+/* Portable fallbacks: 8-byte words, 4 accumulators. */
+static uint64_t read_words(const char *p, size_t n)
+{
+    const uint64_t *w = (const uint64_t *)p;
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i < n / 8; i += 4) {
+        a += w[i];
+        b += w[i + 1];
+        c += w[i + 2];
+        d += w[i + 3];
+    }
+    return a + b + c + d;
+}
+
+static void write_words(char *p, size_t n)
+{
+    uint64_t *w = (uint64_t *)p;
+    for (size_t i = 0; i < n / 8; i++) {
+        w[i] = i;
+        OSM_BARRIER(); /* keeps the loop from becoming a memset call */
+    }
+}
+
+static void copy_words(char *d, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n / 8; i++) {
+        ((uint64_t *)d)[i] = ((const uint64_t *)s)[i];
+        OSM_BARRIER(); /* keeps the loop from becoming a memcpy call */
+    }
+}
+
+static const char *width(void)
+{
+#if HAVE_X86
+    return use_avx2 ? "avx2 (32 B)" : "sse2 (16 B)";
+#else
+    return "64-bit words";
+#endif
+}
+
+/* One pass of a kernel over a buffer (dst) and, for copies, a source. */
+static void pass(enum kernel k, char *dst, const char *src, size_t n)
+{
+    uint64_t sum;
+    switch (k) {
+    case K_READ:
+#if HAVE_X86
+        sum = use_avx2 ? read_avx2(dst, n) : read_sse2(dst, n);
+#else
+        sum = read_words(dst, n);
+#endif
+        OSM_KEEP(sum);
+        (void)read_words;
+        break;
+    case K_WRITE:
+    case K_WRITE_NT:
+#if HAVE_X86
+        if (use_avx2)
+            write_avx2(dst, n, k == K_WRITE_NT);
+        else
+            write_sse2(dst, n, k == K_WRITE_NT);
+#else
+        write_words(dst, n);
+#endif
+        (void)write_words;
+        break;
+    case K_COPY:
+        memcpy(dst, src, n);
+        break;
+    case K_COPY_LOOP:
+#if HAVE_X86
+        if (use_avx2)
+            copy_avx2(dst, src, n);
+        else
+            copy_sse2(dst, src, n);
+#else
+        copy_words(dst, src, n);
+#endif
+        (void)copy_words;
+        break;
+    }
+    OSM_BARRIER();
+}
+
+static bool is_copy(enum kernel k) { return k == K_COPY || k == K_COPY_LOOP; }
+
+/* ------------------------------------------------------ single thread */
+
+static void measure_single(struct osm_meas *m, enum kernel k, size_t size, size_t samples)
+{
+    char *dst = osm_buffer(size, OSM_PAGES_DEFAULT);
+    char *src = is_copy(k) ? osm_buffer(size, OSM_PAGES_DEFAULT) : NULL;
+    memset(dst, 1, size); /* fault every page in before timing */
+    if (src)
+        memset(src, 2, size);
+    pass(k, dst, src, size);
+    /* passes per sample: a window of at least 5 ms */
+    uint32_t c0, c1;
+    uint64_t t0 = osm_begin(&c0);
+    pass(k, dst, src, size);
+    uint64_t one = osm_end(&c1) - t0;
+    uint64_t passes = (uint64_t)(osm_timer.hz * 5e-3 / (double)(one ? one : 1)) + 1;
+    for (size_t w = 0; w < osm_warmup_samples; w++)
+        pass(k, dst, src, size);
+    for (size_t i = 0; i < samples; i++) {
+        struct osm_window win;
+        bool d;
+        osm_window_open(&win);
+        for (uint64_t p = 0; p < passes; p++)
+            pass(k, dst, src, size);
+        uint64_t t = osm_window_close(&win, false, &d);
+        double secs = ((double)t - osm_timer.overhead) / osm_timer.hz;
+        osm_meas_add(m, (double)(passes * size) / secs / 1e6, d);
+    }
+    osm_meas_param(m, "\"bytes\": %zu, \"passes_per_sample\": %llu, \"threads\": 1, \"width\": \"%s\"", size,
+                   (unsigned long long)passes, k == K_COPY ? "memcpy" : width());
+    osm_buffer_free(dst, size);
+    if (src)
+        osm_buffer_free(src, size);
+}
+
+/* ------------------------------------------------------ all CPUs at once */
+
+struct mt {
+    pthread_barrier_t start, stop;
+    enum kernel k;
+    size_t size;
+    uint64_t passes;
+    size_t samples;
+};
+
+struct worker {
+    struct mt *mt;
+    int cpu;
+    char *dst, *src;
+    pthread_t th;
+};
+
+static void worker_prepare(struct worker *w)
+{
+    if (osm_pin(w->cpu) != 0)
+        osm_die("cannot pin a bandwidth thread to CPU %d", w->cpu);
+    w->dst = osm_buffer(w->mt->size, OSM_PAGES_DEFAULT); /* first touch on its own CPU */
+    memset(w->dst, 1, w->mt->size);
+    w->src = is_copy(w->mt->k) ? osm_buffer(w->mt->size, OSM_PAGES_DEFAULT) : NULL;
+    if (w->src)
+        memset(w->src, 2, w->mt->size);
+}
+
+static void worker_run(struct worker *w)
+{
+    struct mt *mt = w->mt;
+    for (size_t i = 0; i < osm_warmup_samples + mt->samples; i++) {
+        pthread_barrier_wait(&mt->start);
+        for (uint64_t p = 0; p < mt->passes; p++)
+            pass(mt->k, w->dst, w->src, mt->size);
+        pthread_barrier_wait(&mt->stop);
+    }
+    osm_buffer_free(w->dst, mt->size);
+    if (w->src)
+        osm_buffer_free(w->src, mt->size);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    worker_prepare(w);
+    worker_run(w);
+    return NULL;
+}
+
+static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t samples, int self_cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c = 0; c < CPU_SETSIZE; c++) /* every online CPU the process may use */
+        if (osm_pin(c) == 0)
+            CPU_SET(c, &set);
+    int n = CPU_COUNT(&set);
+    struct worker *w = calloc((size_t)n, sizeof *w);
+    struct mt mt = { .k = k, .size = size, .passes = 2, .samples = samples };
+    if (!w)
+        osm_die("out of memory");
+    pthread_barrier_init(&mt.start, NULL, (unsigned)n);
+    pthread_barrier_init(&mt.stop, NULL, (unsigned)n);
+    int j = 0;
+    w[j++].cpu = self_cpu; /* this thread is worker 0 */
+    for (int c = 0; c < CPU_SETSIZE && j < n; c++)
+        if (CPU_ISSET(c, &set) && c != self_cpu)
+            w[j++].cpu = c;
+    for (int i = 0; i < n; i++)
+        w[i].mt = &mt;
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
+            osm_die("pthread_create failed");
+    worker_prepare(&w[0]);
+    for (size_t i = 0; i < osm_warmup_samples + samples; i++) {
+        uint32_t c0, c1;
+        pthread_barrier_wait(&mt.start);
+        uint64_t t0 = osm_begin(&c0);
+        for (uint64_t p = 0; p < mt.passes; p++)
+            pass(k, w[0].dst, w[0].src, size);
+        pthread_barrier_wait(&mt.stop);
+        uint64_t t1 = osm_end(&c1);
+        if (i >= osm_warmup_samples) {
+            double secs = ((double)(t1 - t0) - osm_timer.overhead) / osm_timer.hz;
+            osm_meas_add(m, (double)(mt.passes * size) * n / secs / 1e6, c0 != c1);
+        }
+    }
+    osm_buffer_free(w[0].dst, size);
+    if (w[0].src)
+        osm_buffer_free(w[0].src, size);
+    for (int i = 1; i < n; i++)
+        pthread_join(w[i].th, NULL);
+    osm_pin(self_cpu);
+    osm_meas_param(m, "\"bytes_per_thread\": %zu, \"threads\": %d, \"passes_per_sample\": %llu, \"width\": \"%s\"",
+                   size, n, (unsigned long long)mt.passes, k == K_COPY ? "memcpy" : width());
+    pthread_barrier_destroy(&mt.start);
+    pthread_barrier_destroy(&mt.stop);
+    free(w);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "size"))
+        big_size = osm_parse_size("--size", v, 4096, 1ull << 40);
+    else if (!strcmp(name, "cache-size"))
+        cache_size = osm_parse_size("--cache-size", v, 4096, 1ull << 30);
+    else if (!strcmp(name, "no-mt"))
+        no_mt = true;
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "size", true, "out-of-cache buffer per thread (default max(8 x last cache, 256M))" },
+    { "cache-size", true, "in-cache buffer (default half the L1 data cache)" },
+    { "no-mt", false, "skip the one-thread-per-CPU measurements" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "mem_bw",
+    .summary = "Memory bandwidth (MB/s): read, write, non-temporal write, copy; in and out of cache; all CPUs.",
+    .default_samples = 10,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+static void emit_one(const char *id, enum kernel k, size_t size, size_t samples, int mt_cpu)
+{
+    struct osm_meas m;
+    osm_meas_init(&m, id, samples);
+    m.unit = "MB/s";
+    if (mt_cpu >= 0)
+        measure_mt(&m, k, size, samples, mt_cpu);
+    else
+        measure_single(&m, k, size, samples);
+    osm_meas_param(&m, "\"kernel\": \"%s\"", kernel_name[k]);
+    osm_emit(&m);
+    osm_meas_free(&m);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+#if HAVE_X86
+    __builtin_cpu_init();
+    use_avx2 = __builtin_cpu_supports("avx2");
+#endif
+    uint64_t llc = osm_cache_size(osm_cache_levels());
+    uint64_t l1 = osm_cache_size(1);
+    if (!big_size)
+        big_size = llc * 8 > (256ull << 20) ? llc * 8 : 256ull << 20;
+    if (!cache_size)
+        cache_size = l1 ? l1 / 2 : 16384;
+    big_size = (big_size + 255) & ~(uint64_t)255;
+    cache_size = (cache_size + 255) & ~(uint64_t)255;
+    int cpu = (int)osm_current_cpu();
+    if (o.cpu < 0)
+        osm_pin(cpu);
+    int ncpu = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        ncpu += osm_pin(c) == 0;
+    osm_pin(cpu);
+    uint64_t need = big_size * 2 * (uint64_t)(no_mt ? 1 : ncpu);
+    uint64_t avail = osm_mem_available();
+    if (avail && need > avail / 2)
+        osm_die("the out-of-cache measurements need %llu MiB but only %llu MiB is available; use --size",
+                (unsigned long long)(need >> 20), (unsigned long long)(avail >> 20));
+
+    emit_one("mem.bw.read", K_READ, big_size, o.samples, -1);
+    emit_one("mem.bw.write", K_WRITE, big_size, o.samples, -1);
+    emit_one("mem.bw.write.nt", K_WRITE_NT, big_size, o.samples, -1);
+    emit_one("mem.bw.copy", K_COPY, big_size, o.samples, -1);
+    emit_one("mem.bw.copy.loop", K_COPY_LOOP, big_size, o.samples, -1);
+    emit_one("mem.bw.read.cache", K_READ, cache_size, o.samples, -1);
+    emit_one("mem.bw.write.cache", K_WRITE, cache_size, o.samples, -1);
+    emit_one("mem.bw.copy.cache", K_COPY, cache_size / 2, o.samples, -1);
+    if (!no_mt) {
+        emit_one("mem.bw.read.mt", K_READ, big_size, o.samples, cpu);
+        emit_one("mem.bw.write.mt", K_WRITE, big_size, o.samples, cpu);
+        emit_one("mem.bw.copy.mt", K_COPY, big_size, o.samples, cpu);
+    }
+    return 0;
+}

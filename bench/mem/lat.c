@@ -1,0 +1,250 @@
+/* lat.c - memory latency by pointer chasing (lmbench's lat_mem_rd, done so
+ * that neither the compiler, the out-of-order core nor a prefetcher can hide
+ * a load).
+ *
+ * The working set is cut into stride-sized elements (64 B: one per cache
+ * line); each holds the address of the next one. The order is one random
+ * cycle over all elements (Sattolo's algorithm), so the next address is
+ * unknown until the load returns and no prefetcher can guess it. The loop
+ * does p = *p sixteen times per turn: every load depends on the previous.
+ *
+ * mem.lat.curve      cycles per load for each working-set size (a series;
+ *                    its top-level samples are those of the largest size)
+ * mem.lat.dram.thp   the largest size again, on a buffer with MADV_HUGEPAGE,
+ *                    against the curve's 4 KiB pages (MADV_NOHUGEPAGE): the
+ *                    difference is the TLB's share of DRAM latency
+ * Per size: the chain is built, walked once in full (warm-up), then each
+ * sample is one window of many loads, timer overhead subtracted, per load.
+ */
+#include "osm.h"
+#include "osmmem.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t min_size = 1024, max_size = 512ull << 20, stride = 64;
+static unsigned steps_per_octave = 4;
+static bool sequential, thp_compare = true, max_auto;
+static enum osm_pages curve_pages = OSM_PAGES_SMALL;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "min"))
+        min_size = osm_parse_size("--min", v, 128, 1ull << 40);
+    else if (!strcmp(name, "max")) {
+        if (!strcmp(v, "auto"))
+            max_auto = true;
+        else
+            max_size = osm_parse_size("--max", v, 128, 1ull << 40);
+    } else if (!strcmp(name, "stride"))
+        stride = osm_parse_size("--stride", v, sizeof(void *), 1 << 20);
+    else if (!strcmp(name, "steps"))
+        steps_per_octave = (unsigned)osm_parse_u64("--steps", v, 1, 16);
+    else if (!strcmp(name, "chain")) {
+        if (!strcmp(v, "random"))
+            sequential = false;
+        else if (!strcmp(v, "sequential"))
+            sequential = true;
+        else
+            return -1;
+    } else if (!strcmp(name, "pages")) {
+        if (!strcmp(v, "4k"))
+            curve_pages = OSM_PAGES_SMALL;
+        else if (!strcmp(v, "thp"))
+            curve_pages = OSM_PAGES_HUGE;
+        else
+            return -1;
+    } else if (!strcmp(name, "no-thp"))
+        thp_compare = false;
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "min", true, "smallest working set (default 1K)" },
+    { "max", true, "largest working set (default 512M, at least 4x the last cache); 'auto' = 4x the last cache" },
+    { "stride", true, "bytes per chain element (default 64)" },
+    { "steps", true, "sizes per doubling (default 4)" },
+    { "chain", true, "random (default) or sequential (a prefetcher can follow it; for comparison)" },
+    { "pages", true, "pages of the curve's buffers: 4k (default, MADV_NOHUGEPAGE) or thp (MADV_HUGEPAGE)" },
+    { "no-thp", false, "skip the huge-page measurement (mem.lat.dram.thp)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "mem_lat",
+    .summary = "Memory latency by dependent pointer chasing over working-set sizes.",
+    .default_samples = 15,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+struct chase {
+    void **p;
+};
+
+static void chase_body(void *ctx, uint64_t n)
+{
+    struct chase *c = ctx;
+    void **p = c->p;
+    for (uint64_t i = 0; i < n; i++) {
+#define L p = (void **)*p;
+        L L L L L L L L L L L L L L L L
+#undef L
+    }
+    OSM_KEEP(p);
+    c->p = p;
+}
+
+/* Links the elements of buf into one cycle: random (Sattolo) or in order. */
+static void build_chain(char *buf, uint64_t size, uint64_t seed)
+{
+    uint64_t n = size / stride;
+    uint32_t *perm = malloc(n * sizeof *perm);
+    if (!perm)
+        osm_die("out of memory building a chain of %llu elements", (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++)
+        perm[i] = (uint32_t)i;
+    if (!sequential) {
+        uint64_t s = seed | 1;
+        for (uint64_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle through all */
+            uint64_t j = osm_rand(&s) % i;
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            *(void **)(buf + i * stride) = buf + (uint64_t)perm[i] * stride;
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            *(void **)(buf + i * stride) = buf + ((i + 1) % n) * stride;
+    }
+    free(perm);
+}
+
+/* Samples of cycles per load at one size, appended to out[0..samples). */
+static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, uint64_t iters_opt, double *out,
+                         bool *disturbed, long *thp_kib)
+{
+    char *buf = osm_buffer(size, pages);
+    build_chain(buf, size, 0x9E3779B97F4A7C15ull ^ size);
+    uint64_t n = size / stride;
+    struct chase c = { (void **)buf };
+    chase_body(&c, n / 16 + 1); /* warm-up: every element once */
+    uint64_t iters = iters_opt ? iters_opt : osm_autobatch(chase_body, &c);
+    uint64_t floor_turns = (n < 65536 ? n : 65536) / 16; /* each sample sees much of the set */
+    if (iters < floor_turns)
+        iters = floor_turns;
+    for (size_t w = 0; w < osm_warmup_samples; w++)
+        chase_body(&c, iters);
+    for (size_t i = 0; i < samples; i++) {
+        struct osm_window win;
+        bool d;
+        osm_window_open(&win);
+        chase_body(&c, iters);
+        uint64_t t = osm_window_close(&win, false, &d);
+        out[i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
+        disturbed[i] = d;
+    }
+    if (thp_kib)
+        *thp_kib = osm_thp_kib(buf, size);
+    osm_buffer_free(buf, size);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+
+    uint64_t llc = osm_cache_size(osm_cache_levels());
+    if (max_auto)
+        max_size = llc ? 4 * llc : 512ull << 20;
+    else if (llc && max_size < 4 * llc && max_size == 512ull << 20)
+        max_size = 4 * llc;
+    if (min_size > max_size)
+        osm_usage_error("--min is larger than --max");
+    if (min_size < 2 * stride)
+        osm_usage_error("--min must hold at least two elements of --stride %llu bytes", (unsigned long long)stride);
+    if (max_size / stride > UINT32_MAX)
+        osm_usage_error("--max / --stride exceeds 2^32 elements");
+
+    /* Stay within free memory: the buffer, its chain index, and room to spare. */
+    uint64_t avail = osm_mem_available();
+    uint64_t bound = avail ? avail / 2 : max_size;
+    uint64_t per_byte = 1 + 4 / stride + 1; /* buffer + 4-byte index per element, rounded up */
+    bool stopped_early = false;
+    if (max_size * per_byte > bound) {
+        uint64_t fit = bound / per_byte;
+        osm_warn("stopping the curve at %llu MiB instead of %llu MiB: only %llu MiB of memory is available",
+                 (unsigned long long)(fit >> 20), (unsigned long long)(max_size >> 20),
+                 (unsigned long long)(avail >> 20));
+        max_size = fit;
+        stopped_early = true;
+    }
+
+    /* sizes: powers of two and steps_per_octave - 1 between, from min to max */
+    size_t cap = 0;
+    double sizes[4096];
+    for (double e = log2((double)min_size); cap < 4096; e += 1.0 / steps_per_octave) {
+        uint64_t s = (uint64_t)llround(pow(2.0, e));
+        s = s / stride * stride;
+        if (s > max_size)
+            break;
+        if (cap == 0 || s != (uint64_t)sizes[cap - 1])
+            sizes[cap++] = (double)s;
+    }
+    if ((uint64_t)sizes[cap - 1] != max_size / stride * stride && cap < 4096)
+        sizes[cap++] = (double)(max_size / stride * stride);
+
+    struct osm_meas m;
+    osm_meas_init(&m, "mem.lat.curve", o.samples);
+    osm_meas_series(&m, "bytes", m.unit, cap, o.samples);
+    bool *dist = calloc(o.samples, sizeof *dist);
+    if (!dist)
+        osm_die("out of memory");
+    for (size_t k = 0; k < cap; k++) {
+        m.sx[k] = sizes[k];
+        measure_size((uint64_t)sizes[k], curve_pages, o.samples, o.iterations, &m.sy[k * o.samples], dist,
+                     NULL);
+    }
+    for (size_t i = 0; i < o.samples; i++) /* top level: the largest size */
+        osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], dist[i]);
+    osm_meas_param(&m,
+                   "\"chain\": \"%s\", \"stride\": %llu, \"pages\": \"%s\", "
+                   "\"samples_at\": %.0f, \"min\": %llu, \"max\": %llu, \"steps_per_octave\": %u, "
+                   "\"stopped_early\": %s, \"mem_available\": %llu, \"llc_sysfs\": %llu",
+                   sequential ? "sequential" : "random", (unsigned long long)stride,
+                   curve_pages == OSM_PAGES_HUGE ? "thp (MADV_HUGEPAGE)" : "4k (MADV_NOHUGEPAGE)", sizes[cap - 1],
+                   (unsigned long long)min_size, (unsigned long long)max_size, steps_per_octave,
+                   stopped_early ? "true" : "false", (unsigned long long)avail, (unsigned long long)llc);
+    osm_emit(&m);
+    osm_meas_free(&m);
+
+    if (thp_compare) {
+        uint64_t size = (uint64_t)sizes[cap - 1];
+        double *v = malloc(o.samples * sizeof *v);
+        long thp_kib = 0;
+        if (!v)
+            osm_die("out of memory");
+        measure_size(size, OSM_PAGES_HUGE, o.samples, o.iterations, v, dist, &thp_kib);
+        osm_meas_init(&m, "mem.lat.dram.thp", o.samples);
+        for (size_t i = 0; i < o.samples; i++)
+            osm_meas_add(&m, v[i], dist[i]);
+        const char *mode = osm_thp_mode();
+        if (thp_kib <= 0)
+            osm_warn("no transparent huge pages were obtained (THP mode: %s); mem.lat.dram.thp used 4 KiB pages",
+                     mode);
+        osm_meas_param(&m,
+                       "\"size\": %llu, \"pages\": \"MADV_HUGEPAGE\", \"thp_mode\": \"%s\", "
+                       "\"huge_kib\": %ld, \"huge_fraction\": %.3f, \"chain\": \"%s\"",
+                       (unsigned long long)size, mode, thp_kib, (double)thp_kib * 1024 / (double)size,
+                       sequential ? "sequential" : "random");
+        osm_emit(&m);
+        osm_meas_free(&m);
+        free(v);
+    }
+    free(dist);
+    return 0;
+}

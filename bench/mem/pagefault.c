@@ -1,0 +1,268 @@
+/* pagefault.c - what a page fault costs.
+ *
+ * mem.pagefault.minor  first write to each page of a fresh anonymous mapping
+ *                      (4 KiB pages, MADV_NOHUGEPAGE): the kernel allocates
+ *                      and zeroes a page and maps it. A sample is one mapping
+ *                      of --pages pages touched in order, per page.
+ * mem.pagefault.major  first read of a page of a file mapping whose pages were
+ *                      evicted from the page cache: the kernel reads the page
+ *                      from the device. The file is written and synced, its
+ *                      pages dropped with posix_fadvise(DONTNEED) (and
+ *                      drop_caches when that is not enough and we are root),
+ *                      which mincore confirms; MADV_RANDOM turns off
+ *                      read-ahead and the pages are touched in random order,
+ *                      so each touch is one fault reading one page. One fault
+ *                      per sample; getrusage's ru_majflt must rise by exactly
+ *                      one or the sample is counted as disturbed.
+ * The file lives in --dir (default /var/tmp); tmpfs and ramfs are refused,
+ * since their pages are never read from a device.
+ */
+#include "osm.h"
+#include "osmmem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static const char *dir = "/var/tmp";
+static uint64_t minor_pages = 4096, file_size = 64ull << 20;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "dir"))
+        dir = v;
+    else if (!strcmp(name, "pages"))
+        minor_pages = osm_parse_u64("--pages", v, 1, 1u << 24);
+    else if (!strcmp(name, "file-size"))
+        file_size = osm_parse_size("--file-size", v, 1 << 20, 1ull << 40);
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "dir", true, "directory for the major-fault file (default /var/tmp; not tmpfs)" },
+    { "pages", true, "pages per minor-fault sample (default 4096)" },
+    { "file-size", true, "size of the major-fault file (default 64M)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "mem_pagefault",
+    .summary = "Page fault cost: minor (anonymous first touch) and major (evicted file page).",
+    .default_samples = 30,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+static long majflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_majflt;
+}
+
+static const char *fs_name(long type)
+{
+    switch ((unsigned long)type) {
+    case 0xEF53: return "ext2/3/4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x01021994: return "tmpfs";
+    case 0x858458f6: return "ramfs";
+    case 0x6969: return "nfs";
+    case 0x65735546: return "fuse";
+    case 0x794c7630: return "overlayfs";
+    case 0xF2F52010: return "f2fs";
+    case 0x2FC12FC1: return "zfs";
+    default: return "other";
+    }
+}
+
+/* The block device behind st_dev, from /sys/dev/block/M:m/uevent. */
+static void device_name(dev_t dev, char *out, size_t len)
+{
+    char path[96], line[128];
+    snprintf(out, len, "%u:%u", major(dev), minor(dev));
+    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/uevent", major(dev), minor(dev));
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "DEVNAME=", 8)) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(out, len, "/dev/%s", line + 8);
+        }
+    fclose(f);
+}
+
+static size_t resident(const void *p, size_t len, size_t page)
+{
+    size_t n = len / page, count = 0;
+    unsigned char *vec = malloc(n);
+    if (!vec || mincore((void *)p, len, vec) != 0)
+        osm_die("mincore: %s", strerror(errno));
+    for (size_t i = 0; i < n; i++)
+        count += vec[i] & 1;
+    free(vec);
+    return count;
+}
+
+static void minor_faults(const struct osm_opts *o, size_t page)
+{
+    struct osm_meas m;
+    osm_meas_init(&m, "mem.pagefault.minor", o->samples);
+    size_t len = minor_pages * page;
+    for (size_t i = 0; i < o->warmup + o->samples; i++) {
+        char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            osm_die("mmap: %s", strerror(errno));
+        madvise(p, len, MADV_NOHUGEPAGE);
+        struct osm_window w;
+        bool d;
+        osm_window_open(&w);
+        for (size_t k = 0; k < len; k += page)
+            p[k] = 1;
+        uint64_t t = osm_window_close(&w, true, &d);
+        munmap(p, len);
+        if (i >= o->warmup)
+            osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)minor_pages, d);
+    }
+    m.overhead_subtracted = osm_timer.overhead / (double)minor_pages;
+    osm_meas_param(&m, "\"pages_per_sample\": %llu, \"page_size\": %zu, \"access\": \"write\"",
+                   (unsigned long long)minor_pages, page);
+    osm_emit(&m);
+    osm_meas_free(&m);
+}
+
+static bool drop_caches(void)
+{
+    sync();
+    int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+    if (fd < 0)
+        return false;
+    bool ok = write(fd, "1", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+/* Refuses a directory whose file system cannot take major faults. */
+static void check_dir(struct statfs *sfs)
+{
+    if (statfs(dir, sfs) != 0)
+        osm_usage_error("--dir %s: %s", dir, strerror(errno));
+    if ((unsigned long)sfs->f_type == 0x01021994 || (unsigned long)sfs->f_type == 0x858458f6)
+        osm_usage_error("--dir %s is on %s: its pages live in memory and are never read from a device, so it "
+                        "can only take minor faults; choose a directory on a disk-backed file system",
+                        dir, fs_name(sfs->f_type));
+}
+
+static void major_faults(const struct osm_opts *o, size_t page, struct statfs sfs)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/osmeter-pagefault-XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        osm_die("cannot create a file in %s: %s", dir, strerror(errno));
+    unlink(path); /* gone when we exit, however we exit */
+    struct stat st;
+    fstat(fd, &st);
+    char dev[160];
+    device_name(st.st_dev, dev, sizeof dev);
+
+    size_t npages = file_size / page;
+    char *buf = malloc(1 << 20);
+    if (!buf)
+        osm_die("out of memory");
+    for (size_t i = 0; i < (1 << 20); i++)
+        buf[i] = (char)(i * 31 + 7);
+    for (uint64_t off = 0; off < file_size; off += 1 << 20)
+        if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20)
+            osm_die("writing the fault file: %s", strerror(errno));
+    free(buf);
+    if (fsync(fd) != 0)
+        osm_die("fsync: %s", strerror(errno));
+
+    /* a random order of the pages, each faulted once */
+    size_t *order = malloc(npages * sizeof *order);
+    if (!order)
+        osm_die("out of memory");
+    for (size_t i = 0; i < npages; i++)
+        order[i] = i;
+    uint64_t s = 0x12345678abcdefull;
+    for (size_t i = npages - 1; i > 0; i--) {
+        size_t j = osm_rand(&s) % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+
+    struct osm_meas m;
+    osm_meas_init(&m, "mem.pagefault.major", o->samples);
+    size_t next = 0, not_major = 0;
+    bool used_drop = false;
+    char *p = NULL;
+    for (size_t i = 0; i < o->warmup + o->samples; i++) {
+        if (!p || next == npages) { /* (re)map with every page evicted */
+            if (p)
+                munmap(p, file_size);
+            posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+            p = mmap(NULL, file_size, PROT_READ, MAP_SHARED, fd, 0);
+            if (p == MAP_FAILED)
+                osm_die("mmap of the fault file: %s", strerror(errno));
+            madvise(p, file_size, MADV_RANDOM);
+            size_t r = resident(p, file_size, page);
+            if (r > npages / 100) {
+                used_drop = drop_caches();
+                r = resident(p, file_size, page);
+            }
+            if (r > npages / 100)
+                osm_die("%zu of %zu pages of the fault file stay in the page cache after posix_fadvise(DONTNEED)%s",
+                        r, npages, geteuid() ? " (not root: drop_caches unavailable)" : " and drop_caches");
+            next = 0;
+        }
+        volatile char *q = p + order[next++] * page;
+        long f0 = majflt();
+        struct osm_window w;
+        bool d;
+        osm_window_open(&w);
+        char c = *q;
+        uint64_t t = osm_window_close(&w, true, &d);
+        OSM_USE(c);
+        bool major = majflt() - f0 == 1;
+        not_major += !major && i >= o->warmup;
+        if (i >= o->warmup)
+            osm_meas_add(&m, (double)t - osm_timer.overhead, d || !major);
+    }
+    munmap(p, file_size);
+    close(fd);
+    m.overhead_subtracted = osm_timer.overhead;
+    osm_meas_param(&m,
+                   "\"dir\": \"%s\", \"filesystem\": \"%s\", \"fs_magic\": \"0x%lx\", \"device\": \"%s\", "
+                   "\"file_size\": %llu, \"page_size\": %zu, \"order\": \"random\", \"readahead\": \"off (MADV_RANDOM)\", "
+                   "\"not_major\": %zu, \"drop_caches_used\": %s",
+                   dir, fs_name(sfs.f_type), (unsigned long)sfs.f_type, dev, (unsigned long long)file_size, page,
+                   not_major, used_drop ? "true" : "false");
+    osm_emit(&m);
+    osm_meas_free(&m);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (file_size % page)
+        osm_usage_error("--file-size must be a multiple of the page size (%zu)", page);
+    struct statfs sfs;
+    check_dir(&sfs);
+    minor_faults(&o, page);
+    major_faults(&o, page, sfs);
+    return 0;
+}

@@ -1,0 +1,86 @@
+"""Measurements the harness derives from what probes printed (numpy lives
+here, not in C): cache levels from the latency curve, the cost of a fault
+against a copy. Each function returns lines of the probes' own form,
+carrying the real samples they stand on."""
+from __future__ import annotations
+
+import numpy as np
+
+from .machine import caches
+from .memlevels import detect_levels
+
+
+def _sysfs_sizes() -> dict[str, int]:
+    out = {}
+    for c in caches():
+        if c["type"] in ("Data", "Unified") and c["level"]:
+            out[f"l{c['level']}"] = c["size"]
+    return out
+
+
+def mem_levels(lines: list[dict]) -> list[dict]:
+    """mem.lat.l1 .. l3 and mem.lat.dram from mem.lat.curve."""
+    curve = next((ln for ln in lines if ln["id"] == "mem.lat.curve"), None)
+    if curve is None or "series" not in curve:
+        return []
+    s = curve["series"]
+    x = np.asarray(s["x"], dtype=float)
+    rows = np.asarray(s["samples"], dtype=float)
+    levels = detect_levels(x, np.median(rows, axis=1))
+    sysfs = _sysfs_sizes()
+    out = []
+    for lv in levels:
+        params = {
+            "size": lv.at,
+            "level_start": lv.start,
+            "level_end": lv.end,
+            "plateau_end": lv.plateau_end,
+            "sysfs_size": sysfs.get(lv.name),
+            "levels_found": [v.name for v in levels],
+            "from": "mem.lat.curve",
+            "method": "piecewise-constant fit of log latency; plateau cores",
+            "chain": curve.get("params", {}).get("chain"),
+        }
+        out.append(
+            {
+                "id": f"mem.lat.{lv.name}",
+                "unit": curve["unit"],
+                "tsc_hz": curve.get("tsc_hz"),
+                "timer": curve.get("timer"),
+                "params": params,
+                "overhead_subtracted": curve.get("overhead_subtracted", 0),
+                "samples": rows[lv.index].tolist(),
+                "disturbed": [],
+            }
+        )
+    thp = next((ln for ln in lines if ln["id"] == "mem.lat.dram.thp"), None)
+    dram = next((o for o in out if o["id"] == "mem.lat.dram"), None)
+    if thp is not None and dram is not None and thp["samples"]:
+        small = float(np.median(dram["samples"]))
+        huge = float(np.median(thp["samples"]))
+        thp["params"]["dram_4k_median"] = small
+        thp["params"]["tlb_share"] = (small - huge) / small if small > 0 else None
+    return out
+
+
+def fault_vs_copy(lines: dict[str, dict]) -> dict:
+    """mem.pagefault.major_vs_copy: (fault ns per byte) / (memcpy ns per byte)."""
+    fault, copy = lines["mem.pagefault.major"], lines["mem.bw.copy"]
+    page = fault["params"].get("page_size", 4096)
+    hz = fault["tsc_hz"] if fault["unit"] == "cycles" else 1e9
+    bad = set(fault.get("disturbed", []))
+    ns = np.array([v for i, v in enumerate(fault["samples"]) if i not in bad], dtype=float) * 1e9 / hz
+    copy_ns_per_byte = 1e3 / float(np.median(copy["samples"]))  # MB/s -> ns/B
+    return {
+        "id": "mem.pagefault.major_vs_copy",
+        "unit": "x",
+        "params": {
+            "fault_ns_per_byte": float(np.median(ns)) / page,
+            "copy_ns_per_byte": copy_ns_per_byte,
+            "page_size": page,
+            "from": ["mem.pagefault.major", "mem.bw.copy"],
+        },
+        "overhead_subtracted": 0,
+        "samples": (ns / page / copy_ns_per_byte).tolist(),
+        "disturbed": [],
+    }

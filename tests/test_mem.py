@@ -1,0 +1,153 @@
+"""Memory hierarchy: level detection, the chase, bandwidth, page faults."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import by_id, ncpus, probe, probe_lines
+from osmeter.machine import caches
+from osmeter.memlevels import detect_levels
+
+
+def sysfs(level: int) -> int:
+    return next(c["size"] for c in caches() if c["level"] == level and c["type"] in ("Data", "Unified"))
+
+
+# --- level detection on curves whose answer we know -----------------------
+
+def staircase(levels, ends, steps=4, ramp=1, noise=0.0, seed=0):
+    """A latency curve with plateaus `levels` ending at `ends` bytes, a ramp
+    of `ramp` points after each end, and multiplicative noise."""
+    x = 2.0 ** np.arange(10, 29 + 1e-9, 1 / steps)
+    y = np.empty_like(x)
+    for i, s in enumerate(x):
+        k = int(np.searchsorted(ends, s, side="left"))
+        y[i] = levels[min(k, len(levels) - 1)]
+    if ramp:  # soften each knee: geometric steps over `ramp` points, the
+        for e in ends:  # first of them below the halfway mark, as on real curves
+            j = int(np.searchsorted(x, e, side="right"))
+            lo, hi = y[j - 1], y[min(j + ramp, len(y) - 1)]
+            for r in range(ramp):
+                if j + r < len(y):
+                    y[j + r] = lo * (hi / lo) ** ((r + 1) / (ramp + 2))
+    rng = np.random.default_rng(seed)
+    return x, y * np.exp(rng.normal(0, noise, y.size))
+
+
+@pytest.mark.parametrize("steps", [1, 2, 4])
+@pytest.mark.parametrize("noise", [0.0, 0.03])
+def test_detects_four_levels_and_their_ends(steps, noise):
+    ends = [32 << 10, 1 << 20, 16 << 20]
+    x, y = staircase([1.0, 4.0, 14.0, 120.0], ends, steps=steps, noise=noise)
+    lv = detect_levels(x, y)
+    assert [v.name for v in lv] == ["l1", "l2", "l3", "dram"]
+    for v, e in zip(lv, ends):
+        assert e / 2 <= v.end <= e * 2 * (1 + 1e-9), (v, e)
+    assert [v.latency for v in lv[:3]] == pytest.approx([1, 4, 14], rel=0.1)
+    assert lv[-1].at == x[-1]
+
+
+def test_a_knee_is_not_a_level():
+    # a long soft ramp between two plateaus must not become a level of its own
+    x, y = staircase([1.0, 4.0, 100.0], [32 << 10, 1 << 20], steps=4, ramp=3)
+    assert [v.name for v in detect_levels(x, y)] == ["l1", "l2", "dram"]
+
+
+def test_a_flat_curve_is_one_level_and_bad_input_is_refused():
+    x = 2.0 ** np.arange(10, 20)
+    assert [v.name for v in detect_levels(x, np.full(x.size, 5.0))] == ["l1"]
+    with pytest.raises(ValueError):
+        detect_levels(x, np.full(x.size - 1, 5.0))
+    with pytest.raises(ValueError):
+        detect_levels(x[::-1], np.full(x.size, 5.0))
+    with pytest.raises(ValueError):
+        detect_levels(x, np.zeros(x.size))
+
+
+# --- the real machine -----------------------------------------------------
+
+def test_latency_rises_through_the_hierarchy(quick_run):
+    m = by_id(quick_run[1])
+    lat = [m[f"mem.lat.{k}"]["median"] for k in ("l1", "l2", "l3", "dram")]
+    assert all(b > 1.5 * a for a, b in zip(lat, lat[1:])), lat
+    assert m["mem.lat.curve"]["series"]["x_name"] == "bytes"
+
+
+def test_level_ends_bracket_sysfs_sizes(quick_run):
+    """L1 and L2 are private to the core: their plateaus end within a factor
+    of 2 of sysfs. The L3 is shared with the host's other guests, so its
+    plateau may end early: after the L2, and no later than twice sysfs."""
+    m = by_id(quick_run[1])
+    for lv in (1, 2):
+        end = m[f"mem.lat.l{lv}"]["params"]["level_end"]
+        assert sysfs(lv) / 2 <= end <= 2 * sysfs(lv), (lv, end, sysfs(lv))
+    end3 = m["mem.lat.l3"]["params"]["level_end"]
+    assert sysfs(2) < end3 <= 2 * sysfs(3)
+    assert m["mem.lat.l2"]["params"]["sysfs_size"] == sysfs(2)
+
+
+def test_the_random_chain_defeats_the_prefetcher():
+    """At a DRAM-sized set, a chain a prefetcher can follow (in address
+    order) is far faster than the random chain the probe uses by default."""
+    args = ("--min", "64M", "--max", "64M", "--samples", "3", "--no-thp", "--cpu", "0")
+    rnd = probe_lines("mem_lat", *args)["mem.lat.curve"]
+    seq = probe_lines("mem_lat", *args, "--chain", "sequential")["mem.lat.curve"]
+    assert rnd["params"]["chain"] == "random" and seq["params"]["chain"] == "sequential"
+    assert np.median(seq["samples"]) * 4 < np.median(rnd["samples"])
+
+
+def test_huge_pages_were_really_used(quick_run):
+    thp = by_id(quick_run[1])["mem.lat.dram.thp"]
+    if thp["params"]["thp_mode"] in ("always", "madvise"):
+        assert thp["params"]["huge_fraction"] > 0.5
+    assert thp["params"]["size"] == by_id(quick_run[1])["mem.lat.dram"]["params"]["size"]
+
+
+def test_bandwidth_relations(quick_run):
+    m = by_id(quick_run[1])
+    assert m["mem.bw.read.cache"]["median"] > 2 * m["mem.bw.read"]["median"]
+    assert m["mem.bw.copy.cache"]["median"] > 2 * m["mem.bw.copy"]["median"]
+    # a copy reads and writes every byte: slower than reading alone
+    assert m["mem.bw.copy"]["median"] < m["mem.bw.read"]["median"]
+    assert m["mem.bw.read.mt"]["params"]["threads"] == ncpus()
+    assert m["mem.bw.read"]["params"]["bytes"] >= 8 * max(c["size"] for c in caches())
+
+
+def test_bandwidth_counts_bytes_honestly():
+    """Halving the buffer must not change MB/s much in cache, and the
+    in-cache figure must not be an artefact of the pass count."""
+    a = probe_lines("mem_bw", "--samples", "3", "--no-mt", "--size", "64M", "--cache-size", "16K")
+    b = probe_lines("mem_bw", "--samples", "3", "--no-mt", "--size", "64M", "--cache-size", "8K")
+    ra, rb = np.median(a["mem.bw.read.cache"]["samples"]), np.median(b["mem.bw.read.cache"]["samples"])
+    assert 0.6 < ra / rb < 1.6
+
+
+def test_major_fault_costs_far_more_than_a_minor_one(quick_run):
+    m = by_id(quick_run[1])
+    major, minor = m["mem.pagefault.major"], m["mem.pagefault.minor"]
+    assert major["median"] >= 10 * minor["median"]
+    assert major["params"]["filesystem"] != "tmpfs" and major["params"]["device"]
+    assert major["params"]["not_major"] <= major["samples_total"] // 10
+    r = m["mem.pagefault.major_vs_copy"]
+    p = r["params"]
+    assert r["median"] == pytest.approx(p["fault_ns_per_byte"] / p["copy_ns_per_byte"], rel=0.05)
+    assert r["median"] > 1
+
+
+@pytest.mark.parametrize(
+    "binary, args, words",
+    [
+        ("mem_lat", ("--max", "12Q"), "expected a size"),
+        ("mem_lat", ("--min", "1M", "--max", "64K"), "--min is larger than --max"),
+        ("mem_lat", ("--stride", "4"), "--stride"),
+        ("mem_lat", ("--chain", "zigzag"), "--chain"),
+        ("mem_bw", ("--size", "-1"), "expected a size"),
+        ("mem_pagefault", ("--dir", "/dev/shm"), "tmpfs"),
+        ("mem_pagefault", ("--dir", "/nonexistent-dir"), "No such file"),
+        ("mem_pagefault", ("--file-size", "1025K"), "multiple of the page size"),
+    ],
+)
+def test_bad_memory_arguments(binary, args, words):
+    r = probe(binary, *args)
+    assert r.returncode == 2, r.stderr
+    assert words in r.stderr and r.stdout == ""
