@@ -15,21 +15,19 @@ def sysfs(level: int) -> int:
 
 # --- level detection on curves whose answer we know -----------------------
 
-def staircase(levels, ends, steps=4, ramp=1, noise=0.0, seed=0):
-    """A latency curve with plateaus `levels` ending at `ends` bytes, a ramp
-    of `ramp` points after each end, and multiplicative noise."""
+def staircase(levels, ends, steps=4, knee=1.5, noise=0.0, seed=0):
+    """A latency curve with plateaus `levels` ending at `ends` bytes. Each
+    knee spans the sizes from an end to `knee` times it (a physical width,
+    whatever the number of points in it), rising geometrically; then
+    multiplicative noise."""
     x = 2.0 ** np.arange(10, 29 + 1e-9, 1 / steps)
     y = np.empty_like(x)
     for i, s in enumerate(x):
         k = int(np.searchsorted(ends, s, side="left"))
         y[i] = levels[min(k, len(levels) - 1)]
-    if ramp:  # soften each knee: geometric steps over `ramp` points, the
-        for e in ends:  # first of them below the halfway mark, as on real curves
-            j = int(np.searchsorted(x, e, side="right"))
-            lo, hi = y[j - 1], y[min(j + ramp, len(y) - 1)]
-            for r in range(ramp):
-                if j + r < len(y):
-                    y[j + r] = lo * (hi / lo) ** ((r + 1) / (ramp + 2))
+        if 0 < k <= len(ends) and s < ends[k - 1] * knee:  # inside the knee after ends[k-1]
+            f = np.log(s / ends[k - 1]) / np.log(knee)
+            y[i] = levels[k - 1] * (levels[k] / levels[k - 1]) ** f
     rng = np.random.default_rng(seed)
     return x, y * np.exp(rng.normal(0, noise, y.size))
 
@@ -49,7 +47,7 @@ def test_detects_four_levels_and_their_ends(steps, noise):
 
 def test_a_knee_is_not_a_level():
     # a long soft ramp between two plateaus must not become a level of its own
-    x, y = staircase([1.0, 4.0, 100.0], [32 << 10, 1 << 20], steps=4, ramp=3)
+    x, y = staircase([1.0, 4.0, 100.0], [32 << 10, 1 << 20], steps=4, knee=3.0)
     assert [v.name for v in detect_levels(x, y)] == ["l1", "l2", "dram"]
 
 
