@@ -32,6 +32,7 @@ void osm_meas_free(struct osm_meas *m)
     free(m->disturbed);
     free(m->sx);
     free(m->sy);
+    free(m->sd);
     memset(m, 0, sizeof *m);
 }
 
@@ -68,6 +69,9 @@ void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit,
     m->sy_per = per;
     m->sx = xrealloc(NULL, nx * sizeof *m->sx);
     m->sy = xrealloc(NULL, nx * per * sizeof *m->sy);
+    m->sd = calloc(nx * per + 1, sizeof *m->sd);
+    if (!m->sd)
+        osm_die("out of memory");
 }
 
 static void put_num(double v)
@@ -145,6 +149,17 @@ void osm_emit(const struct osm_meas *m)
                     putchar(',');
                 put_num(m->sy[i * m->sy_per + j]);
             }
+            putchar(']');
+        }
+        printf("], \"disturbed\": [");
+        for (size_t i = 0; i < m->nx; i++) {
+            printf(i ? ",[" : "[");
+            bool first_d = true;
+            for (size_t j = 0; j < m->sy_per; j++)
+                if (m->sd[i * m->sy_per + j]) {
+                    printf(first_d ? "%zu" : ",%zu", j);
+                    first_d = false;
+                }
             putchar(']');
         }
         printf("]}");

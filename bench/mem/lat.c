@@ -206,11 +206,11 @@ int main(int argc, char **argv)
         osm_die("out of memory");
     for (size_t k = 0; k < cap; k++) {
         m.sx[k] = sizes[k];
-        measure_size((uint64_t)sizes[k], curve_pages, o.samples, o.iterations, &m.sy[k * o.samples], dist,
-                     NULL);
+        measure_size((uint64_t)sizes[k], curve_pages, o.samples, o.iterations, &m.sy[k * o.samples],
+                     &m.sd[k * o.samples], NULL);
     }
     for (size_t i = 0; i < o.samples; i++) /* top level: the largest size */
-        osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], dist[i]);
+        osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], m.sd[(cap - 1) * o.samples + i]);
     osm_meas_param(&m,
                    "\"chain\": \"%s\", \"stride\": %llu, \"pages\": \"%s\", "
                    "\"samples_at\": %.0f, \"min\": %llu, \"max\": %llu, \"steps_per_octave\": %u, "

@@ -26,7 +26,9 @@ def mem_levels(lines: list[dict]) -> list[dict]:
     s = curve["series"]
     x = np.asarray(s["x"], dtype=float)
     rows = np.asarray(s["samples"], dtype=float)
-    levels = detect_levels(x, np.median(rows, axis=1))
+    dist = s.get("disturbed") or [[] for _ in s["x"]]
+    clean = [np.delete(r, d) if len(d) < r.size else r for r, d in zip(rows, dist)]
+    levels = detect_levels(x, np.array([np.median(r) for r in clean]))
     sysfs = _sysfs_sizes()
     out = []
     for lv in levels:
@@ -50,7 +52,7 @@ def mem_levels(lines: list[dict]) -> list[dict]:
                 "params": params,
                 "overhead_subtracted": curve.get("overhead_subtracted", 0),
                 "samples": rows[lv.index].tolist(),
-                "disturbed": [],
+                "disturbed": list(dist[lv.index]),
             }
         )
     thp = next((ln for ln in lines if ln["id"] == "mem.lat.dram.thp"), None)

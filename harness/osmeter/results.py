@@ -120,10 +120,18 @@ class Results:
             if sy_raw.ndim != 2 or sy_raw.shape[0] != sx.size:
                 raise ProbeOutputError(f"{line['id']}: series samples do not match its x values")
             sy, y_unit = _to_reported(sy_raw, series.get("y_unit", line["unit"]), tsc_hz)
+            sdist = np.zeros(sy.shape, dtype=bool)
+            for row, idx in enumerate(series.get("disturbed") or []):
+                for i in idx:
+                    if not isinstance(i, int) or not 0 <= i < sy.shape[1] or row >= sy.shape[0]:
+                        raise ProbeOutputError(f"{line['id']}: series disturbed index {i!r} out of range")
+                    sdist[row, i] = True
             m["series"] = {"x_name": series.get("x_name", "x"), "x": sx.tolist(), "y_unit": y_unit}
-            m["series"].update(series_summary(sy))
+            m["series"].update(series_summary(np.where(sdist, np.nan, sy)))
+            m["series"]["dropped_disturbed"] = int(sdist.sum())
             arrays["series_x"] = sx
             arrays["series_values"] = sy
+            arrays["series_disturbed"] = sdist
         fname = f"{safe_name(line['id'])}.npz"
         np.savez_compressed(self.samples_dir / fname, **arrays)
         m["samples_file"] = f"samples/{fname}"

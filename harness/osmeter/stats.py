@@ -39,10 +39,11 @@ def summarize(x: np.ndarray) -> dict:
 
 
 def series_summary(samples: np.ndarray) -> dict:
-    """Per-x median and quartiles of a series (rows = x values, columns = trials)."""
+    """Per-x median and quartiles of a series (rows = x values, columns =
+    trials); NaN marks a trial left out (disturbed)."""
     s = np.asarray(samples, dtype=float)
     return {
-        "median": np.median(s, axis=1).tolist(),
-        "p25": np.percentile(s, 25, axis=1).tolist(),
-        "p75": np.percentile(s, 75, axis=1).tolist(),
+        "median": np.nanmedian(s, axis=1).tolist(),
+        "p25": np.nanpercentile(s, 25, axis=1).tolist(),
+        "p75": np.nanpercentile(s, 75, axis=1).tolist(),
     }
