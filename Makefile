@@ -18,8 +18,12 @@ COMMON_SRC := $(wildcard bench/common/*.c)
 COMMON_OBJ := $(COMMON_SRC:bench/%.c=$(OBJ)/%.o)
 COMMON_LIB := $(BUILD)/lib/libosmcommon.a
 
-# One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>
-PROBE_SRC  := $(filter-out bench/common/%,$(wildcard bench/*/*.c))
+# One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>,
+# except bench/disk, whose files make one program, build/bin/iogen.
+PROBE_SRC  := $(filter-out bench/common/% bench/disk/%,$(wildcard bench/*/*.c))
+IOGEN_SRC  := $(filter-out bench/disk/iogen.c,$(wildcard bench/disk/*.c))
+IOGEN_OBJ  := $(IOGEN_SRC:bench/%.c=$(OBJ)/%.o)
+IOGEN_LIB  := $(BUILD)/lib/libiogen.a
 PROBES     := $(foreach s,$(PROBE_SRC),$(BIN)/$(word 2,$(subst /, ,$(s)))_$(basename $(notdir $(s))))
 
 TEST_SRC   := $(wildcard tests/c/*.c)
@@ -28,7 +32,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 PY ?= .venv/bin/python
 
 .PHONY: all run test clean venv
-all: $(PROBES) $(TEST_BINS) $(BUILD)/buildinfo.json
+all: $(PROBES) $(BIN)/iogen $(TEST_BINS) $(BUILD)/buildinfo.json
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -38,6 +42,19 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
+$(OBJ)/disk/%.o: bench/disk/%.c $(wildcard bench/common/*.h bench/disk/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ibench/disk -c -o $@ $<
+
+$(IOGEN_LIB): $(IOGEN_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/iogen: $(OBJ)/disk/iogen.o $(IOGEN_LIB) $(COMMON_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 define probe_rule
 $(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)
@@ -45,12 +62,12 @@ $(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h)
 endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
 
-$(BUILD)/test/%: tests/c/%.c $(COMMON_LIB) $(wildcard bench/common/*.h)
+$(BUILD)/test/%: tests/c/%.c $(IOGEN_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -Ibench/disk $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(COMMON_LIB) $(LDLIBS)
 
 # What the probes were built with, for the run's conditions.
-$(BUILD)/buildinfo.json: Makefile $(PROBES)
+$(BUILD)/buildinfo.json: Makefile $(PROBES) $(BIN)/iogen
 	@mkdir -p $(BUILD)
 	@printf '{"cc": "%s", "cc_version": "%s", "cflags": "%s"}\n' \
 	  "$(CC)" "$$($(CC) --version | head -n 1)" "$(CFLAGS)" > $@

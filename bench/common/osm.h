@@ -191,6 +191,11 @@ typedef void (*osm_body)(void *ctx, uint64_t n);
 uint64_t osm_autobatch(osm_body body, void *ctx);
 void osm_run_batched(struct osm_meas *m, osm_body body, void *ctx, uint64_t iters,
                      size_t samples, double per_iter_subtract);
+/* The same for n operations whose figures will be compared: their samples
+ * are taken in turn (one window of each, then the next round), so drift of
+ * the machine during the run affects all of them alike. */
+void osm_run_interleaved(size_t n, struct osm_meas *m, const osm_body *body, void *const *ctx, uint64_t iters,
+                         size_t samples, const double *per_iter_subtract);
 double osm_median(double *v, size_t n); /* sorts v */
 
 /* ------------------------------------------------- options and set-up */

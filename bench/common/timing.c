@@ -199,22 +199,39 @@ uint64_t osm_autobatch(osm_body body, void *ctx)
     }
 }
 
+static void one_sample(struct osm_meas *m, osm_body body, void *ctx, uint64_t iters, double per_iter_subtract)
+{
+    struct osm_window w;
+    bool dist;
+    osm_window_open(&w);
+    body(ctx, iters);
+    uint64_t t = osm_window_close(&w, false, &dist);
+    osm_meas_add(m, ((double)t - osm_timer.overhead) / (double)iters - per_iter_subtract, dist);
+}
+
+void osm_run_interleaved(size_t n, struct osm_meas *m, const osm_body *body, void *const *ctx, uint64_t iters,
+                         size_t samples, const double *per_iter_subtract)
+{
+    uint64_t it[n];
+    for (size_t k = 0; k < n; k++) {
+        it[k] = iters ? iters : osm_autobatch(body[k], ctx[k]);
+        for (size_t i = 0; i < osm_warmup_samples; i++)
+            body[k](ctx[k], it[k]);
+    }
+    for (size_t i = 0; i < samples; i++)
+        for (size_t k = 0; k < n; k++)
+            one_sample(&m[k], body[k], ctx[k], it[k], per_iter_subtract ? per_iter_subtract[k] : 0);
+    for (size_t k = 0; k < n; k++) {
+        double sub = per_iter_subtract ? per_iter_subtract[k] : 0;
+        m[k].overhead_subtracted = osm_timer.overhead / (double)it[k] + sub;
+        osm_meas_param(&m[k], "\"iterations_per_sample\": %llu", (unsigned long long)it[k]);
+        if (n > 1)
+            osm_meas_param(&m[k], "\"interleaved_with\": %zu", n - 1);
+    }
+}
+
 void osm_run_batched(struct osm_meas *m, osm_body body, void *ctx, uint64_t iters,
                      size_t samples, double per_iter_subtract)
 {
-    if (iters == 0)
-        iters = osm_autobatch(body, ctx);
-    for (size_t i = 0; i < osm_warmup_samples; i++)
-        body(ctx, iters);
-    for (size_t i = 0; i < samples; i++) {
-        struct osm_window w;
-        bool dist;
-        osm_window_open(&w);
-        body(ctx, iters);
-        uint64_t t = osm_window_close(&w, false, &dist);
-        double v = ((double)t - osm_timer.overhead) / (double)iters - per_iter_subtract;
-        osm_meas_add(m, v, dist);
-    }
-    m->overhead_subtracted = osm_timer.overhead / (double)iters + per_iter_subtract;
-    osm_meas_param(m, "\"iterations_per_sample\": %llu", (unsigned long long)iters);
+    osm_run_interleaved(1, m, &body, &ctx, iters, samples, &per_iter_subtract);
 }

@@ -67,27 +67,29 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
 
-    /* the loop's cost per turn, subtracted (shared by the UNROLL calls) */
-    struct osm_meas loop;
-    osm_meas_init(&loop, "loop", o.samples);
-    osm_run_batched(&loop, empty_loop, NULL, 0, o.samples, 0);
-    double loop_turn = osm_median(loop.v, loop.n);
-    osm_meas_free(&loop);
-
-    osm_body bodies[8] = { body0, body1, body2, body3, body4, body5, body6, body7 };
+    /* The loop's cost per turn (subtracted, shared by the UNROLL calls) and
+     * the eight call bodies are sampled in turn, so drift affects all alike
+     * and a trend over the argument count is the calls' own. */
+    osm_body bodies[9] = { empty_loop, body0, body1, body2, body3, body4, body5, body6, body7 };
+    void *ctx[9] = { 0 };
+    struct osm_meas m[9];
+    osm_meas_init(&m[0], "loop", o.samples);
     for (int k = 0; k < 8; k++) {
         char id[32];
         snprintf(id, sizeof id, "cpu.call.args%d", k);
-        struct osm_meas m;
-        osm_meas_init(&m, id, o.samples);
-        osm_run_batched(&m, bodies[k], NULL, o.iterations, o.samples, loop_turn);
-        for (size_t i = 0; i < m.n; i++)
-            m.v[i] /= UNROLL;
-        m.overhead_subtracted /= UNROLL;
-        osm_meas_param(&m, "\"args\": %d, \"calls_per_iteration\": %d, \"loop_per_iteration\": %.9g", k,
-                       UNROLL, loop_turn);
-        osm_emit(&m);
-        osm_meas_free(&m);
+        osm_meas_init(&m[k + 1], id, o.samples);
     }
+    osm_run_interleaved(9, m, bodies, ctx, o.iterations, o.samples, NULL);
+    double loop_turn = osm_median(m[0].v, m[0].n); /* sorts the loop's samples: they are not emitted */
+    for (int k = 1; k <= 8; k++) {
+        for (size_t i = 0; i < m[k].n; i++)
+            m[k].v[i] = (m[k].v[i] - loop_turn) / UNROLL;
+        m[k].overhead_subtracted = (m[k].overhead_subtracted + loop_turn) / UNROLL;
+        osm_meas_param(&m[k], "\"args\": %d, \"calls_per_iteration\": %d, \"loop_per_iteration\": %.9g", k - 1,
+                       UNROLL, loop_turn);
+        osm_emit(&m[k]);
+    }
+    for (int k = 0; k <= 8; k++)
+        osm_meas_free(&m[k]);
     return 0;
 }

@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/<host>-<UTC time>)")
     r.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to (default: the last online one)")
     r.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
+    r.add_argument("--disk-target", type=Path, metavar="PATH",
+                   help="file or block device for the disk probes (default: a file in the results directory)")
+    r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
     return ap
 
 
@@ -66,7 +69,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt)
+    opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
+                      disk_target=args.disk_target, disk_size=args.disk_size)
     return run(opts)
 
 

@@ -4,6 +4,8 @@ against a copy. Each function returns lines of the probes' own form,
 carrying the real samples they stand on."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from .machine import caches
@@ -86,3 +88,59 @@ def fault_vs_copy(lines: dict[str, dict]) -> dict:
         "samples": (ns / page / copy_ns_per_byte).tolist(),
         "disturbed": [],
     }
+
+
+def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
+    """iogen's JSON objects -> probe lines. The trials are the report
+    intervals of the run: disk.<w>.iops, .mbps, .lat_mean, .lat_p99 have one
+    sample per interval; a queue-depth sweep becomes one series whose rows
+    are the interval IOPS at each depth."""
+    objs = []
+    for k, raw in enumerate(stdout.splitlines(), 1):
+        if raw.strip():
+            try:
+                objs.append(json.loads(raw))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"iogen output line {k} is not JSON ({e.msg})") from None
+    if not objs:
+        raise ValueError("iogen printed no result")
+    for o in objs:
+        if not o.get("intervals"):
+            raise ValueError("iogen reported no intervals (run with --interval)")
+    base = f"disk.{workload}"
+
+    def summary(o):
+        keep = ("engine", "qd", "workers", "target_type", "filesystem", "device", "direct", "logical_block_size",
+                "region_bytes", "run_s", "iops", "mbps", "read_iops", "write_iops", "cpu_us_per_io",
+                "syscalls_per_io", "ctx_switches_per_io", "reads", "writes")
+        p = {k: o.get(k) for k in keep}
+        p["lat_ns"] = o.get("lat_ns")
+        p["system"] = (o.get("system") or {}).get("whole_run")
+        return p
+
+    if sweep:
+        rows = [[iv["iops"] for iv in o["intervals"]] for o in objs]
+        width = min(len(r) for r in rows)
+        return [{
+            "id": f"{base}.qd_sweep", "unit": "IOPS",
+            "params": {"runs": [summary(o) for o in objs],
+                       "lat_mean_ns": [o["lat_ns"]["mean"] for o in objs],
+                       "lat_p99_ns": [o["lat_ns"]["p99"] for o in objs]},
+            "overhead_subtracted": 0,
+            "samples": rows[-1][:width], "disturbed": [],
+            "series": {"x_name": "queue depth", "y_unit": "IOPS", "x": [o["qd"] for o in objs],
+                       "samples": [r[:width] for r in rows]},
+        }]
+    o = objs[-1]
+    iv = o["intervals"]
+    p = summary(o)
+    out = []
+    for suffix, unit, vals in (
+        ("iops", "IOPS", [i["iops"] for i in iv]),
+        ("mbps", "MB/s", [i["mbps"] for i in iv]),
+        ("lat_mean", "ns", [i["lat_ns"]["mean"] for i in iv]),
+        ("lat_p99", "ns", [i["lat_ns"]["p99"] for i in iv]),
+    ):
+        out.append({"id": f"{base}.{suffix}", "unit": unit, "params": p, "overhead_subtracted": 0,
+                    "samples": vals, "disturbed": []})
+    return out

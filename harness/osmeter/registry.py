@@ -32,6 +32,8 @@ class Probe:
     timeout: float = 120.0  # seconds, per run of the binary
     # more JSON lines computed from the probe's own lines (derive.py)
     derive: Callable[[list[dict]], list[dict]] | None = None
+    # turns the binary's stdout into probe lines when it does not print them itself
+    parse: Callable[[str], list[dict]] | None = None
 
     def ids(self) -> list[str]:
         return [m.id for m in self.measures]
@@ -273,6 +275,76 @@ PROBES: tuple[Probe, ...] = (
         ),
         presets={"quick": ("--samples", "30"), "full": ("--samples", "200")},
         timeout=300.0,
+    ),
+)
+
+
+DISK_METHOD = (
+    "iogen drives the target below the page cache (O_DIRECT) with io_uring: one ring per worker "
+    "sized to its queue depth, the file and the request buffers registered, every free slot "
+    "submitted in one io_uring_enter that also waits for the first completion. Each request "
+    "picks an access-specification line by its % of accesses, then read or write and random or "
+    "sequential by that line's own percentages (Iometer's model); sequential requests share the "
+    "worker's position, advanced atomically. Latency is submission to reaping, kept in a "
+    "log-linear histogram (1.6% resolution). After a ramp-up that is not recorded, the run is "
+    "cut into report intervals: each interval is one trial, so the figures' spread is across "
+    "intervals. The target is a file in the results directory (filled with data, never sparse), "
+    "or --disk-target. The generator's CPU time, system calls and context switches per I/O, "
+    "and a system prober's view of /proc (CPU, interrupts, the device's utilization and queue) "
+    "are kept in the parameters and in raw/."
+)
+
+DISK_RUNS = {  # workload: (quick qd or None, full qd)
+    "4k-random-read": (32, 32),
+    "4k-random-write": (None, 32),
+    "1m-seq-read": (4, 4),
+    "1m-seq-write": (None, 4),
+    "database": (16, 16),
+    "file-server": (None, 16),
+    "web-server": (None, 16),
+    "workstation": (None, 16),
+}
+
+
+def _disk_probe(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
+    def args(qd, secs):
+        return ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", workload,
+                "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10))
+    presets = {"full": args(full_qd, 10)}
+    if quick_qd:
+        presets["quick"] = args(quick_qd, 2)
+    return Probe(
+        name=f"disk.{workload}",
+        binary="iogen",
+        area="disk",
+        measures=(
+            _m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
+            _m(f"disk.{workload}.mbps", "MB/s", f"{workload}: 10^6 bytes per second"),
+            _m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency"),
+            _m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency"),
+        ),
+        methodology=DISK_METHOD,
+        presets=presets,
+        timeout=300.0,
+        parse=lambda out, w=workload: derive.iogen_lines(out, w, sweep=False),
+    )
+
+
+PROBES = PROBES + tuple(_disk_probe(w, q, f) for w, (q, f) in DISK_RUNS.items()) + (
+    Probe(
+        name="disk.qd_sweep",
+        binary="iogen",
+        area="disk",
+        measures=(_m("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)"),),
+        methodology=DISK_METHOD + " The sweep runs the same workload once per queue depth, 1, 2, 4 ... N.",
+        presets={
+            "quick": ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", "4k-random-read",
+                      "--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),
+            "full": ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", "4k-random-read",
+                     "--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
+        },
+        timeout=600.0,
+        parse=lambda out: derive.iogen_lines(out, "4k-random-read", sweep=True),
     ),
 )
 

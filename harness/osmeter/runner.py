@@ -30,6 +30,8 @@ class RunOptions:
     out: Path | None = None
     cpu: int | None = None
     rt: bool = True
+    disk_target: Path | None = None  # default: a file in the results directory
+    disk_size: str | None = None     # default: 256M quick, 1G full
 
 
 def repo_root() -> Path:
@@ -131,8 +133,15 @@ def run(opts: RunOptions) -> int:
             "probe_warnings": [],
         }
     )
+    disk_target = opts.disk_target or out / "disk-target.dat"
+    subst = {"{disk_target}": str(disk_target),
+             "{disk_size}": opts.disk_size or ("1G" if opts.preset == "full" else "256M")}
+    conditions["disk_target"] = {"path": str(disk_target), "size": subst["{disk_size}"],
+                                 "made_by_osmeter": opts.disk_target is None}
     results = Results(out, describe_machine(), conditions)
     results.save()
+    raw_dir = out / "raw"
+    raw_dir.mkdir(exist_ok=True)
 
     def preexec():
         os.sched_setaffinity(0, {cpu})
@@ -154,7 +163,8 @@ def run(opts: RunOptions) -> int:
         for k, (probe, wanted) in enumerate(selection, 1):
             label = f"[{k:>{len(str(len(selection)))}}/{len(selection)}] {probe.name:<14}"
             print(label, end=" ", flush=True)
-            argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu), *probe.presets[opts.preset]]
+            argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu),
+                    *(subst.get(a, a) for a in probe.presets[opts.preset])]
             t0 = time.monotonic()
             proc = subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -173,6 +183,9 @@ def run(opts: RunOptions) -> int:
             finally:
                 elapsed = time.monotonic() - t0
             rc, proc = proc.returncode, None
+            (raw_dir / f"{probe.name}.out").write_text(stdout)
+            if stderr:
+                (raw_dir / f"{probe.name}.err").write_text(stderr)
             for w in (ln for ln in stderr.splitlines() if ln.strip()):
                 conditions["probe_warnings"].append(f"{probe.binary}: {w}")
             ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
@@ -192,6 +205,8 @@ def run(opts: RunOptions) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        if opts.disk_target is None and disk_target.exists():
+            disk_target.unlink()  # the file osmeter made for the disk probes
     results.doc["complete"] = True
     results.doc["conditions"]["wall_s"] = round(time.monotonic() - start, 3)
     results.save()
@@ -219,7 +234,7 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
         results.add_failure(probe.name, why, stderr)
         return False
     try:
-        lines = parse_probe_output(stdout)
+        lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
         if probe.derive is not None:
             lines += probe.derive(lines)
         descriptions = {m.id: m.description for m in probe.measures}
@@ -229,7 +244,7 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
             if line["id"] in wanted:
                 results.add_line(line, probe.name, descriptions[line["id"]])
                 got.add(line["id"])
-    except ProbeOutputError as e:
+    except (ProbeOutputError, ValueError, KeyError, TypeError) as e:
         results.add_failure(probe.name, f"bad output: {e}", stderr)
         return False
     missing = [i for i in wanted if i not in got]

@@ -1,0 +1,276 @@
+/* prober.c - see prober.h. */
+#include "prober.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct snap {
+    double t;
+    uint64_t cpu[8]; /* user nice system idle iowait irq softirq steal */
+    uint64_t intr, ctxt;
+    uint64_t d_rd, d_wr, d_ticks, d_queue; /* diskstats: reads, writes, io ms, weighted ms */
+    uint64_t pgin, pgout, pgmajfault;
+    uint64_t net_rx, net_tx;
+    uint64_t mem_free, mem_avail, mem_cached;
+    uint64_t irq_lines; /* sum of /proc/interrupts counts */
+};
+
+struct prober {
+    double interval;
+    char disk[64];
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    struct snap *s;
+    size_t n, cap;
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void read_stat(struct snap *s)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v[8] = { 0 };
+        if (!strncmp(line, "cpu ", 4)) {
+            sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7]);
+            for (int i = 0; i < 8; i++)
+                s->cpu[i] = v[i];
+        } else if (!strncmp(line, "intr ", 5)) {
+            s->intr = strtoull(line + 5, NULL, 10);
+        } else if (!strncmp(line, "ctxt ", 5)) {
+            s->ctxt = strtoull(line + 5, NULL, 10);
+        }
+    }
+    fclose(f);
+}
+
+static void read_disk(struct snap *s, const char *disk)
+{
+    if (!*disk)
+        return;
+    FILE *f = fopen("/proc/diskstats", "r");
+    if (!f)
+        return;
+    char line[512], name[64];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long rd, rdm, rds, rdt, wr, wrm, wrs, wrt, inflight, ticks, queue;
+        if (sscanf(line, "%*u %*u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", name, &rd, &rdm,
+                   &rds, &rdt, &wr, &wrm, &wrs, &wrt, &inflight, &ticks, &queue) == 12 &&
+            !strcmp(name, disk)) {
+            s->d_rd = rd;
+            s->d_wr = wr;
+            s->d_ticks = ticks;
+            s->d_queue = queue;
+        }
+    }
+    fclose(f);
+}
+
+static void read_kv(const char *path, const char *const *keys, uint64_t *const *out, int n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        for (int i = 0; i < n; i++) {
+            size_t k = strlen(keys[i]);
+            if (!strncmp(line, keys[i], k) && (line[k] == ' ' || line[k] == ':'))
+                *out[i] = strtoull(line + k + 1 + strspn(line + k + 1, " :"), NULL, 10);
+        }
+    fclose(f);
+}
+
+static void read_net(struct snap *s)
+{
+    FILE *f = fopen("/proc/net/dev", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *c = strchr(line, ':');
+        if (!c)
+            continue;
+        unsigned long long rx, tx;
+        if (sscanf(c + 1, "%llu %*u %*u %*u %*u %*u %*u %*u %llu", &rx, &tx) == 2) {
+            s->net_rx += rx;
+            s->net_tx += tx;
+        }
+    }
+    fclose(f);
+}
+
+static void read_interrupts(struct snap *s)
+{
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return;
+    char line[4096];
+    if (!fgets(line, sizeof line, f)) { /* header: CPU0 CPU1 ... */
+        fclose(f);
+        return;
+    }
+    while (fgets(line, sizeof line, f)) {
+        char *p = strchr(line, ':');
+        if (!p)
+            continue;
+        p++;
+        for (;;) { /* the per-CPU counts come first; stop at the first word */
+            char *end;
+            unsigned long long v = strtoull(p, &end, 10);
+            if (end == p)
+                break;
+            s->irq_lines += v;
+            p = end;
+        }
+    }
+    fclose(f);
+}
+
+static void take(struct prober *p)
+{
+    struct snap s;
+    memset(&s, 0, sizeof s);
+    s.t = mono();
+    read_stat(&s);
+    read_disk(&s, p->disk);
+    const char *vk[] = { "pgpgin", "pgpgout", "pgmajfault" };
+    uint64_t *vo[] = { &s.pgin, &s.pgout, &s.pgmajfault };
+    read_kv("/proc/vmstat", vk, vo, 3);
+    const char *mk[] = { "MemFree", "MemAvailable", "Cached" };
+    uint64_t *mo[] = { &s.mem_free, &s.mem_avail, &s.mem_cached };
+    read_kv("/proc/meminfo", mk, mo, 3);
+    read_net(&s);
+    read_interrupts(&s);
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 64;
+        struct snap *ns = realloc(p->s, cap * sizeof *ns);
+        if (!ns)
+            return;
+        p->s = ns;
+        p->cap = cap;
+    }
+    p->s[p->n++] = s;
+}
+
+static void *run(void *arg)
+{
+    struct prober *p = arg;
+    pthread_mutex_lock(&p->mu);
+    take(p);
+    while (!p->stop) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        double t = (double)dl.tv_nsec * 1e-9 + p->interval;
+        dl.tv_sec += (time_t)t;
+        dl.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) != 0 || p->stop)
+            take(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+struct prober *prober_start(double interval_s, const char *disk)
+{
+    struct prober *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->interval = interval_s > 0 ? interval_s : 1.0;
+    snprintf(p->disk, sizeof p->disk, "%s", disk ? disk : "");
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    if (pthread_create(&p->th, NULL, run, p) != 0) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void prober_stop(struct prober *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL);
+}
+
+static void rates(FILE *f, const struct snap *a, const struct snap *b, long hz)
+{
+    double dt = b->t - a->t;
+    uint64_t tot = 0, d[8];
+    for (int i = 0; i < 8; i++) {
+        d[i] = b->cpu[i] - a->cpu[i];
+        tot += d[i];
+    }
+    double pc = tot ? 100.0 / (double)tot : 0;
+    (void)hz;
+    fprintf(f,
+            "{\"t\": %.3f, \"dt\": %.3f, \"cpu_busy_pct\": %.2f, \"cpu_user_pct\": %.2f, \"cpu_sys_pct\": %.2f, "
+            "\"cpu_iowait_pct\": %.2f, \"cpu_irq_pct\": %.2f, \"cpu_steal_pct\": %.2f, \"intr_per_s\": %.1f, "
+            "\"irq_lines_per_s\": %.1f, \"ctxt_per_s\": %.1f, \"disk_reads_per_s\": %.1f, "
+            "\"disk_writes_per_s\": %.1f, \"disk_util_pct\": %.2f, \"disk_queue\": %.3f, "
+            "\"pgpgin_kib_per_s\": %.1f, \"pgpgout_kib_per_s\": %.1f, \"pgmajfault_per_s\": %.1f, "
+            "\"net_rx_bytes_per_s\": %.1f, \"net_tx_bytes_per_s\": %.1f, \"mem_free_kib\": %llu, "
+            "\"mem_available_kib\": %llu, \"mem_cached_kib\": %llu}",
+            b->t, dt, (double)(tot - d[3] - d[4]) * pc, (double)(d[0] + d[1]) * pc, (double)d[2] * pc,
+            (double)d[4] * pc, (double)(d[5] + d[6]) * pc, (double)d[7] * pc, (double)(b->intr - a->intr) / dt,
+            (double)(b->irq_lines - a->irq_lines) / dt, (double)(b->ctxt - a->ctxt) / dt,
+            (double)(b->d_rd - a->d_rd) / dt, (double)(b->d_wr - a->d_wr) / dt,
+            (double)(b->d_ticks - a->d_ticks) / (dt * 10.0), (double)(b->d_queue - a->d_queue) / (dt * 1000.0),
+            (double)(b->pgin - a->pgin) / dt, (double)(b->pgout - a->pgout) / dt,
+            (double)(b->pgmajfault - a->pgmajfault) / dt, (double)(b->net_rx - a->net_rx) / dt,
+            (double)(b->net_tx - a->net_tx) / dt, (unsigned long long)b->mem_free,
+            (unsigned long long)b->mem_avail, (unsigned long long)b->mem_cached);
+}
+
+void prober_json(struct prober *p, FILE *f)
+{
+    fprintf(f, "\"system\": {\"disk\": \"%s\", \"interval_s\": %.3f, \"samples\": [", p ? p->disk : "",
+            p ? p->interval : 0.0);
+    if (p) {
+        for (size_t i = 1; i < p->n; i++) {
+            if (i > 1)
+                fputs(", ", f);
+            rates(f, &p->s[i - 1], &p->s[i], sysconf(_SC_CLK_TCK));
+        }
+        fputs("], \"whole_run\": ", f);
+        if (p->n >= 2)
+            rates(f, &p->s[0], &p->s[p->n - 1], sysconf(_SC_CLK_TCK));
+        else
+            fputs("null", f);
+        prober_free(p);
+    } else {
+        fputs("], \"whole_run\": null", f);
+    }
+    fputc('}', f);
+}
+
+void prober_free(struct prober *p)
+{
+    if (!p)
+        return;
+    free(p->s);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}

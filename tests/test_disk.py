@@ -1,0 +1,426 @@
+"""iogen, the raw I/O generator: the mix it generates, its engines, its safety,
+its errors, and ground truth (a loop device throttled with cgroup blkio)."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import BIN, ROOT
+
+IOGEN = str(BIN / "iogen")
+WORK = ROOT / "build" / "test-disk"  # on the repository's file system, never tmpfs
+
+
+def iogen(*args, check=True, timeout=120):
+    r = subprocess.run([IOGEN, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def results(r) -> list[dict]:
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def log_rows(path: Path) -> list[dict]:
+    with open(path) as f:
+        return [{k: (v if k == "op" else int(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+@pytest.fixture(scope="module")
+def work():
+    WORK.mkdir(parents=True, exist_ok=True)
+    yield WORK
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def _root_or_skip(what: str):
+    if os.geteuid() != 0:
+        pytest.skip(f"{what} needs root (losetup, cgroups, mount)")
+
+
+def make_loop(size_mb: int, name: str) -> str:
+    img = Path("/dev/shm") / f"osmeter-test-{name}.img"
+    subprocess.run(["truncate", "-s", f"{size_mb}M", str(img)], check=True)
+    r = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True)
+    if r.returncode != 0:
+        img.unlink()
+        pytest.skip(f"losetup is not permitted here: {r.stderr.strip()}")
+    return r.stdout.strip()
+
+
+def drop_loop(dev: str, name: str):
+    subprocess.run(["losetup", "-d", dev])
+    Path(f"/dev/shm/osmeter-test-{name}.img").unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def ramloop():
+    """A RAM-backed loop device (a file in /dev/shm): fast, and ours to destroy."""
+    _root_or_skip("a loop device")
+    dev = make_loop(256, "ram")
+    yield dev
+    drop_loop(dev, "ram")
+
+
+def spec_file(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "job.spec"
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+# --- the generated mix ---------------------------------------------------
+
+MIX = """
+    # two lines that differ in size, read % and random %
+    [spec mix]
+    4K   70  90  0
+    16K  30  20  100
+"""
+
+
+def test_mix_matches_the_spec(tmp_path, ramloop):
+    log = tmp_path / "log.csv"
+    iogen("--target", ramloop, "--spec", spec_file(tmp_path, MIX), "--qd", 8, "--transactions", 20000,
+          "--ramp", 0, "--log", log, "--allow-destroy-data")
+    rows = log_rows(log)
+    assert len(rows) == 20000
+    small = [r for r in rows if r["size"] == 4096]
+    big = [r for r in rows if r["size"] == 16384]
+    assert len(small) + len(big) == len(rows)
+    n = len(rows)
+    # binomial sd at n=20000, p=0.3 is 0.3%; tolerances are ~5 sd
+    assert abs(len(big) / n - 0.30) < 0.015
+    assert abs(np.mean([r["op"] == "R" for r in small]) - 0.90) < 0.015
+    assert abs(np.mean([r["op"] == "R" for r in big]) - 0.20) < 0.03
+    # the 4K line is sequential: in issue order its offsets step by 4096
+    small.sort(key=lambda r: r["start_ns"])
+    steps = np.diff([r["offset"] for r in small])
+    assert np.mean(steps == 4096) > 0.95
+    # the 16K line is random and 16K lines land on logical-block boundaries only
+    offs = np.array([r["offset"] for r in big])
+    assert np.mean(np.diff(np.sort(offs)) == 16384) < 0.5
+    assert np.all(offs % 512 == 0)
+    assert all(r["offset"] + r["size"] <= 256 << 20 for r in rows)
+
+
+@pytest.mark.parametrize("engine", ["uring", "aio", "psync"])
+def test_outstanding_sequential_ios_share_one_position(tmp_path, ramloop, engine):
+    """N outstanding sequential requests (N threads for psync) take
+    consecutive blocks from one position: every block once, none skipped."""
+    log = tmp_path / "seq.csv"
+    iogen("--target", ramloop, "--workload", "1m-seq-read", "--engine", engine, "--qd", 8,
+          "--transactions", 200, "--ramp", 0, "--log", log)
+    offs = sorted(r["offset"] for r in log_rows(log))
+    assert offs == [i << 20 for i in range(200)]
+
+
+def test_engines_agree_and_count_their_system_calls(ramloop):
+    out = {}
+    for engine in ("uring", "aio", "psync"):
+        o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--engine", engine, "--qd", 8,
+                          "--time", 1, "--ramp", 0.2))[0]
+        assert o["engine"] == engine and o["qd"] == 8 and o["iops"] > 0
+        assert o["reads"] == o["lat_ns"]["count"] and o["writes"] == 0
+        out[engine] = o
+    assert out["psync"]["syscalls_per_io"] == pytest.approx(1.0, abs=0.01)
+    # batching: one io_uring_enter (or io_submit + io_getevents) serves several I/Os
+    assert out["uring"]["syscalls_per_io"] < 0.6
+    assert out["aio"]["syscalls_per_io"] < 1.2
+
+
+def test_intervals_cycling_and_the_prober(ramloop):
+    objs = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--cycle-qd", "1:8:x2",
+                         "--time", 1, "--ramp", 0.2, "--interval", 0.25))
+    assert [o["qd"] for o in objs] == [1, 2, 4, 8]
+    for o in objs:
+        iv = o["intervals"]
+        assert len(iv) == 4
+        # the intervals add up to the whole run
+        assert sum(i["iops"] * 0.25 for i in iv) == pytest.approx(o["reads"], rel=0.02)
+        lat = o["lat_ns"]
+        assert lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
+        # an independent view: the kernel's own count of reads on the device
+        sysrun = o["system"]["whole_run"]
+        assert sysrun["disk_reads_per_s"] == pytest.approx(o["iops"], rel=0.15)
+    assert objs[-1]["iops"] > objs[0]["iops"]
+
+
+def test_rate_limit_and_bursts(tmp_path, ramloop):
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 4, "--rate", 500,
+                      "--time", 2, "--ramp", 0.2))[0]
+    assert o["iops"] == pytest.approx(500, rel=0.05)
+    bursty = spec_file(tmp_path, """
+        [spec bursts]
+        # 10 I/Os back to back, then 100 ms of nothing
+        4K 100 100 100 100 10
+    """)
+    o = results(iogen("--target", ramloop, "--spec", bursty, "--qd", 1, "--time", 2, "--ramp", 0))[0]
+    assert 80 <= o["iops"] <= 101
+
+
+def test_ramp_up_is_not_recorded(tmp_path, ramloop):
+    log = tmp_path / "ramp.csv"
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 2, "--time", 0.5,
+                      "--ramp", 0.5, "--log", log))[0]
+    rows = log_rows(log)
+    assert len(rows) == o["reads"] and all(r["start_ns"] >= 0 for r in rows)
+
+
+# --- files, verify, and never writing outside the target -----------------
+
+def test_file_target_is_filled_and_verify_catches_corruption(work, tmp_path):
+    target = work / "verify.dat"
+    target.unlink(missing_ok=True)
+    r = iogen("--target", target, "--size", "16M", "--workload", "1m-seq-write", "--verify",
+              "--transactions", 16, "--ramp", 0)
+    assert target.stat().st_size == 16 << 20 and target.stat().st_blocks * 512 >= 16 << 20  # not sparse
+    o = results(iogen("--target", target, "--workload", "1m-seq-read", "--verify", "--transactions", 16,
+                      "--ramp", 0))[0]
+    assert o["verify"] == {"blocks_checked": (16 << 20) // o["logical_block_size"], "mismatches": 0}
+    # change one byte in the middle of a block, then read everything again
+    with open(target, "r+b") as f:
+        f.seek((5 << 20) + 1000)
+        f.write(b"\x00")
+    r = iogen("--target", target, "--workload", "1m-seq-read", "--verify", "--transactions", 16, "--ramp", 0,
+              check=False)
+    assert r.returncode == 3 and "--verify found" in r.stderr
+    assert results(r)[0]["verify"]["mismatches"] == 1
+
+
+def test_writes_stay_inside_the_region(work):
+    target = work / "region.dat"
+    target.unlink(missing_ok=True)
+    iogen("--target", target, "--size", "32M", "--workload", "4k-random-read", "--transactions", 1, "--ramp", 0)
+    before = hashlib.sha256(target.read_bytes()[16 << 20:]).hexdigest()
+    iogen("--target", target, "--size", "16M", "--workload", "4k-random-write", "--qd", 16, "--time", 1,
+          "--ramp", 0)
+    after = target.read_bytes()
+    assert len(after) == 32 << 20
+    assert hashlib.sha256(after[16 << 20:]).hexdigest() == before
+
+
+# --- safety on block devices ----------------------------------------------
+
+def test_block_device_writes_need_explicit_consent(ramloop):
+    r = iogen("--target", ramloop, "--workload", "4k-random-write", "--time", 0.2, check=False)
+    assert r.returncode == 2 and "--allow-destroy-data" in r.stderr and r.stdout == ""
+    # reading needs no consent
+    iogen("--target", ramloop, "--workload", "4k-random-read", "--time", 0.2, "--ramp", 0)
+
+
+def test_signatures_and_mounts_are_refused(tmp_path):
+    _root_or_skip("mkfs and mount")
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("mkfs.ext4 is not installed (e2fsprogs)")
+    dev = make_loop(64, "sig")
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            r = iogen("--target", dev, "--workload", "4k-random-write", "--time", 0.2, "--allow-destroy-data",
+                      "--allow-signature", check=False)
+            assert r.returncode == 2 and "mounted on" in r.stderr
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+        before = hashlib.sha256(Path(dev).read_bytes()).hexdigest()  # (mounting itself updates the superblock)
+        r = iogen("--target", dev, "--workload", "4k-random-write", "--time", 0.2, "--allow-destroy-data",
+                  check=False)
+        assert r.returncode == 2 and "ext2/3/4 signature" in r.stderr and "--allow-signature" in r.stderr
+        assert hashlib.sha256(Path(dev).read_bytes()).hexdigest() == before  # nothing written
+        iogen("--target", dev, "--workload", "4k-random-write", "--time", 0.2, "--ramp", 0, "--allow-destroy-data",
+              "--allow-signature")
+    finally:
+        drop_loop(dev, "sig")
+
+
+# --- clear errors ---------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("--workload", "4k-random-read"), "--target PATH is required"),
+        (("--target", "{work}/missing.dat", "--workload", "4k-random-read"), "does not exist; give --size"),
+        (("--target", "{work}/tiny.dat", "--size", "8K", "--workload", "1m-seq-read"), "do not fit"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "nosuch"), "no shipped workload"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--engine", "spdk"), "--engine"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--cycle-qd", "8:1"), "--cycle-qd"),
+        (("--target", "/dev/shm/osmeter-iogen.dat", "--size", "1M", "--workload", "4k-random-read"), "tmpfs"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--spec", "{bad_sum}"), "100"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--spec", "{odd_size}"), "multiple of the target's"),
+        (("--target", "{work}/x.dat", "--workload", "4k-random-read", "--workload", "database"), "exactly one"),
+    ],
+)
+def test_bad_requests_fail_clearly(work, tmp_path, args, words):
+    bad_sum = tmp_path / "bad.spec"
+    bad_sum.write_text("[spec bad]\n4K 60 100 100\n8K 39 100 100\n")
+    odd = tmp_path / "odd.spec"
+    odd.write_text("[spec odd]\n1000 100 100 100\n")
+    argv = [a.format(work=work, bad_sum=bad_sum, odd_size=odd) for a in args]
+    r = iogen(*argv, check=False)
+    assert r.returncode == 2, r.stderr
+    assert words in r.stderr and r.stdout == ""
+    Path("/dev/shm/osmeter-iogen.dat").unlink(missing_ok=True)
+
+
+# --- Iometer files end to end ----------------------------------------------
+
+ICF = """\
+Version 1.1.0
+'TEST SETUP ====================================================================
+'Test Description
+\ttwo workers
+'Run Time
+'\thours      minutes    seconds
+\t0          0          1
+'Ramp Up Time (s)
+\t0
+'Default Disk Workers to Spawn
+\tNUMBER_OF_CPUS
+'Default Network Workers to Spawn
+\t0
+'Record Results
+\tALL
+'Worker Cycling
+'\tstart      step       step type
+\t1          1          LINEAR
+'Disk Cycling
+'\tstart      step       step type
+\t1          1          LINEAR
+'Queue Depth Cycling
+'\tstart      end        step       step type
+\t1          4          2          EXPONENTIAL
+'Test Type
+\tCYCLE_OUTSTANDING_IOS
+'END test setup
+'ACCESS SPECIFICATIONS =========================================================
+'Access specification name,default assignment
+\t4K reads,NONE
+'size,% of size,% reads,% random,delay,burst,align,reply
+\t4096,100,100,100,0,1,4096,0
+'END access specifications
+'MANAGER LIST ==================================================================
+'Manager ID, manager name
+\t1,here
+'Manager network address
+
+'Worker
+\tfirst
+'Worker type
+\tDISK
+'Default target settings for worker
+'Number of outstanding IOs,test connection rate,transactions per connection,use fixed seed,fixed seed value
+\t2,DISABLED,1,DISABLED,0
+'Disk maximum size,starting sector,Data pattern
+\t32768,0,0
+'End default target settings for worker
+'Assigned access specs
+\t4K reads
+'End assigned access specs
+'Target assignments
+'End target assignments
+'End worker
+'Worker
+\tsecond
+'Worker type
+\tDISK
+'Default target settings for worker
+'Number of outstanding IOs,test connection rate,transactions per connection,use fixed seed,fixed seed value
+\t4,DISABLED,1,DISABLED,0
+'Disk maximum size,starting sector,Data pattern
+\t32768,65536,0
+'End default target settings for worker
+'Assigned access specs
+\t4K reads
+'End assigned access specs
+'Target assignments
+'End target assignments
+'End worker
+'End manager
+'END manager list
+Version 1.1.0
+"""
+
+
+def test_an_icf_runs_with_its_workers_regions_and_cycling(work, tmp_path):
+    icf = tmp_path / "two.icf"
+    icf.write_text(ICF)
+    target = work / "icf.dat"
+    log = tmp_path / "icf.csv"
+    objs = results(iogen("--target", target, "--size", "64M", "--icf", icf, "--log", log))
+    assert [o["qd"] for o in objs] == [1, 2, 4]  # cycling outstanding I/Os 1..4, exponential
+    assert [w["name"] for w in objs[0]["per_worker"]] == ["first", "second"]
+    rows = log_rows(log)
+    # worker 1 uses sectors 0..32767 (16 MiB), worker 2 starts at sector 65536 (32 MiB)
+    w1 = [r["offset"] for r in rows if r["worker"] == 1]
+    w2 = [r["offset"] for r in rows if r["worker"] == 2]
+    assert max(w1) + 4096 <= 16 << 20
+    assert min(w2) >= 32 << 20 and max(w2) + 4096 <= 48 << 20
+    assert all(o % 4096 == 0 for o in w1 + w2)
+
+
+# --- ground truth ------------------------------------------------------------
+
+def test_throttled_device_is_measured_at_its_limit():
+    """cgroup v1 blkio limits the loop device to 400 read IOPS; iogen,
+    running inside that cgroup, must measure 400 within a few percent."""
+    _root_or_skip("cgroup blkio")
+    base = Path("/sys/fs/cgroup/blkio")
+    if not (base / "blkio.throttle.read_iops_device").exists():
+        pytest.skip("cgroup v1 blkio throttling is not available on this machine")
+    dev = make_loop(64, "throttle")
+    cg = base / "osmeter-test"
+    try:
+        cg.mkdir(exist_ok=True)
+        majmin = Path(f"/sys/block/{Path(dev).name}/dev").read_text().strip()
+        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} 400\n")
+        r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target", dev,
+                            "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert results(r)[0]["iops"] == pytest.approx(400, rel=0.03)
+    finally:
+        try:
+            cg.rmdir()
+        except OSError:
+            pass
+        drop_loop(dev, "throttle")
+
+
+def test_a_network_only_feature_is_refused_however_the_spec_is_chosen(work, tmp_path):
+    icf = tmp_path / "reply.icf"
+    icf.write_text("Version 1.1.0\n'ACCESS SPECIFICATIONS =========================================================\n"
+                   "'Access specification name,default assignment\n\tnet,NONE\n"
+                   "'size,% of size,% reads,% random,delay,burst,align,reply\n\t4096,100,100,100,0,1,0,512\n"
+                   "'END access specifications\n")
+    r = iogen("--target", work / "x.dat", "--size", "1M", "--icf", icf, "--spec-name", "net", check=False)
+    assert r.returncode == 2 and "reply size is a network feature" in r.stderr
+
+
+def test_the_harness_keeps_disk_figures_per_interval(quick_run):
+    out, doc = quick_run
+    m = {x["id"]: x for x in doc["measurements"]}
+    iops = m["disk.4k-random-read.iops"]
+    assert iops["unit"] == "IOPS" and iops["n"] >= 5  # one trial per report interval
+    assert iops["params"]["engine"] == "uring" and iops["params"]["direct"] is True
+    assert iops["params"]["iops"] == pytest.approx(iops["mean"], rel=0.05)
+    assert m["disk.4k-random-read.lat_p99"]["median"] >= m["disk.4k-random-read.lat_mean"]["median"]
+    mb = m["disk.1m-seq-read.mbps"]["median"]
+    assert mb == pytest.approx(m["disk.1m-seq-read.iops"]["median"] * 1.048576, rel=0.05)
+    sweep = m["disk.4k-random-read.qd_sweep"]["series"]
+    assert sweep["x"] == [1, 2, 4, 8, 16, 32]
+    assert sweep["median"][-1] > sweep["median"][0]
+    assert (out / "raw" / "disk.qd_sweep.out").exists()
+    assert not (out / "disk-target.dat").exists()  # the harness's own target is removed
+    assert doc["conditions"]["disk_target"]["made_by_osmeter"] is True

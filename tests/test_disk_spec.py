@@ -1,0 +1,71 @@
+"""Access specifications, the native spec format and the Iometer .icf import
+(bench/disk/spec.c), through the C checks of tests/c/test_spec.c."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_SPEC = ROOT / "build" / "test" / "test_spec"
+REAL_ICF = ROOT.parent / "shared" / "icf"  # real Iometer files, beside the repository when present
+
+
+def run(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([str(TEST_SPEC), *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def assert_all_pass(r: subprocess.CompletedProcess) -> list[str]:
+    lines = r.stdout.splitlines()
+    fails = [line for line in lines if line.startswith("FAIL")]
+    assert not fails, "\n".join(fails)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert lines and re.fullmatch(r"\d+ passed, 0 failed", lines[-1]), lines[-1:] or r.stderr
+    return lines
+
+
+def test_spec_checks():
+    assert_all_pass(run())
+
+
+def test_real_icf_files():
+    files = sorted(REAL_ICF.glob("*.icf")) if REAL_ICF.is_dir() else []
+    if not files:
+        reason = f"no real Iometer .icf files: {REAL_ICF} is absent"
+        print(reason)
+        pytest.skip(reason)
+    lines = assert_all_pass(run(*files))
+    for f in files:  # each file was read, not just passed along
+        assert any(line.startswith("PASS real icf") and f.name in line for line in lines), f.name
+
+
+def test_json_is_json_and_formats_agree():
+    r = run("--json", "tests/fixtures/full.icf")
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert (job["run_s"], job["ramp_s"], job["cycle_qd"], job["qd_start"], job["qd_end"], job["qd_step"],
+            job["qd_exponential"]) == (90, 5, True, 1, 32, 2, True)
+    assert [(w["name"], w["spec"], w["outstanding"]) for w in job["workers"]] == [
+        ("Worker A", "OLTP 8K", 4), ("Worker B", "Mixed writes", 16)]
+    assert job["workers"][0]["max_bytes"] == 2048 * 512 and job["workers"][0]["start_bytes"] == 8 * 512
+    assert sum(line["access"] for line in job["specs"][1]["lines"]) == 100
+    native = run("--json", "tests/fixtures/full.spec")
+    assert native.returncode == 0, native.stderr
+    assert json.loads(native.stdout) == job
+
+
+def test_json_escapes():
+    r = run("--json", "tests/fixtures/shipped.spec")
+    assert r.returncode == 0, r.stderr
+    job = json.loads(r.stdout)
+    assert job["description"] == 'tab\there, "quotes", back\\slash # kept: a description runs to the end of the line'
+    assert job["specs"][0]["name"] == "web-server" and len(job["specs"][0]["lines"]) == 10
+
+
+def test_json_mode_reports_errors():
+    r = run("--json", "tests/fixtures/bad-connrate.icf")
+    assert r.returncode == 1 and r.stdout == ""
+    assert "tests/fixtures/bad-connrate.icf:19: " in r.stderr and "test connection rate" in r.stderr
