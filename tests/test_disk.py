@@ -424,3 +424,17 @@ def test_the_harness_keeps_disk_figures_per_interval(quick_run):
     assert (out / "raw" / "disk.qd_sweep.out").exists()
     assert not (out / "disk-target.dat").exists()  # the harness's own target is removed
     assert doc["conditions"]["disk_target"]["made_by_osmeter"] is True
+
+
+def test_batch_caps_the_requests_per_submission(ramloop):
+    """By default every free slot goes out in one io_uring_enter; --batch 1
+    submits each request alone (one call per I/O), --batch 4 about a quarter."""
+    sc = {}
+    for batch in (None, 4, 1):
+        extra = ("--batch", batch) if batch else ()
+        o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.5,
+                          "--ramp", 0.1, *extra))[0]
+        sc[batch] = o["syscalls_per_io"]
+    assert sc[1] == pytest.approx(1.0, abs=0.05)
+    assert 0.2 <= sc[4] <= 0.45
+    assert sc[None] < sc[4]

@@ -59,6 +59,7 @@ static struct {
     char cycle[64];         /* --cycle-qd */
     int cpu;
     uint64_t seed;
+    unsigned batch;         /* most requests per submission; 0 = every free slot */
 } opt = { .engine = ENG_URING, .cpu = -1, .seed = 0x5eed };
 
 static double tick_ns;   /* ns per tick */
@@ -98,6 +99,7 @@ static void usage(void)
         "  --allow-signature    ... even one holding a file system or partition table\n"
         "  --cpu N              pin every worker thread to CPU N\n"
         "  --seed N             random seed (default fixed; a .icf fixed seed wins)\n"
+        "  --batch N            submit at most N requests per system call (default: every free slot)\n"
         "  --dump-spec          print the job as JSON and exit\n"
         "  --list-workloads     the shipped workloads\n");
 }
@@ -150,6 +152,7 @@ static void parse_args(int argc, char **argv)
         else if (!strcmp(a, "--cycle-qd")) snprintf(opt.cycle, sizeof opt.cycle, "%s", TAKE());
         else if (!strcmp(a, "--cpu")) opt.cpu = (int)osm_parse_u64("--cpu", TAKE(), 0, CPU_SETSIZE - 1);
         else if (!strcmp(a, "--seed")) opt.seed = osm_parse_u64("--seed", TAKE(), 0, UINT64_MAX);
+        else if (!strcmp(a, "--batch")) opt.batch = (unsigned)osm_parse_u64("--batch", TAKE(), 1, 4096);
         else if (!strcmp(a, "--verify")) opt.verify = true;
         else if (!strcmp(a, "--buffered")) opt.buffered = true;
         else if (!strcmp(a, "--allow-destroy-data")) opt.allow_destroy = true;
@@ -541,12 +544,18 @@ static void *run_async(void *arg)
     for (;;) {
         uint64_t now = ticks();
         bool issuing = true;
+        unsigned queued = 0;
+        bool more = false; /* a batch went out with free slots left: submit without waiting */
         while (nfree && (issuing = may_issue(s, now))) {
             struct io *io = &w->slots[free_slots[--nfree]];
             next_io(w, s, io, now);
             io->t_start = ticks();
             e.ops->queue(&e, io);
             inflight++;
+            if (opt.batch && ++queued == opt.batch && nfree) {
+                more = true;
+                break;
+            }
         }
         if (!inflight) {
             if (!issuing && (atomic_load(&run.stop) || (!run.transactions && now >= run.t_end)))
@@ -555,7 +564,7 @@ static void *run_async(void *arg)
             continue;
         }
         uint64_t sc = e.syscalls;
-        int n = e.ops->submit_reap(&e, 1, done, w->qd, w->err, sizeof w->err);
+        int n = e.ops->submit_reap(&e, more ? 0 : 1, done, w->qd, w->err, sizeof w->err);
         uint64_t t = ticks();
         if (t >= run.t_measure)
             s->syscalls += e.syscalls - sc;

@@ -37,6 +37,7 @@ static const struct builtin {
     const char *name;
     const char *desc;
     unsigned read, random;
+    uint64_t align; /* 0: sector (logical block) alignment, as Iometer's align 0 */
     int n;
     struct mix mix[10];
 } builtins[] = {
@@ -44,25 +45,27 @@ static const struct builtin {
      "Intel's File Server access specification as shipped with Iometer (StorageReview.com's "
      "file server test; PenguinoMeter paper, appendix): 512 B to 64 KiB, mostly 4 KiB, "
      "80% read, 100% random",
-     80, 100, 8,
+     80, 100, 0, 8,
      {{512, 10}, {1024, 5}, {2048, 5}, {4096, 60}, {8192, 2}, {16384, 4}, {32768, 4}, {65536, 10}}},
     {"web-server",
      "Web Server access specification distributed with Iometer (PenguinoMeter paper, appendix): "
      "512 B to 512 KiB, mostly 4 KiB, 100% read, 100% random",
-     100, 100, 10,
+     100, 100, 0, 10,
      {{512, 22}, {1024, 15}, {2048, 8}, {4096, 23}, {8192, 15}, {16384, 2}, {32768, 6},
       {65536, 7}, {131072, 1}, {524288, 1}}},
     {"database",
      "Database (OLTP) access specification, Intel/StorageReview.com as shipped with Iometer: "
      "8 KiB, 67% read, 100% random",
-     67, 100, 1, {{8192, 100}}},
+     67, 100, 0, 1, {{8192, 100}}},
     {"workstation",
      "StorageReview.com's Workstation access specification: 8 KiB, 80% read, 80% random",
-     80, 80, 1, {{8192, 100}}},
-    {"4k-random-read", "4 KiB random reads: 100% read, 100% random", 100, 100, 1, {{4096, 100}}},
-    {"4k-random-write", "4 KiB random writes: 0% read, 100% random", 0, 100, 1, {{4096, 100}}},
-    {"1m-seq-read", "1 MiB sequential reads: 100% read, 0% random", 100, 0, 1, {{1048576, 100}}},
-    {"1m-seq-write", "1 MiB sequential writes: 0% read, 0% random", 0, 0, 1, {{1048576, 100}}},
+     80, 80, 0, 1, {{8192, 100}}},
+    {"4k-random-read", "4 KiB random reads: 100% read, 100% random, 4 KiB aligned", 100, 100, 4096, 1,
+     {{4096, 100}}},
+    {"4k-random-write", "4 KiB random writes: 0% read, 100% random, 4 KiB aligned", 0, 100, 4096, 1,
+     {{4096, 100}}},
+    {"1m-seq-read", "1 MiB sequential reads: 100% read, 0% random", 100, 0, 0, 1, {{1048576, 100}}},
+    {"1m-seq-write", "1 MiB sequential writes: 0% read, 0% random", 0, 0, 0, 1, {{1048576, 100}}},
 };
 
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
@@ -78,7 +81,8 @@ int spec_builtin(const char *name, struct spec *out)
         out->nlines = bi->n;
         for (int i = 0; i < bi->n; i++)
             out->line[i] = (struct spec_line){.size = bi->mix[i].size, .access = bi->mix[i].access,
-                                              .read = bi->read, .random = bi->random, .burst = 1};
+                                              .read = bi->read, .random = bi->random, .burst = 1,
+                                              .align = bi->align};
         return 0;
     }
     return -1;
