@@ -161,7 +161,7 @@ def run(opts: RunOptions) -> int:
           f"{sched['policy']}; writing {out}")
     try:
         for k, (probe, wanted) in enumerate(selection, 1):
-            label = f"[{k:>{len(str(len(selection)))}}/{len(selection)}] {probe.name:<14}"
+            label = f"[{k:>{len(str(len(selection)))}}/{len(selection)}] {probe.name:<20}"
             print(label, end=" ", flush=True)
             argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu),
                     *(subst.get(a, a) for a in probe.presets[opts.preset])]
