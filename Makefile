@@ -20,7 +20,7 @@ COMMON_LIB := $(BUILD)/lib/libosmcommon.a
 
 # One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>,
 # except bench/disk, whose files make one program, build/bin/iogen.
-PROBE_SRC  := $(filter-out bench/common/% bench/disk/%,$(wildcard bench/*/*.c))
+PROBE_SRC  := $(filter-out bench/common/% bench/disk/% bench/net/netpeer.c,$(wildcard bench/*/*.c))
 IOGEN_SRC  := $(filter-out bench/disk/iogen.c,$(wildcard bench/disk/*.c))
 IOGEN_OBJ  := $(IOGEN_SRC:bench/%.c=$(OBJ)/%.o)
 IOGEN_LIB  := $(BUILD)/lib/libiogen.a
@@ -32,7 +32,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 PY ?= .venv/bin/python
 
 .PHONY: all run test clean venv
-all: $(PROBES) $(BIN)/iogen $(TEST_BINS) $(BUILD)/buildinfo.json
+all: $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(TEST_BINS) $(BUILD)/buildinfo.json
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -51,6 +51,10 @@ $(IOGEN_LIB): $(IOGEN_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+$(BIN)/netpeer: bench/net/netpeer.c $(COMMON_LIB) $(wildcard bench/common/*.h)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
+
 $(BIN)/iogen: $(OBJ)/disk/iogen.o $(IOGEN_LIB) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -61,6 +65,7 @@ $(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $(COMMON_LIB) $$(LDLIBS)
 endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
+$(BIN)/net_%: $(wildcard bench/net/*.h)
 
 $(BUILD)/test/%: tests/c/%.c $(IOGEN_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h)
 	@mkdir -p $(dir $@)

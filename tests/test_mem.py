@@ -149,3 +149,10 @@ def test_bad_memory_arguments(binary, args, words):
     r = probe(binary, *args)
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and r.stdout == ""
+
+
+def test_two_points_either_side_of_their_median_still_make_a_level():
+    # a segment [1, 3] has no point within 40% of its median (2): its core is
+    # the nearer point, not nothing
+    lv = detect_levels([1024, 2048], [1.0, 3.0])
+    assert len(lv) >= 1 and all(v.latency > 0 for v in lv)

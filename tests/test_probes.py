@@ -12,7 +12,7 @@ from osmeter import registry
 BINARIES = sorted({p.binary for p in registry.PROBES if p.parse is None})
 # smaller sizes where the defaults would take long
 CHEAP = {"mem_lat": ("--max", "4M", "--steps", "1"), "mem_bw": ("--size", "16M"),
-         "mem_pagefault": ("--file-size", "8M")}
+         "mem_pagefault": ("--file-size", "8M"), "net_bw": ("--seconds", "0.2")}
 KEYS = {"id", "unit", "tsc_hz", "params", "overhead_subtracted", "samples", "disturbed", "timer"}
 
 
@@ -63,7 +63,7 @@ def test_json_lines_contract(binary):
     assert set(lines) == {i for i in p.ids() if not i.startswith("mem.lat.l") and i != "mem.lat.dram"}
     for mid, o in lines.items():
         assert KEYS <= set(o), mid
-        assert o["unit"] == ("MB/s" if mid.startswith("mem.bw.") else "cycles")
+        assert o["unit"] == ("MB/s" if ".bw." in mid else "cycles")
         assert o["tsc_hz"] > 1e8
         assert len(o["samples"]) == (2000 if mid == "cpu.timer_overhead" else 5)
         assert all(isinstance(i, int) and 0 <= i < len(o["samples"]) for i in o["disturbed"])

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--disk-target", type=Path, metavar="PATH",
                    help="file or block device for the disk probes (default: a file in the results directory)")
     r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
+    r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
+    r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
     return ap
 
 
@@ -70,7 +72,7 @@ def cmd_list(args) -> int:
 
 def cmd_run(args) -> int:
     opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
-                      disk_target=args.disk_target, disk_size=args.disk_size)
+                      disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote)
     return run(opts)
 
 

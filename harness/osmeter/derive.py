@@ -144,3 +144,18 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
         out.append({"id": f"{base}.{suffix}", "unit": unit, "params": p, "overhead_subtracted": 0,
                     "samples": vals, "disturbed": []})
     return out
+
+
+def ping_lines(stdout: str, where: str) -> list[dict]:
+    """ping's per-reply times -> net.rtt.icmp.<where> (samples in ns)."""
+    import re
+
+    times = [float(m.group(1)) * 1e6 for m in re.finditer(r"time[=<]([0-9.]+) ms", stdout)]
+    if not times:
+        raise ValueError("ping printed no reply times")
+    sent = re.search(r"(\d+) packets transmitted, (\d+) received", stdout)
+    params = {"tool": "ping", "where": where}
+    if sent:
+        params.update(transmitted=int(sent.group(1)), received=int(sent.group(2)))
+    return [{"id": f"net.rtt.icmp.{where}", "unit": "ns", "params": params, "overhead_subtracted": 0,
+             "samples": times, "disturbed": []}]

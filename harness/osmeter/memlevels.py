@@ -70,8 +70,12 @@ def _segment(y: np.ndarray, k: int, min_len: int) -> list[tuple[int, int]] | Non
 
 
 def _core(y: np.ndarray, i: int, j: int, tol: float) -> np.ndarray:
+    """Indices of y[i:j] within a factor tol of its median; never empty (at
+    least the point nearest the median)."""
     seg = y[i:j]
-    return np.nonzero(np.abs(np.log(seg / np.median(seg))) <= np.log(tol))[0] + i
+    dist = np.abs(np.log(seg / np.median(seg)))
+    core = np.nonzero(dist <= np.log(tol))[0]
+    return (core if core.size else np.array([int(np.argmin(dist))])) + i
 
 
 def detect_levels(sizes, latency, max_levels: int = 5, min_step: float = 1.25, core_tol: float = 1.4) -> list[Level]:
@@ -96,7 +100,7 @@ def detect_levels(sizes, latency, max_levels: int = 5, min_step: float = 1.25, c
         meds = [np.median(y[i:j]) for i, j in seg]
         steps_ok = all(b >= a * min_step for a, b in zip(meds, meds[1:]))
         cores = [_core(y, i, j, core_tol) for i, j in seg[:-1]]
-        plateaus_ok = all(c.size and x[c[-1]] >= 2 * x[c[0]] for c in cores)
+        plateaus_ok = all(x[c[-1]] >= 2 * x[c[0]] for c in cores)
         if steps_ok and plateaus_ok:
             chosen = seg
     cores = [_core(y, i, j, core_tol) for i, j in chosen]

@@ -34,6 +34,9 @@ class Probe:
     derive: Callable[[list[dict]], list[dict]] | None = None
     # turns the binary's stdout into probe lines when it does not print them itself
     parse: Callable[[str], list[dict]] | None = None
+    needs_peer: bool = False  # runs only with --peer or --remote (the .remote ids)
+    external: bool = False    # a system command found on PATH (ping), not a build/bin probe;
+                              # skipped, with the reason recorded, where it is missing
 
     def ids(self) -> list[str]:
         return [m.id for m in self.measures]
@@ -349,6 +352,78 @@ PROBES = PROBES + tuple(_disk_probe(w, q, f) for w, (q, f) in DISK_RUNS.items())
 )
 
 
+NET_METHOD = {
+    "rtt": (
+        "A message (1 byte by default) goes to netpeer's echo and back on one TCP connection with "
+        "TCP_NODELAY, or as a UDP datagram; a sample is 100 round trips in one timed window, per round "
+        "trip. For the loopback figures the probe starts its own netpeer on 127.0.0.1, which inherits "
+        "the pinned CPU and scheduling, so both ends share one CPU and a round trip includes two "
+        "context switches. ping's ICMP echo is recorded beside them when ping is installed."
+    ),
+    "bw": (
+        "One TCP connection per sample carries large writes (128 KiB) for a fixed time. Sending, the "
+        "sample ends only when the peer reports how many bytes it received, so data still in socket "
+        "buffers is not counted; receiving, bytes read are divided by the time from the first byte "
+        "to the last. MB/s is 10^6 bytes per second of payload (TCP/IP and link headers not counted)."
+    ),
+    "conn": (
+        "connect() on a fresh socket (made before the window) until it returns established; then "
+        "teardown: shutdown(SHUT_WR) sends our FIN, netpeer sees end of stream and closes its side, "
+        "and the window ends when its FIN arrives (read returns 0). One connection per sample."
+    ),
+}
+
+
+def _net_probes(where: str) -> tuple[Probe, ...]:
+    remote = where == "remote"
+    peer = ("--peer", "{peer}") if remote else ()
+    return (
+        Probe(
+            name=f"net.rtt.{where}", binary="net_rtt", area="net",
+            measures=(
+                _m(f"net.rtt.tcp.{where}", "ns", f"TCP round trip of a 1-byte message ({where})"),
+                _m(f"net.rtt.udp.{where}", "ns", f"UDP round trip of a 1-byte datagram ({where})"),
+            ),
+            methodology=NET_METHOD["rtt"],
+            presets={"quick": peer + ("--samples", "30"), "full": peer + ("--samples", "200")},
+            timeout=120.0, needs_peer=remote,
+        ),
+        Probe(
+            name=f"net.bw.{where}", binary="net_bw", area="net",
+            measures=(
+                _m(f"net.bw.tcp.{where}", "MB/s", f"TCP bulk bandwidth, this host sending ({where})"),
+                _m(f"net.bw.tcp.recv.{where}", "MB/s", f"TCP bulk bandwidth, this host receiving ({where})"),
+            ),
+            methodology=NET_METHOD["bw"],
+            presets={"quick": peer + ("--samples", "3", "--seconds", "0.5"),
+                     "full": peer + ("--samples", "5", "--seconds", "2")},
+            timeout=300.0, needs_peer=remote,
+        ),
+        Probe(
+            name=f"net.conn.{where}", binary="net_conn", area="net",
+            measures=(
+                _m(f"net.connect.{where}", "ns", f"TCP connect until established ({where})"),
+                _m(f"net.close.{where}", "ns", f"TCP teardown until the peer has closed too ({where})"),
+            ),
+            methodology=NET_METHOD["conn"],
+            presets={"quick": peer + ("--samples", "100"), "full": peer + ("--samples", "500")},
+            timeout=120.0, needs_peer=remote,
+        ),
+        Probe(
+            name=f"net.icmp.{where}", binary="ping", area="net",
+            measures=(_m(f"net.rtt.icmp.{where}", "ns", f"ICMP echo round trip, by ping ({where})"),),
+            methodology="ping -c N -i 0.01 (0.2 when not root) -n; each reply's time is one sample.",
+            presets={"quick": ("-n", "-c", "30", "-i", "{ping_interval}", "{peer_host}"),
+                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", "{peer_host}")},
+            timeout=120.0, needs_peer=remote, external=True,
+            parse=lambda out, w=where: derive.ping_lines(out, w),
+        ),
+    )
+
+
+PROBES = PROBES + _net_probes("loopback") + _net_probes("remote")
+
+
 @dataclass(frozen=True)
 class Derived:
     """A figure computed from other measurements, possibly of several probes."""
@@ -395,9 +470,10 @@ class SelectionError(ValueError):
     pass
 
 
-def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[str]]]:
+def select(patterns: list[str] | None, preset: str, peer: bool = False) -> list[tuple[Probe, list[str]]]:
     """Probes to run, each with the ids wanted from it, in registry order.
-    A probe that only feeds a selected derived figure runs with no id wanted."""
+    A probe that only feeds a selected derived figure runs with no id wanted.
+    The .remote probes run only when a peer is given."""
     if preset not in PRESETS:
         raise SelectionError(f"unknown preset '{preset}' (choose from {', '.join(PRESETS)})")
     derived = select_derived(patterns)
@@ -405,7 +481,7 @@ def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[st
     chosen = []
     used = {pat for pat in patterns or () for d in derived if matches(pat, d.measure.id)}
     for p in PROBES:
-        if preset not in p.presets:
+        if preset not in p.presets or (p.needs_peer and not peer):
             continue
         if patterns is None:
             chosen.append((p, p.ids()))
@@ -416,6 +492,10 @@ def select(patterns: list[str] | None, preset: str) -> list[tuple[Probe, list[st
             chosen.append((p, ids))
     if patterns is not None:
         unknown = [pat for pat in patterns if pat not in used]
+        if unknown and not peer and any(matches(pat, m.id) for pat in unknown for p in PROBES if p.needs_peer
+                                        for m in p.measures):
+            raise SelectionError(f"{', '.join(repr(u) for u in unknown)}: the .remote ids need --peer HOST:PORT "
+                                 "or --remote USER@HOST")
         if unknown:
             raise SelectionError(
                 f"no measurement id matches {', '.join(repr(u) for u in unknown)} "

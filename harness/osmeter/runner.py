@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +33,8 @@ class RunOptions:
     rt: bool = True
     disk_target: Path | None = None  # default: a file in the results directory
     disk_size: str | None = None     # default: 256M quick, 1G full
+    peer: str | None = None          # HOST:PORT of a running netpeer
+    remote: str | None = None        # USER@HOST: start a netpeer there over ssh
 
 
 def repo_root() -> Path:
@@ -41,6 +44,43 @@ def repo_root() -> Path:
 
 def bin_dir(root: Path) -> Path:
     return root / "build" / "bin"
+
+
+def start_remote_peer(remote: str, root: Path) -> tuple[str, str]:
+    """Copies netpeer to USER@HOST over ssh, starts it on any free port, and
+    returns (HOST:PORT, the remote path) once it says where it listens."""
+    host = remote.rsplit("@", 1)[-1]
+    rpath = f"/tmp/osmeter-netpeer-{os.getpid()}"
+    ssh = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+    try:
+        r = subprocess.run(["scp", "-q", *ssh[1:], str(bin_dir(root) / "netpeer"), f"{remote}:{rpath}"],
+                           capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        raise RunError("--remote needs ssh and scp (Debian: openssh-client)") from None
+    except subprocess.TimeoutExpired:
+        raise RunError(f"--remote {remote}: copying netpeer timed out") from None
+    if r.returncode != 0:
+        raise RunError(f"--remote {remote}: cannot copy netpeer there: {r.stderr.strip() or 'scp failed'}")
+    proc = subprocess.Popen([*ssh, remote, f"exec {rpath} --port 0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("listening on "):
+        proc.kill()
+        raise RunError(f"--remote {remote}: netpeer did not start there: {proc.stderr.read().strip()}")
+    port = line.split()[-1].rsplit(":", 1)[-1]
+    _REMOTE.append((proc, ssh + [remote, f"pkill -f {rpath}; rm -f {rpath}"]))
+    return f"{host}:{port}", rpath
+
+
+_REMOTE: list = []
+
+
+def stop_remote_peers() -> None:
+    while _REMOTE:
+        proc, cleanup = _REMOTE.pop()
+        subprocess.run(cleanup, capture_output=True, timeout=30)
+        proc.kill()
+        proc.wait()
 
 
 def ensure_built(root: Path, binaries: list[str]) -> None:
@@ -94,13 +134,21 @@ def _probe_env() -> dict:
 
 def run(opts: RunOptions) -> int:
     root = repo_root()
+    if opts.peer and opts.remote:
+        raise RunError("give --peer or --remote, not both")
     try:
-        selection = registry.select(opts.patterns, opts.preset)
+        selection = registry.select(opts.patterns, opts.preset, peer=bool(opts.peer or opts.remote))
     except registry.SelectionError as e:
         raise RunError(str(e)) from None
     if not selection:
         raise RunError(f"preset '{opts.preset}' selects no probe")
-    ensure_built(root, [p.binary for p, _ in selection])
+    ensure_built(root, [p.binary for p, _ in selection if not p.external])
+    peer = opts.peer
+    if peer:
+        from .osmnet import check_peer
+        check_peer(peer)
+    if opts.remote:
+        peer, _ = start_remote_peer(opts.remote, root)
     cpu = choose_cpu(opts.cpu)
 
     out = opts.out or default_out(root)
@@ -135,7 +183,10 @@ def run(opts: RunOptions) -> int:
     )
     disk_target = opts.disk_target or out / "disk-target.dat"
     subst = {"{disk_target}": str(disk_target),
-             "{disk_size}": opts.disk_size or ("1G" if opts.preset == "full" else "256M")}
+             "{disk_size}": opts.disk_size or ("1G" if opts.preset == "full" else "256M"),
+             "{peer}": peer or "",
+             "{peer_host}": (peer.rsplit(":", 1)[0].strip("[]") if peer else "127.0.0.1"),
+             "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2"}
     conditions["disk_target"] = {"path": str(disk_target), "size": subst["{disk_size}"],
                                  "made_by_osmeter": opts.disk_target is None}
     results = Results(out, describe_machine(), conditions)
@@ -163,8 +214,18 @@ def run(opts: RunOptions) -> int:
         for k, (probe, wanted) in enumerate(selection, 1):
             label = f"[{k:>{len(str(len(selection)))}}/{len(selection)}] {probe.name:<20}"
             print(label, end=" ", flush=True)
-            argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu),
-                    *(subst.get(a, a) for a in probe.presets[opts.preset])]
+            args = [subst.get(a, a) for a in probe.presets[opts.preset]]
+            if probe.external:
+                exe = shutil.which(probe.binary)
+                if not exe:
+                    why = f"{probe.binary} is not installed"
+                    results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
+                    results.save()
+                    print(f"skipped: {why}")
+                    continue
+                argv = [exe, *args]  # pinned and scheduled by preexec, like the others
+            else:
+                argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu), *args]
             t0 = time.monotonic()
             proc = subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -205,6 +266,7 @@ def run(opts: RunOptions) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        stop_remote_peers()
         if opts.disk_target is None and disk_target.exists():
             disk_target.unlink()  # the file osmeter made for the disk probes
     results.doc["complete"] = True

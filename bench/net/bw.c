@@ -1,0 +1,152 @@
+/* bw.c - TCP bulk bandwidth, both directions.
+ *
+ * net.bw.tcp.<where>       this host sends to netpeer's sink: large writes
+ *                          for --seconds, then end of stream; the sample ends
+ *                          when the peer reports how many bytes it received,
+ *                          so data still in buffers is not counted as sent
+ * net.bw.tcp.recv.<where>  netpeer's source sends to this host; bytes read
+ *                          over the time from the first byte to the last
+ * MB/s = 10^6 bytes per second of payload. One connection per sample.
+ * Socket buffer sizes: --sndbuf, --rcvbuf (default: the kernel's autotuning).
+ */
+#include "common_net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static double seconds = 1.0;
+static uint64_t wsize = 128 * 1024, sndbuf, rcvbuf;
+
+static int on_extra(const char *name, const char *v)
+{
+    int r = net_common_opt(name, v);
+    if (r <= 0)
+        return r;
+    if (!strcmp(name, "seconds")) {
+        char *end;
+        seconds = strtod(v, &end);
+        return *end || seconds <= 0 || seconds > 3600 ? -1 : 0;
+    }
+    if (!strcmp(name, "write-size")) {
+        wsize = osm_parse_u64("--write-size", v, 1, 64u << 20);
+        return 0;
+    }
+    if (!strcmp(name, "sndbuf")) {
+        sndbuf = osm_parse_u64("--sndbuf", v, 4096, 1u << 30);
+        return 0;
+    }
+    if (!strcmp(name, "rcvbuf")) {
+        rcvbuf = osm_parse_u64("--rcvbuf", v, 4096, 1u << 30);
+        return 0;
+    }
+    return -1;
+}
+
+static const struct osm_extra_opt extra[] = {
+    NET_EXTRA_OPTS,
+    { "seconds", true, "length of one transfer (default 1)" },
+    { "write-size", true, "bytes per write/read call (default 131072)" },
+    { "sndbuf", true, "SO_SNDBUF in bytes (default: autotuned)" },
+    { "rcvbuf", true, "SO_RCVBUF in bytes (default: autotuned)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "net_bw",
+    .summary = "TCP bulk bandwidth to and from netpeer (MB/s).",
+    .default_samples = 3,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+static void set_bufs(int fd)
+{
+    int v;
+    if (sndbuf && (v = (int)sndbuf, setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v)) != 0)
+        osm_die("SO_SNDBUF: %s", strerror(errno));
+    if (rcvbuf && (v = (int)rcvbuf, setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v)) != 0)
+        osm_die("SO_RCVBUF: %s", strerror(errno));
+}
+
+static double send_once(struct net_target *t, char *buf)
+{
+    int fd = net_connect_or_die(t, SOCK_STREAM);
+    set_bufs(fd);
+    if (osm_net_hello(fd, OSM_NET_SINK) != 0)
+        osm_die("sending the sink header failed");
+    uint64_t sent = 0, t0 = osm_clock_ns(), end = t0 + (uint64_t)(seconds * 1e9);
+    while (osm_clock_ns() < end) {
+        if (osm_net_write_full(fd, buf, wsize) != 0)
+            osm_die("sending: %s", strerror(errno));
+        sent += wsize;
+    }
+    shutdown(fd, SHUT_WR);
+    unsigned char le[8];
+    if (osm_net_read_full(fd, le, 8) != 0)
+        osm_die("the peer did not report what it received");
+    uint64_t t1 = osm_clock_ns(), got = 0;
+    for (int i = 0; i < 8; i++)
+        got |= (uint64_t)le[i] << (8 * i);
+    close(fd);
+    if (got != sent)
+        osm_die("sent %llu bytes, the peer received %llu", (unsigned long long)sent, (unsigned long long)got);
+    return (double)got / ((double)(t1 - t0) * 1e-9) / 1e6;
+}
+
+static double recv_once(struct net_target *t, char *buf)
+{
+    int fd = net_connect_or_die(t, SOCK_STREAM);
+    set_bufs(fd);
+    if (osm_net_hello(fd, OSM_NET_SOURCE) != 0)
+        osm_die("sending the source header failed");
+    if (osm_net_read_full(fd, buf, 1) != 0)
+        osm_die("the peer sent nothing");
+    uint64_t got = 0, t0 = osm_clock_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1 = t0;
+    while ((t1 = osm_clock_ns()) < end) {
+        ssize_t r = read(fd, buf, wsize);
+        if (r <= 0)
+            osm_die("receiving: %s", r < 0 ? strerror(errno) : "the peer closed early");
+        got += (uint64_t)r;
+    }
+    close(fd);
+    return (double)got / ((double)(t1 - t0) * 1e-9) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    struct net_target t;
+    net_target_open(&t);
+    char *buf = malloc(wsize);
+    if (!buf)
+        osm_die("out of memory");
+    memset(buf, 0x3C, wsize);
+    struct {
+        const char *fmt;
+        double (*once)(struct net_target *, char *);
+        const char *dir;
+    } runs[] = { { "net.bw.tcp.%s", send_once, "send" }, { "net.bw.tcp.recv.%s", recv_once, "receive" } };
+    for (int k = 0; k < 2; k++) {
+        char id[64];
+        snprintf(id, sizeof id, runs[k].fmt, t.where);
+        struct osm_meas m;
+        osm_meas_init(&m, id, o.samples);
+        m.unit = "MB/s";
+        for (size_t i = 0; i < o.samples; i++) {
+            uint32_t c0 = osm_current_cpu();
+            double v = runs[k].once(&t, buf);
+            osm_meas_add(&m, v, osm_current_cpu() != c0);
+        }
+        osm_meas_param(&m, "\"direction\": \"%s\", \"seconds_per_sample\": %g, \"write_size\": %llu, "
+                           "\"sndbuf\": %llu, \"rcvbuf\": %llu, \"peer\": \"%s\", \"where\": \"%s\"",
+                       runs[k].dir, seconds, (unsigned long long)wsize, (unsigned long long)sndbuf,
+                       (unsigned long long)rcvbuf, net_peer_arg ? net_peer_arg : "local netpeer", t.where);
+        osm_emit(&m);
+        osm_meas_free(&m);
+    }
+    free(buf);
+    net_target_close(&t);
+    return 0;
+}

@@ -1,0 +1,79 @@
+/* common_net.h - the options every network probe takes, and finding the
+ * peer: --peer HOST:PORT (ids end in .remote), or a netpeer started here on
+ * 127.0.0.1 (ids end in .loopback). Included by each probe; no state is
+ * shared between binaries. */
+#ifndef COMMON_NET_H
+#define COMMON_NET_H
+
+#include "osm.h"
+#include "osmnet.h"
+
+#include <string.h>
+#include <unistd.h>
+
+static const char *net_peer_arg;
+static unsigned net_timeout_ms = 3000;
+
+/* Options for osm_probe_info.extra: every probe lists these first. */
+#define NET_EXTRA_OPTS                                                                              \
+    { "peer", true, "HOST:PORT of a running netpeer (default: start one on 127.0.0.1)" },          \
+    { "timeout", true, "give up connecting after this many ms (default 3000)" }
+
+static inline int net_common_opt(const char *name, const char *v)
+{
+    if (!strcmp(name, "peer")) {
+        net_peer_arg = v;
+        return 0;
+    }
+    if (!strcmp(name, "timeout")) {
+        net_timeout_ms = (unsigned)osm_parse_u64("--timeout", v, 1, 600000);
+        return 0;
+    }
+    return 1; /* not ours */
+}
+
+struct net_target {
+    struct osm_addr addr;
+    const char *where; /* "loopback" or "remote" */
+    pid_t local_pid;
+};
+
+static inline void net_target_open(struct net_target *t)
+{
+    char err[512];
+    t->local_pid = 0;
+    if (net_peer_arg) {
+        if (osm_net_parse(net_peer_arg, &t->addr, err, sizeof err) != 0)
+            osm_usage_error("--peer: %s", err);
+        t->where = "remote";
+    } else {
+        if (osm_net_local_peer(&t->addr, &t->local_pid, err, sizeof err) != 0)
+            osm_die("%s", err);
+        t->where = "loopback";
+    }
+    /* fail fast and clearly when nothing answers there */
+    int fd = osm_net_connect(&t->addr, SOCK_STREAM, (int)net_timeout_ms, err, sizeof err);
+    if (fd < 0) {
+        osm_net_stop_peer(t->local_pid);
+        osm_die("%s", err);
+    }
+    close(fd);
+}
+
+static inline void net_target_close(struct net_target *t)
+{
+    osm_net_stop_peer(t->local_pid);
+}
+
+static inline int net_connect_or_die(struct net_target *t, int type)
+{
+    char err[512];
+    int fd = osm_net_connect(&t->addr, type, (int)net_timeout_ms, err, sizeof err);
+    if (fd < 0) {
+        net_target_close(t);
+        osm_die("%s", err);
+    }
+    return fd;
+}
+
+#endif

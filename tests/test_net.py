@@ -1,0 +1,220 @@
+"""Network: netpeer's robustness, clear errors, and ground truth between two
+network namespaces joined by a veth pair that the test makes and removes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import BIN, ROOT, osmeter, probe_lines
+
+NETPEER = str(BIN / "netpeer")
+
+
+def start_peer(*prefix, bind="127.0.0.1"):
+    p = subprocess.Popen([*prefix, NETPEER, "--bind", bind, "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("listening on "), p.stderr.read()
+    return p, line.split()[-1]
+
+
+def stop_peer(p):
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=10)
+    return p.returncode, out
+
+
+@pytest.fixture
+def peer():
+    p, where = start_peer()
+    yield where
+    stop_peer(p)
+
+
+def lines(stdout):
+    return {o["id"]: o for o in map(json.loads, stdout.splitlines())}
+
+
+def run(*argv, timeout=60):
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout)
+
+
+# --- netpeer ----------------------------------------------------------------
+
+def test_peer_survives_garbage_abrupt_clients_and_many_at_once(peer):
+    host, port = peer.rsplit(":", 1)
+    addr = (host, int(port))
+    # garbage, a half header, an oversized echo, an abrupt reset
+    with socket.create_connection(addr) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n" * 100)
+    with socket.create_connection(addr) as s:
+        s.sendall(b"OSM")
+    with socket.create_connection(addr) as s:
+        s.sendall(b"OSMPE\0\0\0")
+        big = os.urandom(8 << 20)
+        s.sendall(big[:1 << 20])
+        got = b""
+        while len(got) < 1 << 20:
+            got += s.recv(1 << 20)
+        assert got == big[:1 << 20]
+    s = socket.create_connection(addr)
+    s.sendall(b"OSMPS\0\0\0" + b"x" * 100000)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")  # close with RST
+    s.close()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.sendto(os.urandom(60000), addr)
+    u.settimeout(2)
+    assert len(u.recvfrom(65536)[0]) == 60000
+    u.close()
+    # 200 clients at once, each echoed
+    socks = [socket.create_connection(addr) for _ in range(200)]
+    for i, c in enumerate(socks):
+        c.sendall(b"OSMPE\0\0\0" + i.to_bytes(4, "little"))
+    for i, c in enumerate(socks):
+        c.settimeout(5)
+        assert c.recv(4) == i.to_bytes(4, "little")
+        c.close()
+    # and it still serves the probes
+    o = probe_lines("net_rtt", "--peer", peer, "--samples", "5", "--cpu", "0")
+    assert o["net.rtt.tcp.remote"]["samples"] and o["net.rtt.udp.remote"]["samples"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_peer_exits_cleanly_on_signals(sig):
+    p, _ = start_peer()
+    p.send_signal(sig)
+    out, _ = p.communicate(timeout=10)
+    assert p.returncode == 0 and "stopped by signal" in out
+
+
+def test_peer_refuses_bad_options():
+    r = run(NETPEER, "--port", "70000")
+    assert r.returncode == 2 and "--port" in r.stderr
+    r = run(NETPEER, "--bind", "not-an-address!")
+    assert r.returncode != 0 and "--bind" in r.stderr
+
+
+# --- clear and quick errors ----------------------------------------------------
+
+def test_closed_port_and_bad_peer_fail_fast():
+    t0 = time.monotonic()
+    r = run(BIN / "net_rtt", "--peer", "127.0.0.1:1")
+    assert r.returncode == 1 and "refused" in r.stderr and r.stdout == ""
+    r = run(BIN / "net_bw", "--peer", "nohost")
+    assert r.returncode == 2 and "HOST:PORT" in r.stderr
+    r = osmeter("run", "--peer", "127.0.0.1:1", "--probes", "net.*", "--out", "/nonexistent/never")
+    assert r.returncode == 2 and "is netpeer running there" in r.stderr
+    r = osmeter("run", "--remote", "nobody@127.0.0.1", "--probes", "net.*", "--out", "/nonexistent/never")
+    assert r.returncode == 2 and "--remote" in r.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_loopback_relations(quick_run):
+    m = {x["id"]: x for x in quick_run[1]["measurements"]}
+    for i in ("net.rtt.tcp.loopback", "net.rtt.udp.loopback", "net.connect.loopback", "net.close.loopback"):
+        assert m[i]["median"] > m["cpu.syscall.getppid"]["median"]
+    assert m["net.bw.tcp.loopback"]["median"] > 200  # MB/s: far above any link we shape below
+    assert m["net.bw.tcp.recv.loopback"]["median"] > 200
+    nics = quick_run[1]["machine"]["nics"]
+    assert any(n["name"] == "lo" and n["driver"] == "loopback" for n in nics)
+
+
+# --- two namespaces -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def netns():
+    """Hosts A (10.231.N.1) and B (10.231.N.2) in their own network
+    namespaces, joined by a veth pair; always removed afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("ip netns needs root")
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"osmA{tag}", f"osmB{tag}"
+    net = 200 + int(tag[:2], 16) % 50
+    made = []
+    try:
+        for cmd in (["ip", "netns", "add", a], ["ip", "netns", "add", b]):
+            r = run(*cmd)
+            if r.returncode != 0:
+                pytest.skip(f"ip netns is not permitted here: {r.stderr.strip()}")
+            made.append(cmd[-1])
+        for cmd in (
+            ["ip", "link", "add", f"va{tag}", "type", "veth", "peer", "name", f"vb{tag}"],
+            ["ip", "link", "set", f"va{tag}", "netns", a], ["ip", "link", "set", f"vb{tag}", "netns", b],
+            ["ip", "-n", a, "addr", "add", f"10.231.{net}.1/24", "dev", f"va{tag}"],
+            ["ip", "-n", b, "addr", "add", f"10.231.{net}.2/24", "dev", f"vb{tag}"],
+            ["ip", "-n", a, "link", "set", f"va{tag}", "up"], ["ip", "-n", b, "link", "set", f"vb{tag}", "up"],
+            ["ip", "-n", a, "link", "set", "lo", "up"], ["ip", "-n", b, "link", "set", "lo", "up"],
+        ):
+            r = run(*cmd)
+            assert r.returncode == 0, f"{' '.join(cmd)}: {r.stderr}"
+        peer, where = start_peer("ip", "netns", "exec", b, "taskset", "-c", "0", bind=f"10.231.{net}.2")
+        yield {"a": a, "b": b, "va": f"va{tag}", "vb": f"vb{tag}", "peer": where, "net": net}
+        stop_peer(peer)
+    finally:
+        for ns in made:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def in_a(ns, *argv, timeout=120):
+    return run("ip", "netns", "exec", ns["a"], *argv, timeout=timeout)
+
+
+def test_remote_probes_between_namespaces(netns):
+    r = in_a(netns, BIN / "net_conn", "--peer", netns["peer"], "--samples", "20", "--cpu", "0")
+    assert r.returncode == 0, r.stderr
+    o = lines(r.stdout)
+    assert set(o) == {"net.connect.remote", "net.close.remote"}
+    r = in_a(netns, BIN / "net_rtt", "--peer", netns["peer"], "--samples", "10", "--cpu", "0")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout)["net.rtt.tcp.remote"]["params"]["where"] == "remote"
+
+
+def test_unreachable_host_fails_quickly(netns):
+    t0 = time.monotonic()
+    r = in_a(netns, BIN / "net_rtt", "--peer", f"10.231.{netns['net']}.99:9", "--timeout", "1000")
+    assert r.returncode == 1 and "no answer within 1000 ms" in r.stderr
+    assert time.monotonic() - t0 < 10
+
+
+def test_shaped_link_bandwidth_matches_the_set_rate(netns):
+    """tbf at 100 Mbit/s on both ends: TCP payload is within 5% of the rate,
+    and within 2% of what the rate leaves after TCP/IP and Ethernet headers
+    (1448 payload bytes in every 1514-byte frame)."""
+    for ns, dev in ((netns["a"], netns["va"]), (netns["b"], netns["vb"])):
+        r = run("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "100mbit",
+                "burst", "32kbit", "latency", "50ms")
+        if r.returncode != 0:
+            pytest.skip(f"tc tbf is not available here: {r.stderr.strip()}")
+    try:
+        r = in_a(netns, "taskset", "-c", "1", BIN / "net_bw", "--peer", netns["peer"], "--samples", "3",
+                 "--seconds", "2", "--cpu", "1")
+        assert r.returncode == 0, r.stderr
+        o = lines(r.stdout)
+        rate = 100e6 / 8 / 1e6  # MB/s
+        for i in ("net.bw.tcp.remote", "net.bw.tcp.recv.remote"):
+            got = sorted(o[i]["samples"])[1]
+            assert got == pytest.approx(rate, rel=0.05), i
+            assert got == pytest.approx(rate * 1448 / 1514, rel=0.02), i
+    finally:
+        for ns, dev in ((netns["a"], netns["va"]), (netns["b"], netns["vb"])):
+            run("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root")
+
+
+def test_osmeter_run_with_a_peer_adds_remote_ids(netns, tmp_path):
+    out = tmp_path / "remote"
+    r = in_a(netns, ROOT / "osmeter", "run", "--peer", netns["peer"], "--probes", "net.*.remote,net.rtt.icmp.remote",
+             "--out", out, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    ids = {m["id"] for m in doc["measurements"]}
+    assert {"net.rtt.tcp.remote", "net.rtt.udp.remote", "net.bw.tcp.remote", "net.bw.tcp.recv.remote",
+            "net.connect.remote", "net.close.remote"} <= ids
+    if "net.rtt.icmp.remote" not in ids:  # only when ping is installed
+        assert any(s["probe"] == "net.icmp.remote" for s in doc.get("skipped", []))
