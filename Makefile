@@ -32,7 +32,10 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 PY ?= .venv/bin/python
 
 .PHONY: all run test clean venv
-all: $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(TEST_BINS) $(BUILD)/buildinfo.json
+IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
+IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
+
+all: $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -50,6 +53,16 @@ $(IOGEN_LIB): $(IOGEN_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+# iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
+# (position-independent, libc and libdl only: it runs inside other programs)
+$(BIN)/iotrace: $(filter-out bench/fs/iotrace/preload.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -Ibench/fs/iotrace $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
+
+$(BUILD)/lib/libiotrace.so: bench/fs/iotrace/preload.c bench/fs/iotrace/trace.c $(IOTRACE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ibench/fs/iotrace -fPIC -shared -o $@ bench/fs/iotrace/preload.c bench/fs/iotrace/trace.c -ldl
 
 $(BIN)/netpeer: bench/net/netpeer.c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)

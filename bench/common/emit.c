@@ -76,10 +76,12 @@ void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit,
 
 static void put_num(double v)
 {
-    if (isfinite(v))
-        printf("%.9g", v);
-    else
+    if (!isfinite(v))
         printf("null");
+    else if (v == nearbyint(v) && fabs(v) < 9007199254740992.0)
+        printf("%.0f", v); /* whole numbers (bytes, sizes) exactly */
+    else
+        printf("%.9g", v);
 }
 
 static void emit_human(const struct osm_meas *m)

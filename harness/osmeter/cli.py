@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
     r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
     r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
+    r.add_argument("--fs-dir", type=Path, metavar="DIR", help="where the file-system probes make their files "
+                   "(default: the results directory)")
+    r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
+                   "adds fs.read.seq.remote and fs.read.rand.remote")
     return ap
 
 
@@ -72,7 +76,8 @@ def cmd_list(args) -> int:
 
 def cmd_run(args) -> int:
     opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
-                      disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote)
+                      disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
+                      fs_dir=args.fs_dir, fs_remote=args.fs_remote)
     return run(opts)
 
 

@@ -34,6 +34,8 @@ class RunOptions:
     disk_target: Path | None = None  # default: a file in the results directory
     disk_size: str | None = None     # default: 256M quick, 1G full
     peer: str | None = None          # HOST:PORT of a running netpeer
+    fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
+    fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
     remote: str | None = None        # USER@HOST: start a netpeer there over ssh
 
 
@@ -137,7 +139,8 @@ def run(opts: RunOptions) -> int:
     if opts.peer and opts.remote:
         raise RunError("give --peer or --remote, not both")
     try:
-        selection = registry.select(opts.patterns, opts.preset, peer=bool(opts.peer or opts.remote))
+        have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote)) if v)
+        selection = registry.select(opts.patterns, opts.preset, have=have)
     except registry.SelectionError as e:
         raise RunError(str(e)) from None
     if not selection:
@@ -186,7 +189,11 @@ def run(opts: RunOptions) -> int:
              "{disk_size}": opts.disk_size or ("1G" if opts.preset == "full" else "256M"),
              "{peer}": peer or "",
              "{peer_host}": (peer.rsplit(":", 1)[0].strip("[]") if peer else "127.0.0.1"),
-             "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2"}
+             "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2",
+             "{fs_dir}": str(opts.fs_dir or out),
+             "{fs_remote}": str(opts.fs_remote or "")}
+    if opts.fs_remote and not opts.fs_remote.is_dir():
+        raise RunError(f"--fs-remote {opts.fs_remote}: not a directory")
     conditions["disk_target"] = {"path": str(disk_target), "size": subst["{disk_size}"],
                                  "made_by_osmeter": opts.disk_target is None}
     results = Results(out, describe_machine(), conditions)

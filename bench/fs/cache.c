@@ -1,0 +1,211 @@
+/* cache.c - the size of the file cache.
+ *
+ * fs.cache_size  bytes: the largest file whose second read still comes from
+ *                memory. Files of doubling size (--min .. --max) are read
+ *                twice, through the page cache, in 1 MiB reads: first with
+ *                the file's pages evicted, then again at once. While the file
+ *                fits the cache the second read runs at memory speed; past
+ *                it, reading a file in order evicts the pages the next read
+ *                needs first, so the second read goes to the device. A second
+ *                read counts as from memory when it is within 3x the fastest
+ *                second read seen (the smallest file's must also be 2x faster
+ *                than its first read). The first size that fails ends the
+ *                search; the bracket is then narrowed by bisection. mincore
+ *                after the first read says how much of the file stayed
+ *                resident, as a check. The search stops early at the time
+ *                limit, at half the free disk space, or at --max: then the
+ *                figure is a lower bound (params.lower_bound).
+ * The series: second-read ns per 4 KiB against file size.
+ */
+#include "osm.h"
+#include "osmfs.h"
+#include "osmmem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+static const char *dir = "/var/tmp";
+static uint64_t min_size = 16ull << 20, max_size;
+static double time_limit = 120;
+static unsigned bisect_steps = 3;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "dir"))
+        dir = v;
+    else if (!strcmp(name, "min"))
+        min_size = osm_parse_size("--min", v, 1 << 20, 1ull << 44);
+    else if (!strcmp(name, "max"))
+        max_size = osm_parse_size("--max", v, 1 << 20, 1ull << 44);
+    else if (!strcmp(name, "time-limit")) {
+        char *end;
+        time_limit = strtod(v, &end);
+        return *end || time_limit <= 0 ? -1 : 0;
+    } else if (!strcmp(name, "bisect"))
+        bisect_steps = (unsigned)osm_parse_u64("--bisect", v, 0, 10);
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "dir", true, "directory for the test file (default /var/tmp; not tmpfs)" },
+    { "min", true, "first file size (default 16M)" },
+    { "max", true, "largest file size (default: 1.5 x memory, at most half the free disk)" },
+    { "time-limit", true, "seconds before the search stops with a lower bound (default 120)" },
+    { "bisect", true, "bisection steps once the cache is bracketed (default 3)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "fs_cache",
+    .summary = "File cache size: files of growing size read twice; where the second read stops being fast.",
+    .default_samples = 1,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+struct point {
+    uint64_t size;
+    double first, second; /* ns per 4 KiB */
+    long resident;        /* pages resident after the first read */
+};
+
+static double read_all(int fd, uint64_t size, char *buf)
+{
+    uint64_t t0 = osm_clock_ns();
+    for (uint64_t off = 0; off < size; off += 1 << 20) {
+        size_t n = size - off < (1u << 20) ? (size_t)(size - off) : 1u << 20;
+        if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+            osm_die("reading the cache test file: %s", strerror(errno));
+    }
+    return (double)(osm_clock_ns() - t0) / (double)(size / 4096);
+}
+
+static struct point try_size(const char *path, uint64_t size, char *buf)
+{
+    char err[512];
+    if (osm_fs_make_file(path, size, err, sizeof err) != 0)
+        osm_die("%s", err);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        osm_die("cannot open %s: %s", path, strerror(errno));
+    struct point p = { .size = size };
+    osm_fs_evict(fd, size);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    p.first = read_all(fd, size, buf);
+    p.resident = osm_fs_resident(fd, size);
+    p.second = read_all(fd, size, buf);
+    close(fd);
+    return p;
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+    uint64_t x = ((const struct point *)a)->size, y = ((const struct point *)b)->size;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    char fsname[32], dev[160];
+    bool tmpfs;
+    osm_fs_describe(dir, fsname, sizeof fsname, dev, sizeof dev, &tmpfs);
+    if (tmpfs)
+        osm_usage_error("--dir %s is on %s, which is itself memory: it has no separate file cache to size", dir,
+                        fsname);
+    struct statvfs sv;
+    uint64_t disk_free = statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize : 0;
+    uint64_t mem = osm_mem_available();
+    const char *stop_why = "the second read slowed down";
+    if (!max_size)
+        max_size = mem ? mem + mem / 2 : 64ull << 30;
+    if (disk_free && max_size > disk_free / 2)
+        max_size = disk_free / 2;
+    if (min_size > max_size)
+        osm_usage_error("--min is larger than the largest size allowed (%llu MiB: --max, or half the free disk)",
+                        (unsigned long long)(max_size >> 20));
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/osmeter-fscache-%d", dir, (int)getpid());
+    char *buf = osm_fs_buffer(1 << 20);
+    struct point pts[128];
+    size_t n = 0;
+    uint64_t start = osm_clock_ns();
+    bool found = false, timed_out = false;
+    double fast = 0; /* the fastest second read so far: memory speed */
+    for (uint64_t s = min_size; s <= max_size && n < 64; s *= 2) {
+        if ((double)(osm_clock_ns() - start) * 1e-9 > time_limit) {
+            timed_out = true;
+            break;
+        }
+        pts[n] = try_size(path, s, buf);
+        bool cached = n == 0 ? pts[0].first / pts[0].second >= 2.0 : pts[n].second <= 3 * fast;
+        if (cached && (n == 0 || pts[n].second < fast))
+            fast = pts[n].second;
+        n++;
+        if (!cached) {
+            found = true;
+            break;
+        }
+    }
+    uint64_t lo = 0, hi = 0;
+    if (found && n >= 2) { /* bisect between the last fast size and the first slow one */
+        lo = pts[n - 2].size;
+        hi = pts[n - 1].size;
+        for (unsigned k = 0; k < bisect_steps && (double)(osm_clock_ns() - start) * 1e-9 <= time_limit; k++) {
+            uint64_t mid = (lo + hi) / 2 / (1 << 20) * (1 << 20);
+            if (mid <= lo || mid >= hi)
+                break;
+            /* start from an empty file: a shrinking file keeps nothing useful */
+            unlink(path);
+            pts[n] = try_size(path, mid, buf);
+            if (pts[n].second > 3 * fast)
+                hi = mid;
+            else
+                lo = mid;
+            n++;
+        }
+    } else if (found) {
+        stop_why = "already the smallest file was not cached";
+        hi = pts[0].size;
+    } else {
+        lo = n ? pts[n - 1].size : 0;
+        stop_why = timed_out ? "the time limit" : "the largest size allowed";
+    }
+    unlink(path);
+    free(buf);
+    qsort(pts, n, sizeof *pts, cmp_point);
+
+    struct osm_meas m;
+    osm_meas_init(&m, "fs.cache_size", 1);
+    m.unit = "bytes";
+    osm_meas_add(&m, (double)lo, false);
+    osm_meas_series(&m, "bytes", "ns per 4 KiB, second read", n, 1);
+    for (size_t i = 0; i < n; i++) {
+        m.sx[i] = (double)pts[i].size;
+        m.sy[i] = pts[i].second;
+    }
+    char firsts[2048] = "", resid[2048] = "";
+    for (size_t i = 0; i < n; i++) {
+        size_t a = strlen(firsts), b = strlen(resid);
+        snprintf(firsts + a, sizeof firsts - a, "%s%.1f", i ? ", " : "", pts[i].first);
+        snprintf(resid + b, sizeof resid - b, "%s%ld", i ? ", " : "", pts[i].resident);
+    }
+    osm_meas_param(&m,
+                   "\"lower_bound\": %s, \"bracket\": [%llu, %llu], \"stopped_by\": \"%s\", \"dir\": \"%s\", "
+                   "\"filesystem\": \"%s\", \"device\": \"%s\", \"mem_available\": %llu, \"max_size\": %llu, "
+                   "\"cached_second_read_ns_per_4k\": %.1f, \"first_read_ns_per_4k\": [%s], "
+                   "\"resident_pages_after_first_read\": [%s]",
+                   found ? "false" : "true", (unsigned long long)lo, (unsigned long long)hi, stop_why, dir, fsname,
+                   dev, (unsigned long long)mem, (unsigned long long)max_size, fast, firsts, resid);
+    osm_emit(&m);
+    osm_meas_free(&m);
+    return 0;
+}

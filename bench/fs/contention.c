@@ -1,0 +1,171 @@
+/* contention.c - processes reading their own files at once.
+ *
+ * fs.contention  ns per block (4 KiB) for 1, 2, 4 ... --max-procs processes,
+ *                each reading its own file (--size, default 32 MiB) in order,
+ *                below the page cache (O_DIRECT, else evicted pages), all
+ *                started together. A sample is one such run: the mean over
+ *                the processes of each one's time per block. Series over the
+ *                number of processes; the top-level samples are those of
+ *                the largest number. The readers may use every CPU (the
+ *                contended resource is the device, not the pinned CPU).
+ */
+#include "osm.h"
+#include "osmfs.h"
+#include "osmmem.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *dir = "/var/tmp";
+static uint64_t size = 32ull << 20, block = 4096;
+static unsigned max_procs = 8;
+static enum osm_nocache method = OSM_NOCACHE_DIRECT;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "dir"))
+        dir = v;
+    else if (!strcmp(name, "size"))
+        size = osm_parse_size("--size", v, 1 << 20, 1ull << 40);
+    else if (!strcmp(name, "block"))
+        block = osm_parse_size("--block", v, 512, 64u << 20);
+    else if (!strcmp(name, "max-procs"))
+        max_procs = (unsigned)osm_parse_u64("--max-procs", v, 1, 256);
+    else if (!strcmp(name, "method")) {
+        if (!strcmp(v, "direct"))
+            method = OSM_NOCACHE_DIRECT;
+        else if (!strcmp(v, "evict"))
+            method = OSM_NOCACHE_EVICT;
+        else
+            return -1;
+    } else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "dir", true, "directory for the files (default /var/tmp; not tmpfs)" },
+    { "size", true, "bytes each process reads (default 32M)" },
+    { "block", true, "bytes per read (default 4K)" },
+    { "max-procs", true, "largest number of readers, reached by doubling (default 8)" },
+    { "method", true, "direct (default) or evict" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "fs_contention",
+    .summary = "Read time per block as 1, 2, 4 ... processes each read their own file at once.",
+    .default_samples = 3,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+/* A reader: waits for the start byte, reads its file once, reports ns/block. */
+static void reader(const char *path, int start_fd, int result_fd)
+{
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        CPU_SET(c, &all);
+    sched_setaffinity(0, sizeof all, &all);
+    char err[512];
+    enum osm_nocache used;
+    int fd = osm_fs_open_nocache(path, method, &used, err, sizeof err);
+    if (fd < 0)
+        _exit(2);
+    if (used == OSM_NOCACHE_EVICT)
+        osm_fs_evict(fd, size);
+    char *buf = osm_fs_buffer(block), c;
+    if (read(start_fd, &c, 1) != 1)
+        _exit(3);
+    uint64_t t0 = osm_clock_ns();
+    for (uint64_t off = 0; off + block <= size; off += block)
+        if (pread(fd, buf, block, (off_t)off) != (ssize_t)block)
+            _exit(4);
+    double per = (double)(osm_clock_ns() - t0) / (double)(size / block);
+    _exit(write(result_fd, &per, sizeof per) == sizeof per ? 0 : 5);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    char fsname[32], dev[160], err[512];
+    bool tmpfs;
+    osm_fs_describe(dir, fsname, sizeof fsname, dev, sizeof dev, &tmpfs);
+    if (tmpfs)
+        osm_usage_error("--dir %s is on %s: nothing there is read from a device", dir, fsname);
+    if (size % block)
+        osm_usage_error("--size must be a multiple of --block");
+    unsigned levels = 0;
+    for (unsigned n = 1; n <= max_procs; n *= 2)
+        levels++;
+    char (*paths)[4096] = calloc(max_procs, sizeof *paths);
+    for (unsigned i = 0; i < max_procs; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/osmeter-contention-%d-%u", dir, (int)getpid(), i);
+        if (osm_fs_make_file(paths[i], size, err, sizeof err) != 0) {
+            for (unsigned k = 0; k <= i; k++)
+                unlink(paths[k]);
+            osm_die("%s", err);
+        }
+    }
+    struct osm_meas m;
+    osm_meas_init(&m, "fs.contention", o.samples);
+    m.unit = "ns";
+    osm_meas_series(&m, "processes", "ns", levels, o.samples);
+    unsigned lv = 0;
+    for (unsigned n = 1; n <= max_procs; n *= 2, lv++) {
+        m.sx[lv] = n;
+        for (size_t s = 0; s < o.samples; s++) {
+            int start[2], res[2];
+            if (pipe(start) != 0 || pipe(res) != 0)
+                osm_die("pipe: %s", strerror(errno));
+            pid_t pids[256];
+            for (unsigned i = 0; i < n; i++) {
+                pids[i] = fork();
+                if (pids[i] == 0) {
+                    close(start[1]);
+                    close(res[0]);
+                    reader(paths[i], start[0], res[1]);
+                }
+            }
+            close(start[0]);
+            close(res[1]);
+            char go[256];
+            memset(go, 'g', sizeof go);
+            if (write(start[1], go, n) != (ssize_t)n)
+                osm_die("starting the readers: %s", strerror(errno));
+            double sum = 0;
+            unsigned got = 0;
+            for (unsigned i = 0; i < n; i++) {
+                double v;
+                if (read(res[0], &v, sizeof v) == sizeof v) {
+                    sum += v;
+                    got++;
+                }
+            }
+            for (unsigned i = 0; i < n; i++)
+                waitpid(pids[i], NULL, 0);
+            close(start[1]);
+            close(res[0]);
+            if (got != n)
+                osm_die("%u of %u readers failed (cannot open or read %s?)", n - got, n, paths[0]);
+            m.sy[lv * o.samples + s] = sum / n;
+        }
+    }
+    for (unsigned i = 0; i < max_procs; i++)
+        unlink(paths[i]);
+    for (size_t s = 0; s < o.samples; s++)
+        osm_meas_add(&m, m.sy[(levels - 1) * o.samples + s], false);
+    osm_meas_param(&m, "\"bytes_per_process\": %llu, \"block\": %llu, \"order\": \"sequential\", \"dir\": \"%s\", "
+                       "\"filesystem\": \"%s\", \"device\": \"%s\", \"samples_at\": %u",
+                   (unsigned long long)size, (unsigned long long)block, dir, fsname, dev, max_procs);
+    osm_emit(&m);
+    osm_meas_free(&m);
+    free(paths);
+    return 0;
+}

@@ -1,0 +1,187 @@
+/* read.c - time to read a file block, sequentially and at random, with the
+ * page cache out of the way, against file size.
+ *
+ * fs.read.seq   ns per block (4 KiB by default) reading a file in order
+ * fs.read.rand  ns per block reading every block once in random order
+ * Series over file sizes (4 MiB .. 256 MiB by default); the top-level samples
+ * are those of the largest size. Each sample is one whole pass over the
+ * file, timed, divided by its blocks; sequential and random passes take
+ * turns so drift affects both alike. Below the cache: O_DIRECT; where the
+ * file system refuses it (FUSE, some network file systems) the file's pages
+ * are dropped with posix_fadvise(DONTNEED) before every pass and mincore
+ * must confirm it, and read-ahead is left to the kernel for the sequential
+ * pass (POSIX_FADV_SEQUENTIAL) and turned off for the random one
+ * (POSIX_FADV_RANDOM). --remote names the ids .remote (a path on a network
+ * or FUSE mount given by the user).
+ */
+#include "osm.h"
+#include "osmfs.h"
+#include "osmmem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *dir = "/var/tmp";
+static uint64_t block = 4096;
+static uint64_t sizes[32];
+static size_t nsizes;
+static enum osm_nocache method = OSM_NOCACHE_DIRECT;
+static bool remote;
+
+static int parse_sizes(const char *v)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    nsizes = 0;
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        if (nsizes == 32)
+            return -1;
+        sizes[nsizes++] = osm_parse_size("--sizes", t, 4096, 1ull << 40);
+    }
+    return nsizes ? 0 : -1;
+}
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "dir"))
+        dir = v;
+    else if (!strcmp(name, "block"))
+        block = osm_parse_size("--block", v, 512, 64u << 20);
+    else if (!strcmp(name, "sizes"))
+        return parse_sizes(v);
+    else if (!strcmp(name, "method")) {
+        if (!strcmp(v, "direct"))
+            method = OSM_NOCACHE_DIRECT;
+        else if (!strcmp(v, "evict"))
+            method = OSM_NOCACHE_EVICT;
+        else
+            return -1;
+    } else if (!strcmp(name, "remote"))
+        remote = true;
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "dir", true, "directory for the test files (default /var/tmp; not tmpfs)" },
+    { "sizes", true, "file sizes, comma-separated (default 4M,16M,64M,256M)" },
+    { "block", true, "bytes per read (default 4K)" },
+    { "method", true, "direct (O_DIRECT, default; falls back to evict where refused) or evict" },
+    { "remote", false, "name the ids .remote (the directory is on another machine)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "fs_read",
+    .summary = "File read time per block, sequential and random, below the page cache, against file size.",
+    .default_samples = 3,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+/* One pass; returns ns per block (ticks converted by the caller). */
+static double pass(int fd, enum osm_nocache used, uint64_t size, const uint64_t *order, char *buf, bool *dist,
+                   const char *path)
+{
+    uint64_t nblocks = size / block;
+    if (used == OSM_NOCACHE_EVICT) {
+        long left = osm_fs_evict(fd, size);
+        if (left > (long)(size / 4096 / 100))
+            osm_die("%s: %ld pages stay cached after posix_fadvise(DONTNEED); cannot read below the cache", path,
+                    left);
+        posix_fadvise(fd, 0, 0, order ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
+    }
+    struct osm_window w;
+    osm_window_open(&w);
+    for (uint64_t i = 0; i < nblocks; i++) {
+        uint64_t b = order ? order[i] : i;
+        ssize_t r = pread(fd, buf, block, (off_t)(b * block));
+        if (r != (ssize_t)block)
+            osm_die("%s: reading block %llu: %s", path, (unsigned long long)b,
+                    r < 0 ? strerror(errno) : "short read");
+    }
+    uint64_t t = osm_window_close(&w, true, dist);
+    return ((double)t - osm_timer.overhead) / (double)nblocks;
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    if (!nsizes)
+        parse_sizes("4M,16M,64M,256M");
+    osm_init(argc, argv, &info, &o);
+    char fsname[32], dev[160];
+    bool tmpfs;
+    osm_fs_describe(dir, fsname, sizeof fsname, dev, sizeof dev, &tmpfs);
+    if (tmpfs)
+        osm_usage_error("--dir %s is on %s: a file there lives in memory, so nothing can be read from a device; "
+                        "choose a directory on a disk-backed or network file system", dir, fsname);
+    for (size_t k = 0; k < nsizes; k++)
+        if (sizes[k] % block || sizes[k] < block)
+            osm_usage_error("--sizes: %llu is not a multiple of --block %llu", (unsigned long long)sizes[k],
+                            (unsigned long long)block);
+    const char *suffix = remote ? ".remote" : "";
+    char id_seq[64], id_rand[64];
+    snprintf(id_seq, sizeof id_seq, "fs.read.seq%s", suffix);
+    snprintf(id_rand, sizeof id_rand, "fs.read.rand%s", suffix);
+    struct osm_meas ms, mr;
+    osm_meas_init(&ms, id_seq, o.samples);
+    osm_meas_init(&mr, id_rand, o.samples);
+    osm_meas_series(&ms, "bytes", ms.unit, nsizes, o.samples);
+    osm_meas_series(&mr, "bytes", mr.unit, nsizes, o.samples);
+    char *buf = osm_fs_buffer(block);
+    enum osm_nocache used = method;
+    for (size_t k = 0; k < nsizes; k++) {
+        char path[4096], err[512];
+        snprintf(path, sizeof path, "%s/osmeter-fsread-%d-%zu", dir, (int)getpid(), k);
+        if (osm_fs_make_file(path, sizes[k], err, sizeof err) != 0)
+            osm_die("%s", err);
+        int fd = osm_fs_open_nocache(path, method, &used, err, sizeof err);
+        if (fd < 0) {
+            unlink(path);
+            osm_die("%s", err);
+        }
+        unlink(path); /* gone however we exit; the open fd keeps it */
+        uint64_t nb = sizes[k] / block, *order = malloc(nb * sizeof *order), s = 0x5151 + k;
+        if (!order)
+            osm_die("out of memory");
+        for (uint64_t i = 0; i < nb; i++)
+            order[i] = i;
+        for (uint64_t i = nb - 1; i > 0; i--) {
+            uint64_t j = osm_rand(&s) % (i + 1), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        ms.sx[k] = mr.sx[k] = (double)sizes[k];
+        for (size_t i = 0; i < o.samples; i++) {
+            bool d;
+            ms.sy[k * o.samples + i] = pass(fd, used, sizes[k], NULL, buf, &d, path);
+            ms.sd[k * o.samples + i] = d;
+            mr.sy[k * o.samples + i] = pass(fd, used, sizes[k], order, buf, &d, path);
+            mr.sd[k * o.samples + i] = d;
+        }
+        free(order);
+        close(fd);
+    }
+    size_t last = (nsizes - 1) * o.samples;
+    for (size_t i = 0; i < o.samples; i++) {
+        osm_meas_add(&ms, ms.sy[last + i], ms.sd[last + i]);
+        osm_meas_add(&mr, mr.sy[last + i], mr.sd[last + i]);
+    }
+    struct osm_meas *both[2] = { &ms, &mr };
+    for (int k = 0; k < 2; k++) {
+        osm_meas_param(both[k], "\"order\": \"%s\", \"block\": %llu, \"method\": \"%s\", \"dir\": \"%s\", "
+                                "\"filesystem\": \"%s\", \"device\": \"%s\", \"samples_at\": %llu",
+                       k ? "random" : "sequential", (unsigned long long)block,
+                       used == OSM_NOCACHE_DIRECT ? "O_DIRECT" : "posix_fadvise(DONTNEED) before each pass, mincore-checked",
+                       dir, fsname, dev, (unsigned long long)sizes[nsizes - 1]);
+        osm_emit(both[k]);
+        osm_meas_free(both[k]);
+    }
+    free(buf);
+    return 0;
+}

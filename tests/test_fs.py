@@ -1,0 +1,183 @@
+"""File-system probes: cache size against a memory cgroup's limit, reads
+below the cache, contention, metadata, and a second (remote) file system."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import BIN, ROOT, probe, probe_lines
+
+WORK = ROOT / "build" / "test-fs"  # on the repository's (disk-backed) file system
+
+
+@pytest.fixture(scope="module")
+def work():
+    WORK.mkdir(parents=True, exist_ok=True)
+    yield WORK
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def test_cache_size_matches_a_memory_cgroup_limit(work):
+    """Inside a memory cgroup limited to 256 MiB the page cache cannot grow
+    past the limit: the probe must find a cache just under 256 MiB."""
+    if os.geteuid() != 0:
+        pytest.skip("memory cgroups need root")
+    base = Path("/sys/fs/cgroup/memory")
+    if not (base / "memory.limit_in_bytes").exists():
+        pytest.skip("cgroup v1 memory controller not available here")
+    cg = base / f"osmeter-test-{os.getpid()}"
+    cg.mkdir()
+    try:
+        (cg / "memory.limit_in_bytes").write_text(str(256 << 20))
+        r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", str(BIN / "fs_cache"),
+                            "--dir", str(work), "--min", "32M", "--max", "1G", "--bisect", "3"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout)
+    finally:
+        cg.rmdir()
+    found = o["samples"][0]
+    assert o["params"]["lower_bound"] is False
+    assert 200 << 20 <= found <= 256 << 20, found / 2**20
+    lo, hi = o["params"]["bracket"]
+    assert lo == found and hi > lo
+
+
+def test_a_cached_second_read_is_far_faster(work):
+    o = probe_lines("fs_cache", "--dir", str(work), "--min", "16M", "--max", "64M", "--cpu", "0")["fs.cache_size"]
+    first = o["params"]["first_read_ns_per_4k"][0]
+    second = o["series"]["samples"][0][0]
+    assert first >= 5 * second, (first, second)
+    assert o["params"]["lower_bound"] is True and o["params"]["stopped_by"] == "the largest size allowed"
+    # mincore agrees: the whole 16 MiB file stayed resident after its first read
+    assert o["params"]["resident_pages_after_first_read"][0] == (16 << 20) // 4096
+
+
+def test_random_reads_are_not_faster_than_sequential(work):
+    args = ("--dir", str(work), "--sizes", "4M,16M", "--samples", "2", "--cpu", "0")
+    o = probe_lines("fs_read", *args)
+    seq, rnd = o["fs.read.seq"], o["fs.read.rand"]
+    assert seq["params"]["method"] == "O_DIRECT" and seq["series"]["x"] == [4 << 20, 16 << 20]
+    # O_DIRECT at one request at a time: a virtual disk with no seek penalty
+    # reads both orders alike, a real disk reads random blocks slower
+    assert np.median(rnd["samples"]) >= 0.85 * np.median(seq["samples"])
+    # through the cache with read-ahead on for the sequential pass only, the
+    # random pass must be far slower: it really is random, one block a read
+    o = probe_lines("fs_read", *args, "--method", "evict")
+    seq, rnd = o["fs.read.seq"], o["fs.read.rand"]
+    assert "DONTNEED" in seq["params"]["method"]
+    assert np.median(rnd["samples"]) > 2 * np.median(seq["samples"])
+
+
+def test_contention_slows_each_reader(work):
+    o = probe_lines("fs_contention", "--dir", str(work), "--max-procs", "4", "--size", "8M", "--samples", "2",
+                    "--cpu", "0")["fs.contention"]
+    s = o["series"]
+    assert s["x"] == [1, 2, 4] and s["x_name"] == "processes"
+    one, four = np.median(s["samples"][0]), np.median(s["samples"][2])
+    assert four > 1.15 * one, (one, four)
+
+
+def test_metadata_rates(work):
+    o = probe_lines("fs_meta", "--dir", str(work), "--files", "200", "--samples", "2", "--cpu", "0")
+    assert set(o) == {f"fs.{op}.{k}k" for op in ("create", "delete") for k in (0, 1, 4, 10)}
+    for mid, line in o.items():
+        assert line["unit"] == "files/s" and min(line["samples"]) > 0, mid
+    assert not any(work.glob("osmeter-meta-*"))  # it cleans up after itself
+
+
+@pytest.mark.parametrize(
+    "binary, args, words",
+    [
+        ("fs_read", ("--dir", "/dev/shm"), "tmpfs"),
+        ("fs_read", ("--sizes", "4M,5000"), "--sizes"),
+        ("fs_read", ("--method", "mmap"), "--method"),
+        ("fs_cache", ("--dir", "/dev/shm"), "tmpfs"),
+        ("fs_cache", ("--min", "2G", "--max", "1G"), "--min is larger"),
+        ("fs_contention", ("--dir", "/dev/shm"), "tmpfs"),
+        ("fs_meta", ("--dir", "/nonexistent"), "cannot make a directory"),
+    ],
+)
+def test_bad_fs_arguments(binary, args, words):
+    r = probe(binary, *args)
+    assert r.returncode == 2, r.stderr
+    assert words in r.stderr and r.stdout == ""
+
+
+def test_quick_run_has_the_fs_figures(quick_run):
+    m = {x["id"]: x for x in quick_run[1]["measurements"]}
+    assert m["fs.cache_size"]["unit"] == "bytes" and m["fs.cache_size"]["params"]["lower_bound"] is True
+    assert m["fs.cache_size"]["median"] == 1 << 30  # the quick preset stops at 1 GiB, on purpose
+    assert m["fs.read.seq"]["series"]["x"][-1] == 64 << 20
+    assert m["fs.contention"]["series"]["x"] == [1, 2, 4]
+
+
+# --- a second file system: sshfs (FUSE over ssh) to an sshd the test starts ---
+
+@pytest.fixture(scope="module")
+def sshfs_mount(tmp_path_factory):
+    """An sshfs mount of a directory, served by our own sshd on 127.0.0.1.
+    Skipped, saying why, where sshd, sshfs or FUSE is missing."""
+    missing = [t for t in ("sshd", "sshfs", "ssh-keygen", "fusermount") if not shutil.which(t)
+               and not Path(f"/usr/sbin/{t}").exists()]
+    if missing or not Path("/dev/fuse").exists() or os.geteuid() != 0:
+        pytest.skip(f"no second file system can be had here: missing {', '.join(missing) or '/dev/fuse or root'} "
+                    "(Debian: openssh-server, sshfs)")
+    import socket
+    t = tmp_path_factory.mktemp("sshfs")
+    (t / "src").mkdir()
+    (t / "mnt").mkdir()
+    Path("/run/sshd").mkdir(exist_ok=True)
+    for key in ("host", "id"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(t / key)], check=True)
+    shutil.copy(t / "id.pub", t / "auth")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (t / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {t}/host\nPidFile {t}/sshd.pid\n"
+        f"AuthorizedKeysFile {t}/auth\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nStrictModes no\nUsePAM no\nSubsystem sftp internal-sftp\n")
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    d = subprocess.Popen([sshd, "-D", "-e", "-f", str(t / "sshd_config")], stderr=subprocess.PIPE, text=True)
+    try:
+        r = None
+        for _ in range(50):
+            r = subprocess.run(["sshfs", "-p", str(port), "-o",
+                                f"IdentityFile={t}/id,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null,BatchMode=yes",
+                                f"root@127.0.0.1:{t}/src", str(t / "mnt")], capture_output=True, text=True)
+            if r.returncode == 0:
+                break
+            subprocess.run(["sleep", "0.1"])
+        if r.returncode != 0:
+            pytest.skip(f"no second file system can be had here: sshfs failed: {r.stderr.strip()}")
+        yield t / "mnt"
+    finally:
+        subprocess.run(["fusermount", "-u", str(t / "mnt")], capture_output=True)
+        d.terminate()
+        d.wait(timeout=10)
+
+
+def test_remote_reads_on_a_second_file_system(sshfs_mount, work, tmp_path):
+    o = probe_lines("fs_read", "--dir", str(sshfs_mount), "--remote", "--sizes", "1M,2M", "--samples", "2",
+                    "--cpu", "0")
+    assert set(o) == {"fs.read.seq.remote", "fs.read.rand.remote"}
+    p = o["fs.read.seq.remote"]["params"]
+    assert p["filesystem"] == "fuse" and p["dir"] == str(sshfs_mount)
+    local = probe_lines("fs_read", "--dir", str(work), "--sizes", "1M,2M", "--samples", "2", "--cpu", "0")
+    # each block crosses ssh and sftp: slower than the local disk
+    assert np.median(o["fs.read.rand.remote"]["samples"]) > np.median(local["fs.read.rand"]["samples"])
+    # and the harness names the ids .remote when given the directory
+    out = tmp_path / "run"
+    r = subprocess.run([str(ROOT / "osmeter"), "run", "--fs-remote", str(sshfs_mount), "--probes", "fs.read.*.remote",
+                        "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ids = {m["id"] for m in json.loads((out / "results.json").read_text())["measurements"]}
+    assert ids == {"fs.read.seq.remote", "fs.read.rand.remote"}
+    assert not list(sshfs_mount.iterdir())  # the probe's files are gone
