@@ -12,7 +12,9 @@ from osmeter import registry
 BINARIES = sorted({p.binary for p in registry.PROBES if p.parse is None})
 # smaller sizes where the defaults would take long
 CHEAP = {"mem_lat": ("--max", "4M", "--steps", "1"), "mem_bw": ("--size", "16M"),
-         "mem_pagefault": ("--file-size", "8M"), "net_bw": ("--seconds", "0.2")}
+         "mem_pagefault": ("--file-size", "8M"), "net_bw": ("--seconds", "0.2"),
+         "fs_cache": ("--min", "16M", "--max", "32M"), "fs_read": ("--sizes", "1M"),
+         "fs_contention": ("--max-procs", "2", "--size", "4M"), "fs_meta": ("--files", "50")}
 KEYS = {"id", "unit", "tsc_hz", "params", "overhead_subtracted", "samples", "disturbed", "timer"}
 
 
@@ -61,11 +63,14 @@ def test_json_lines_contract(binary):
     # registered ones (how many cache levels a short curve shows may vary)
     assert derived <= set(p.ids()) and not set(lines) & derived
     assert set(lines) == {i for i in p.ids() if not i.startswith("mem.lat.l") and i != "mem.lat.dram"}
+    units = {m.id: m.unit for m in p.measures}
     for mid, o in lines.items():
         assert KEYS <= set(o), mid
-        assert o["unit"] == ("MB/s" if ".bw." in mid else "cycles")
+        # TSC probes print cycles and the harness reports ns; others print the reported unit
+        assert o["unit"] == units[mid] or (o["unit"] == "cycles" and units[mid] == "ns"), mid
         assert o["tsc_hz"] > 1e8
-        assert len(o["samples"]) == (2000 if mid == "cpu.timer_overhead" else 5)
+        want = {"cpu.timer_overhead": 2000, "fs.cache_size": 1}.get(mid, 5)
+        assert len(o["samples"]) == want, mid
         assert all(isinstance(i, int) and 0 <= i < len(o["samples"]) for i in o["disturbed"])
         assert o["timer"]["kind"] == "tsc-fenced"
 
