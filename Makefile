@@ -1,6 +1,7 @@
 # osmeter - build the probes, run the suite, run the tests.
 #   make          build every probe into build/bin
 #   make run      set up .venv, build, run the quick suite, write results/ and the report
+#   make report   the report of the newest results directory, with the PDF
 #   make test     build, then every test (what CI runs)
 #   make clean    remove build/ (results/ and .venv/ stay)
 
@@ -31,7 +32,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv
+.PHONY: all run test clean venv report
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
@@ -95,6 +96,10 @@ venv:
 
 run: all venv
 	./osmeter run --preset quick
+
+# the report (and PDF when LaTeX is there) of the newest results directory
+report: venv
+	./osmeter report "$$(ls -d results/*/ | tail -n 1)" --pdf
 
 test: all venv
 	$(PY) -m pytest -q tests

@@ -80,7 +80,7 @@ DRIVER = textwrap.dedent("""
                        methodology="", presets={{"quick": ()}}, timeout=timeouts.get(n, 30))
         for n in order)
     runner.bin_dir = lambda root: Path({bindir!r})
-    sys.exit(cli.main(["run", "--out", {out!r}, "--no-rt"]))
+    sys.exit(cli.main(["run", "--out", {out!r}, "--no-rt", "--no-report"]))
 """)
 
 

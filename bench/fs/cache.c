@@ -55,7 +55,7 @@ static int on_extra(const char *name, const char *v)
 static const struct osm_extra_opt extra[] = {
     { "dir", true, "directory for the test file (default /var/tmp; not tmpfs)" },
     { "min", true, "first file size (default 16M)" },
-    { "max", true, "largest file size (default: 1.5 x memory, at most half the free disk)" },
+    { "max", true, "largest file size (default: 2 x memory, at most half the free disk)" },
     { "time-limit", true, "seconds before the search stops with a lower bound (default 120)" },
     { "bisect", true, "bisection steps once the cache is bracketed (default 3)" },
     { 0 },
@@ -122,10 +122,17 @@ int main(int argc, char **argv)
                         fsname);
     struct statvfs sv;
     uint64_t disk_free = statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize : 0;
-    uint64_t mem = osm_mem_available();
+    uint64_t mem = osm_mem_available(), total = 0;
+    FILE *mi = fopen("/proc/meminfo", "r");
+    if (mi) {
+        unsigned long long kb;
+        if (fscanf(mi, "MemTotal: %llu kB", &kb) == 1)
+            total = (uint64_t)kb * 1024;
+        fclose(mi);
+    }
     const char *stop_why = "the second read slowed down";
-    if (!max_size)
-        max_size = mem ? mem + mem / 2 : 64ull << 30;
+    if (!max_size) /* past all of memory: the doubling must reach a file the cache cannot hold */
+        max_size = total ? 2 * total : 64ull << 30;
     if (disk_free && max_size > disk_free / 2)
         max_size = disk_free / 2;
     if (min_size > max_size)

@@ -56,7 +56,95 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the results directory)")
     r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
                    "adds fs.read.seq.remote and fs.read.rand.remote")
+    r.add_argument("--estimates", type=Path, metavar="FILE", default=None,
+                   help="estimates for the report (default: estimates/example.toml)")
+    r.add_argument("--no-report", action="store_true", help="do not write the LaTeX report")
+
+    rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates")
+    rp.add_argument("dir", type=Path)
+    rp.add_argument("--estimates", type=Path, metavar="FILE", help="a TOML file of estimates (estimates/example.toml)")
+    rp.add_argument("--pdf", action="store_true", help="also build the PDF (latexmk or pdflatex)")
+
+    cp = sub.add_parser("compare", help="before/after: what changed beyond noise between two runs")
+    cp.add_argument("a", type=Path, metavar="DIR_A")
+    cp.add_argument("b", type=Path, metavar="DIR_B")
+    cp.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
+    cp.add_argument("--tex", type=Path, metavar="FILE", help="also write a LaTeX section")
+    cp.add_argument("--plot", type=Path, metavar="FILE", help="also draw the ratios (PNG or PDF)")
+
+    ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
+    ex.add_argument("dir", type=Path)
+    ex.add_argument("--csv", type=Path, metavar="FILE", help="write here instead of standard output")
     return ap
+
+
+def _estimates(path: Path | None, required: bool):
+    from .estimates import EstimateError, load
+    from .runner import repo_root
+
+    p = path or repo_root() / "estimates" / "example.toml"
+    if not p.exists() and not required:
+        return {}
+    try:
+        return load(p)
+    except EstimateError as e:
+        raise RunError(str(e)) from None
+
+
+def cmd_report(args) -> int:
+    from .latex import build_pdf, write_report
+    from .runner import repo_root
+
+    est = _estimates(args.estimates, required=args.estimates is not None)
+    try:
+        tex = write_report(args.dir, est, repo_root())
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    print(f"report: {tex}")
+    if args.pdf:
+        pdf, msg = build_pdf(tex)
+        print(msg, file=sys.stdout if pdf else sys.stderr)
+        return 0 if pdf else 1
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from . import compare
+
+    try:
+        rows, warnings = compare.compare_dirs(args.a, args.b)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    if not rows:
+        raise RunError("the two runs have no measurement id in common")
+    for w in warnings:
+        print(f"warning: {w}")
+    if warnings:
+        print()
+    print(compare.table(rows))
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "higher", "lower", "no change")}
+    print("\n" + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    if args.csv:
+        args.csv.write_text(compare.to_csv(rows))
+    if args.tex:
+        args.tex.write_text(compare.to_latex(rows, warnings, str(args.a), str(args.b)))
+    if args.plot:
+        compare.plot(rows, args.plot)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .results import load, to_csv
+
+    try:
+        text = to_csv(load(args.dir))
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    if args.csv:
+        args.csv.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def cmd_list(args) -> int:
@@ -75,16 +163,26 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
+    est = None if args.no_report else _estimates(args.estimates, required=args.estimates is not None)
     opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote)
-    return run(opts)
+    status = run(opts)
+    if est is not None and opts.out_used and (opts.out_used / "results.json").exists():
+        from .latex import build_pdf, write_report
+        from .runner import repo_root
+
+        tex = write_report(opts.out_used, est, repo_root())
+        pdf, msg = build_pdf(tex)
+        print(f"osmeter: report {tex}; {msg}")
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"list": cmd_list, "run": cmd_run}[args.cmd](args)
+        return {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
+                "export": cmd_export}[args.cmd](args)
     except RunError as e:
         print(f"osmeter: error: {e}", file=sys.stderr)
         return 2

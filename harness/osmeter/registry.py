@@ -459,7 +459,7 @@ PROBES = PROBES + (
             "past it, reading in order evicts the pages the next read needs first, so the second read goes to "
             "the device. A second read within 3x the fastest one counts as from memory; the first size that "
             "is not ends the doubling, and bisection narrows the bracket. mincore after the first read checks "
-            "how much stayed resident. The search is bounded by free memory (1.5x), half the free disk and a "
+            "how much stayed resident. The search is bounded by twice the memory, half the free disk and a "
             "time limit; stopped by a bound, the figure is a lower bound (params.lower_bound). The quick preset "
             "stops at 1 GiB on purpose. Ground truth: under a 256 MiB memory cgroup it finds 248 MiB."
         ),

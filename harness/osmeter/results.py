@@ -215,3 +215,22 @@ def summary_table(doc: dict) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+CSV_COLUMNS = ("id", "unit", "n", "mean", "median", "std", "min", "max", "ci95_lo", "ci95_hi", "dropped_disturbed",
+               "description")
+
+
+def to_csv(doc: dict) -> str:
+    """One row per measurement, for spreadsheets."""
+    import csv
+    import io
+
+    f = io.StringIO()
+    w = csv.writer(f)
+    w.writerow(CSV_COLUMNS)
+    for m in doc["measurements"]:
+        lo, hi = m.get("ci95") or (None, None)
+        w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"), m.get("std"), m.get("min"),
+                    m.get("max"), lo, hi, m.get("dropped_disturbed", 0), m.get("description", "")])
+    return f.getvalue()

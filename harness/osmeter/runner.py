@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import registry
 from .machine import describe_conditions, describe_machine
-from .results import ProbeOutputError, Results, parse_probe_output, summary_table
+from .results import ProbeOutputError, Results, parse_probe_output, summary_table, to_csv
 
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 
@@ -36,6 +36,7 @@ class RunOptions:
     peer: str | None = None          # HOST:PORT of a running netpeer
     fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
+    out_used: Path | None = None     # set by run(): where the results went
     remote: str | None = None        # USER@HOST: start a netpeer there over ssh
 
 
@@ -155,6 +156,7 @@ def run(opts: RunOptions) -> int:
     cpu = choose_cpu(opts.cpu)
 
     out = opts.out or default_out(root)
+    opts.out_used = out
     if (out / "results.json").exists():
         raise RunError(f"{out} already holds a results.json; choose another --out (nothing was overwritten)")
     out.mkdir(parents=True, exist_ok=True)
@@ -338,6 +340,7 @@ def _derive_across(results: Results, derived: list[registry.Derived], lines_seen
 def _finish(results: Results, out: Path) -> None:
     table = summary_table(results.doc)
     (out / "summary.txt").write_text(table + "\n")
+    (out / "results.csv").write_text(to_csv(results.doc))
     print()
     print(table)
     # the same warning from several probes (a non-invariant TSC, say) once

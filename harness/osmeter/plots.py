@@ -1,0 +1,218 @@
+"""Figures, one function each, shared by the notebook and the LaTeX report.
+Each takes a results document (and estimates where it can draw them) and
+returns a matplotlib Figure, or None when the run lacks the data."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+plt.rcParams.update({"figure.figsize": (6.4, 3.6), "axes.grid": True, "grid.alpha": 0.3, "font.size": 9})
+
+
+def _m(doc: dict) -> dict:
+    return {m["id"]: m for m in doc.get("measurements", [])}
+
+
+def _bytes_label(v: float) -> str:
+    for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if v >= f:
+            return f"{v / f:g} {unit}"
+    return f"{v:g} B"
+
+
+def _est(est, mid):
+    e = (est or {}).get(mid)
+    return e.total if e else None
+
+
+def memory_latency(doc: dict, est=None):
+    m = _m(doc)
+    c = m.get("mem.lat.curve")
+    if not c or "series" not in c:
+        return None
+    s = c["series"]
+    fig, ax = plt.subplots()
+    x = np.array(s["x"])
+    ax.plot(x, s["median"], "o-", ms=3, label="measured (median)")
+    ax.fill_between(x, s["p25"], s["p75"], alpha=0.25, label="quartiles")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for cache in doc.get("machine", {}).get("caches", []):
+        if cache.get("type") in ("Data", "Unified") and cache.get("size"):
+            ax.axvline(cache["size"], color="grey", ls=":", lw=1)
+            ax.text(cache["size"], ax.get_ylim()[1], f" L{cache['level']} (sysfs)", rotation=90, va="top", fontsize=7)
+    for lv in ("l1", "l2", "l3"):
+        d = m.get(f"mem.lat.{lv}")
+        if d:
+            ax.axvline(d["params"]["level_end"], color="C3", ls="--", lw=1)
+        e = _est(est, f"mem.lat.{lv}")
+        if e:
+            ax.axhline(e, color="C2", ls="-.", lw=0.8)
+    if _est(est, "mem.lat.dram"):
+        ax.axhline(_est(est, "mem.lat.dram"), color="C2", ls="-.", lw=0.8, label="estimates")
+    ax.plot([], [], "C3--", lw=1, label="detected level ends")
+    ax.set_xlabel("working set (bytes, log scale)")
+    ax.set_ylabel("latency per load (ns, log scale)")
+    ax.set_title("Memory latency against working-set size")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _bytes_label(v)))
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def loop_and_calls(doc: dict, est=None):
+    m = _m(doc)
+    loop = m.get("cpu.loop")
+    calls = [m.get(f"cpu.call.args{k}") for k in range(8)]
+    if not loop and not any(calls):
+        return None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    if loop and "series" in loop:
+        s = loop["series"]
+        a.plot(s["x"], s["median"], "o-", ms=3)
+        a.set_xscale("symlog", base=2)
+        a.set_xlabel("loop iterations in the window")
+        a.set_ylabel("window time (ns)")
+        a.set_title(f"Loop: {loop['median']:.3g} ns per iteration")
+    ks = [k for k in range(8) if calls[k]]
+    if ks:
+        b.errorbar(ks, [calls[k]["median"] for k in ks], yerr=[calls[k]["std"] for k in ks], fmt="o-", ms=3,
+                   label="measured")
+        ests = [_est(est, f"cpu.call.args{k}") for k in ks]
+        if any(e is not None for e in ests):
+            b.plot(ks, ests, "s--", ms=3, color="C2", label="estimate")
+        b.set_xlabel("integer arguments")
+        b.set_ylabel("cost per call (ns)")
+        b.set_title("Procedure call")
+        b.set_ylim(bottom=0)
+        b.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def bandwidths(doc: dict, est=None):
+    m = _m(doc)
+    ids = [i for i in ("mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop",
+                       "mem.bw.read.mt", "mem.bw.write.mt", "mem.bw.copy.mt", "mem.bw.read.cache",
+                       "mem.bw.write.cache", "mem.bw.copy.cache") if i in m]
+    if not ids:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    y = np.arange(len(ids))
+    ax.barh(y, [m[i]["median"] / 1e3 for i in ids], xerr=[m[i]["std"] / 1e3 for i in ids], label="measured")
+    for k, i in enumerate(ids):
+        e = _est(est, i)
+        if e:
+            ax.plot(e / 1e3, k, "D", color="C2", ms=4, label="estimate" if k == 0 else None)
+    ax.set_yticks(y, [i.removeprefix("mem.bw.") for i in ids])
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth (GB/s, 10^9 bytes/s, log scale)")
+    ax.set_title("Memory bandwidth")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def disk_sweep(doc: dict, est=None):
+    s = _m(doc).get("disk.4k-random-read.qd_sweep")
+    if not s or "series" not in s:
+        return None
+    fig, ax = plt.subplots()
+    x = s["series"]["x"]
+    ax.plot(x, np.array(s["series"]["median"]) / 1e3, "o-", label="IOPS (thousands)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("queue depth (outstanding I/Os)")
+    ax.set_ylabel("IOPS (thousands)")
+    lat = s["params"].get("lat_mean_ns")
+    if lat:
+        ax2 = ax.twinx()
+        ax2.plot(x, np.array(lat) / 1e3, "s--", color="C1", label="mean latency")
+        ax2.set_ylabel("mean latency (us)")
+        ax2.grid(False)
+    ax.set_title("4 KiB random read: IOPS and latency against queue depth")
+    return fig
+
+
+def fs_read(doc: dict, est=None):
+    m = _m(doc)
+    lines = [(i, m[i]) for i in ("fs.read.seq", "fs.read.rand", "fs.read.seq.remote", "fs.read.rand.remote")
+             if i in m and "series" in m[i]]
+    if not lines:
+        return None
+    fig, ax = plt.subplots()
+    for i, d in lines:
+        ax.plot(d["series"]["x"], np.array(d["series"]["median"]) / 1e3, "o-", ms=3, label=i)
+        e = _est(est, i)
+        if e:
+            ax.axhline(e / 1e3, ls="-.", lw=0.8, color=ax.lines[-1].get_color())
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _bytes_label(v)))
+    ax.set_xlabel("file size")
+    ax.set_ylabel("time per 4 KiB block (us)")
+    ax.set_title("File read time against file size (below the page cache)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def contention(doc: dict, est=None):
+    c = _m(doc).get("fs.contention")
+    if not c or "series" not in c:
+        return None
+    fig, ax = plt.subplots()
+    ax.plot(c["series"]["x"], np.array(c["series"]["median"]) / 1e3, "o-")
+    ax.set_xlabel("processes reading at once")
+    ax.set_ylabel("time per 4 KiB block, each (us)")
+    ax.set_title("Contention: readers of their own files")
+    ax.set_ylim(bottom=0)
+    return fig
+
+
+def network(doc: dict, est=None):
+    m = _m(doc)
+    rtt = [i for i in m if i.startswith("net.rtt.")]
+    bw = [i for i in m if i.startswith("net.bw.")]
+    if not rtt and not bw:
+        return None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    for ax, ids, scale, unit in ((a, sorted(rtt), 1e3, "round trip (us)"), (b, sorted(bw), 1, "MB/s")):
+        if not ids:
+            ax.set_visible(False)
+            continue
+        y = np.arange(len(ids))
+        ax.barh(y, [m[i]["median"] / scale for i in ids])
+        for k, i in enumerate(ids):
+            e = _est(est, i)
+            if e:
+                ax.plot(e / scale, k, "D", color="C2", ms=4)
+        ax.set_yticks(y, [i.removeprefix("net.") for i in ids], fontsize=7)
+        ax.set_xlabel(unit)
+    a.set_title("Round trips")
+    b.set_title("TCP bandwidth")
+    fig.tight_layout()
+    return fig
+
+
+def compare_figure(rows):
+    """B/A ratios with their 95% intervals, one line per id (log scale)."""
+    fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.18 * len(rows) + 1)))
+    y = np.arange(len(rows))
+    colors = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1"}
+    for k, r in enumerate(rows):
+        ax.plot([r.ci[0], r.ci[1]], [k, k], color=colors.get(r.verdict, "grey"), lw=2)
+        ax.plot(r.ratio, k, "o", color=colors.get(r.verdict, "grey"), ms=3)
+    ax.axvline(1, color="black", lw=0.8)
+    ax.set_yticks(y, [r.id for r in rows], fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("B / A (median ratio, 95% interval; log scale)")
+    ax.set_title("Before and after")
+    return fig
+
+
+FIGURES = {
+    "cpu": (loop_and_calls,),
+    "mem": (memory_latency, bandwidths),
+    "disk": (disk_sweep,),
+    "net": (network,),
+    "fs": (fs_read, contention),
+}

@@ -1,0 +1,187 @@
+"""Estimates, the LaTeX report and its PDF, the notebook, compare, export."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, osmeter
+from osmeter import registry
+from osmeter.compare import compare_dirs, mann_whitney
+from osmeter.estimates import EstimateError, load as load_estimates
+from osmeter.latex import esc
+from osmeter.results import Results
+
+EXAMPLE = ROOT / "estimates" / "example.toml"
+
+
+# --- estimates ---------------------------------------------------------------
+
+def test_the_example_estimates_every_id():
+    est = load_estimates(EXAMPLE)
+    assert set(est) == {m.id for _, m in registry.all_measures()}
+    assert all(e.total is not None and e.note for e in est.values())
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ('["cpu.syscal.getppid"]\nhw = 1\nsw = 2\n', "did you mean 'cpu.syscall.getppid'"),
+        ('["cpu.loop"]\nunit = "us"\ntotal = 1\n', "measured in 'ns'"),
+        ('["cpu.loop"]\nhw = "fast"\nsw = 1\n', "is not a number"),
+        ('["cpu.loop"]\nhw = 1\n', "needs total, or both hw and sw"),
+        ('["cpu.loop"]\ntotal = 1\nspeed = 3\n', "unknown keys: speed"),
+        ('["cpu.loop"\n', "not valid TOML"),
+    ],
+)
+def test_bad_estimates_are_refused(tmp_path, text, words):
+    f = tmp_path / "e.toml"
+    f.write_text(text)
+    with pytest.raises(EstimateError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        load_estimates(f)
+
+
+def test_report_command_refuses_a_bad_estimates_file(quick_run, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('["no.such.id"]\ntotal = 1\n')
+    r = osmeter("report", str(quick_run[0]), "--estimates", str(bad))
+    assert r.returncode == 2 and "unknown measurement id 'no.such.id'" in r.stderr
+
+
+def test_latex_escaping():
+    assert esc("a_b%c$d#e&f{g}h~i^j\\k") == (r"a\_b\%c\$d\#e\&f\{g\}h\textasciitilde{}i\textasciicircum{}j"
+                                             r"\textbackslash{}k")
+
+
+# --- the report ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def report(quick_run, tmp_path_factory):
+    """The quick run's report, with an estimates file that leaves one id out
+    and has LaTeX's special characters in a note."""
+    est = tmp_path_factory.mktemp("est") / "partial.toml"
+    text = EXAMPLE.read_text().replace('note = "syscall and sysret', 'note = "50% & $5 of_it; syscall and sysret')
+    cut = text.index('["cpu.syscall.gettid"]')
+    end = text.index("\n\n", cut)
+    est.write_text(text[:cut] + text[end + 2:])
+    r = osmeter("report", str(quick_run[0]), "--estimates", str(est), "--pdf")
+    return r, quick_run[0] / "report"
+
+
+def test_report_tex_has_every_section_table_and_figure(report, quick_run):
+    r, out = report
+    tex = (out / "report.tex").read_text()
+    for title in ("Machine and conditions", "CPU and operating-system services", "Memory", "Disk", "Network",
+                  "File system", "Summary"):
+        assert f"\\section{{{title}}}" in tex
+    for words in (r"Base Hardware\\Performance", r"Estimated Software\\Overhead", r"Predicted\\Time",
+                  r"Measured\\Time"):
+        assert words in tex
+    assert r"cpu.syscall.gettid & -- & -- & no estimate" in tex  # the id left out of the estimates
+    assert tex.count(r"\includegraphics") >= 5 and all((out / "figures").glob("*.pdf"))
+    for p in registry.PROBES:  # the methodology of every probe that ran
+        if any(m["id"] in p.ids() for m in quick_run[1]["measurements"]):
+            assert esc(p.methodology)[:60] in tex
+
+
+def test_report_pdf(report, quick_run):
+    r, out = report
+    if not shutil.which("pdflatex"):
+        if os.environ.get("CI"):
+            pytest.fail("CI installs texlive, yet pdflatex is missing")
+        pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
+    assert r.returncode == 0, r.stderr
+    text = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    for title in ("Machine and conditions", "CPU and operating-system services", "Memory", "Disk", "Network",
+                  "File system", "Summary", "Base Hardware", "Estimated Software", "Predicted", "Measured"):
+        assert title in text
+    getppid = next(m for m in quick_run[1]["measurements"] if m["id"] == "cpu.syscall.getppid")
+    from osmeter.results import fmt_value
+    assert fmt_value(getppid["median"], "ns") in text
+    assert "50% & $5 of_it" in text  # special characters came through as text
+
+
+def test_notebook_runs_headless(quick_run):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "notebooks" / "estimates_vs_measured.ipynb", as_version=4)
+    os.environ["OSMETER_RESULTS"] = str(quick_run[0])
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    finally:
+        del os.environ["OSMETER_RESULTS"]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not any(o.get("output_type") == "error" for o in outputs)
+    text = "".join(o.get("text", "") for o in outputs)
+    assert str(quick_run[0]) in text and "figures" in text
+    md = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
+    assert "cpu.syscall.getppid" in md and "no estimate" not in md.split("cpu.syscall.getppid")[1][:200]
+
+
+# --- compare ------------------------------------------------------------------------
+
+def fake_run(d: Path, samples: dict[str, tuple[str, np.ndarray]], kernel="6.1") -> Path:
+    r = Results(d, {"kernel": kernel, "cpu_model": "X"}, {"pinned_cpu": 1, "thp": "madvise"})
+    for mid, (unit, v) in samples.items():
+        r.add_line({"id": mid, "unit": unit, "samples": v.tolist(), "disturbed": []}, "fake", mid)
+    r.save()
+    return d
+
+
+def test_compare_flags_a_known_change_in_the_right_direction(tmp_path):
+    rng = np.random.default_rng(7)
+    noise = lambda: rng.normal(1, 0.03, 60)  # noqa: E731
+    a = fake_run(tmp_path / "a", {"t.slow": ("ns", 100 * noise()), "t.same": ("ns", 50 * noise()),
+                                  "t.rate": ("MB/s", 1000 * noise()), "t.size": ("bytes", 10 * noise())})
+    b = fake_run(tmp_path / "b", {"t.slow": ("ns", 120 * noise()), "t.same": ("ns", 50 * noise()),
+                                  "t.rate": ("MB/s", 1300 * noise()), "t.size": ("bytes", 8 * noise())},
+                 kernel="6.2")
+    rows, warnings = compare_dirs(a, b)
+    v = {r.id: r for r in rows}
+    assert v["t.slow"].verdict == "slower" and v["t.slow"].ratio == pytest.approx(1.2, rel=0.03)
+    assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p < 1e-6
+    assert v["t.same"].verdict == "no change"
+    assert v["t.rate"].verdict == "faster" and v["t.size"].verdict == "lower"
+    assert any("kernel" in w for w in warnings)
+    r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "c.tex"),
+                "--plot", str(tmp_path / "c.png"))
+    assert r.returncode == 0, r.stderr
+    assert "warning: machine.kernel differs" in r.stdout and "slower" in r.stdout
+    rows_csv = list(csv.DictReader(io.StringIO((tmp_path / "c.csv").read_text())))
+    assert {x["id"]: x["verdict"] for x in rows_csv}["t.rate"] == "faster"
+    assert r"\section{Before and after}" in (tmp_path / "c.tex").read_text()
+    assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_a_run_compared_with_itself_changes_nothing(quick_run):
+    rows, warnings = compare_dirs(quick_run[0], quick_run[0])
+    assert rows and warnings == [] and all(r.verdict == "no change" for r in rows)
+
+
+def test_mann_whitney_against_known_values():
+    # all of b above all of a: U = 0; equal samples: p = 1
+    u, p = mann_whitney(np.arange(10.0), np.arange(10.0) + 100)
+    assert u == 0 and p < 0.001
+    assert mann_whitney(np.ones(5), np.ones(5))[1] == 1.0
+    # a textbook case (ties averaged): a = [1,2,3,4], b = [3,4,5,6] -> U_a = 2
+    assert mann_whitney(np.array([1, 2, 3, 4.0]), np.array([3, 4, 5, 6.0]))[0] == 2
+
+
+def test_export_csv(quick_run):
+    r = osmeter("export", str(quick_run[0]))
+    assert r.returncode == 0
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [x["id"] for x in rows] == [m["id"] for m in quick_run[1]["measurements"]]
+    assert (quick_run[0] / "results.csv").read_text() == r.stdout
+    r = osmeter("export", "/nonexistent")
+    assert r.returncode == 2 and "cannot read" in r.stderr
