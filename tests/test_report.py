@@ -163,6 +163,14 @@ def test_compare_flags_a_known_change_in_the_right_direction(tmp_path):
     assert (tmp_path / "c.png").stat().st_size > 1000
 
 
+def test_a_tiny_but_significant_shift_is_no_change(tmp_path):
+    # quantized timer readings: 52 cycles against a few more 53s; p is tiny, the ratio is 1.00
+    a = fake_run(tmp_path / "a", {"q": ("ns", np.array([52.0] * 900 + [53.0] * 100))})
+    b = fake_run(tmp_path / "b", {"q": ("ns", np.array([52.0] * 800 + [53.0] * 200))})
+    r = compare_dirs(a, b)[0][0]
+    assert r.p < 0.001 and r.ratio == 1.0 and r.verdict == "no change"
+
+
 def test_a_run_compared_with_itself_changes_nothing(quick_run):
     rows, warnings = compare_dirs(quick_run[0], quick_run[0])
     assert rows and warnings == [] and all(r.verdict == "no change" for r in rows)

@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
     cp.add_argument("--tex", type=Path, metavar="FILE", help="also write a LaTeX section")
     cp.add_argument("--plot", type=Path, metavar="FILE", help="also draw the ratios (PNG or PDF)")
+    cp.add_argument("--min-change", type=float, default=0.02, metavar="FRACTION",
+                    help="smallest relative change reported (default 0.02)")
 
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
@@ -112,7 +114,7 @@ def cmd_compare(args) -> int:
     from . import compare
 
     try:
-        rows, warnings = compare.compare_dirs(args.a, args.b)
+        rows, warnings = compare.compare_dirs(args.a, args.b, args.min_change)
     except ValueError as e:
         raise RunError(str(e)) from None
     if not rows:
@@ -124,6 +126,8 @@ def cmd_compare(args) -> int:
     print(compare.table(rows))
     counts = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "higher", "lower", "no change")}
     print("\n" + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    print("(verdicts test the trials of one run against another's; runs on a shared machine also drift as a "
+          "whole: repeat both sides before trusting a small change)")
     if args.csv:
         args.csv.write_text(compare.to_csv(rows))
     if args.tex:

@@ -19,6 +19,7 @@ import numpy as np
 from .results import fmt_value, load
 
 ALPHA = 0.05
+MIN_CHANGE = 0.02
 LOWER_IS_BETTER = {"ns", "cycles"}
 HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
 
@@ -101,8 +102,8 @@ def kept_samples(run_dir: Path, m: dict) -> np.ndarray:
     return v[keep]
 
 
-def verdict(unit: str, ratio: float, ci: tuple[float, float], p: float) -> str:
-    if not (p < ALPHA and (ci[0] > 1 or ci[1] < 1)):
+def verdict(unit: str, ratio: float, ci: tuple[float, float], p: float, min_change: float = MIN_CHANGE) -> str:
+    if not (p < ALPHA and (ci[0] > 1 or ci[1] < 1) and abs(ratio - 1) >= min_change):
         return "no change"
     up = ratio > 1
     if unit in LOWER_IS_BETTER:
@@ -112,7 +113,7 @@ def verdict(unit: str, ratio: float, ci: tuple[float, float], p: float) -> str:
     return "higher" if up else "lower"
 
 
-def compare_dirs(a: Path, b: Path) -> tuple[list[Row], list[str]]:
+def compare_dirs(a: Path, b: Path, min_change: float = MIN_CHANGE) -> tuple[list[Row], list[str]]:
     da, db = load(a), load(b)
     ma = {m["id"]: m for m in da["measurements"]}
     mb = {m["id"]: m for m in db["measurements"]}
@@ -126,7 +127,7 @@ def compare_dirs(a: Path, b: Path) -> tuple[list[Row], list[str]]:
         ci = ratio_ci(x, y)
         _, p = mann_whitney(x, y)
         rows.append(Row(mid, ma[mid]["unit"], med_a, med_b, ratio, ci, p, x.size, y.size,
-                        verdict(ma[mid]["unit"], ratio, ci, p)))
+                        verdict(ma[mid]["unit"], ratio, ci, p, min_change)))
     return rows, condition_warnings(da, db)
 
 
