@@ -21,7 +21,8 @@ COMMON_LIB := $(BUILD)/lib/libosmcommon.a
 
 # One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>,
 # except bench/disk, whose files make one program, build/bin/iogen.
-PROBE_SRC  := $(filter-out bench/common/% bench/disk/% bench/net/netpeer.c,$(wildcard bench/*/*.c))
+PROBE_SRC  := $(filter-out bench/common/% bench/disk/% bench/net/netpeer.c bench/vtimer/%,$(wildcard bench/*/*.c))
+VTIMER_LIB := $(BUILD)/lib/libvtimer.a
 IOGEN_SRC  := $(filter-out bench/disk/iogen.c,$(wildcard bench/disk/*.c))
 IOGEN_OBJ  := $(IOGEN_SRC:bench/%.c=$(OBJ)/%.o)
 IOGEN_LIB  := $(BUILD)/lib/libiogen.a
@@ -36,7 +37,7 @@ PY ?= .venv/bin/python
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
-all: $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json
+all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -54,6 +55,29 @@ $(IOGEN_LIB): $(IOGEN_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	$(AR) rcs $@ $^
+
+# vtimer: a library for users (header in build/include), its example, and
+# the probe that measures its cost
+$(OBJ)/vtimer/vtimer.o: bench/vtimer/vtimer.c bench/vtimer/vtimer.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(VTIMER_LIB): $(OBJ)/vtimer/vtimer.o
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/include/vtimer.h: bench/vtimer/vtimer.h
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(BIN)/cpu_vtimer: bench/vtimer/probe.c $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h) bench/vtimer/vtimer.h
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -Ibench/vtimer $(LDFLAGS) -o $@ $< $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
+
+$(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.h
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -Ibench/vtimer $(LDFLAGS) -o $@ $< $(VTIMER_LIB) $(LDLIBS)
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
@@ -81,9 +105,9 @@ endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
 $(BIN)/net_%: $(wildcard bench/net/*.h)
 
-$(BUILD)/test/%: tests/c/%.c $(IOGEN_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h)
+$(BUILD)/test/%: tests/c/%.c $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ibench/disk $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(COMMON_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -Ibench/disk -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
 
 # What the probes were built with, for the run's conditions.
 $(BUILD)/buildinfo.json: Makefile $(PROBES) $(BIN)/iogen

@@ -118,6 +118,7 @@ void osm_emit(const struct osm_meas *m)
     put_num(osm_timer.overhead);
     if (osm_timer.fallback_why)
         printf(", \"fallback\": \"%s\"", osm_timer.fallback_why);
+    printf(", \"deschedule_check\": \"%s\"", osm_deschedule_check());
     printf("}, \"params\": {%s}, \"overhead_subtracted\": ", m->params);
     put_num(m->overhead_subtracted);
     printf(", \"samples\": [");

@@ -119,19 +119,32 @@ static inline uint64_t osm_end(uint32_t *cpu)
     return t;
 }
 
-/* A window that also notices deschedules: the thread's context-switch
- * counters (getrusage, outside the timed part) and RDTSCP's CPU id. */
+/* A window that also notices deschedules, without a system call where the
+ * kernel allows: the `lock` sequence of the thread's perf_event mmap page
+ * changes every time the thread is switched in or out. Elsewhere the
+ * thread's context-switch counters (getrusage, outside the timed part).
+ * Migrations: RDTSCP's CPU id. */
 struct osm_window {
     uint64_t t0;
     uint32_t cpu0;
+    uint32_t seq0;
     long nvcsw0, nivcsw0;
 };
 
 void osm_window_counters(long *nvcsw, long *nivcsw);
+/* This thread's perf page lock word, or NULL where perf_event_open is refused. */
+volatile uint32_t *osm_switch_seq(void);
+const char *osm_deschedule_check(void); /* "perf-mmap-lock" or "getrusage" */
 
 static inline void osm_window_open(struct osm_window *w)
 {
-    osm_window_counters(&w->nvcsw0, &w->nivcsw0);
+    volatile uint32_t *seq = osm_switch_seq();
+    w->seq0 = 0;
+    w->nvcsw0 = w->nivcsw0 = 0;
+    if (seq)
+        w->seq0 = *seq;
+    else
+        osm_window_counters(&w->nvcsw0, &w->nivcsw0);
     w->t0 = osm_begin(&w->cpu0);
 }
 
@@ -145,9 +158,16 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool switches, boo
 {
     uint32_t cpu1;
     uint64_t t1 = osm_end(&cpu1);
-    long nv, niv;
-    osm_window_counters(&nv, &niv);
-    *disturbed = cpu1 != w->cpu0 || (!switches && (niv != w->nivcsw0 || nv != w->nvcsw0));
+    bool switched;
+    volatile uint32_t *seq = osm_switch_seq();
+    if (seq) {
+        switched = *seq != w->seq0;
+    } else {
+        long nv, niv;
+        osm_window_counters(&nv, &niv);
+        switched = niv != w->nivcsw0 || nv != w->nvcsw0;
+    }
+    *disturbed = cpu1 != w->cpu0 || (!switches && switched);
     return t1 - w->t0;
 }
 

@@ -192,6 +192,26 @@ PROBES: tuple[Probe, ...] = (
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
+        name="cpu.vtimer",
+        binary="cpu_vtimer",
+        area="cpu",
+        measures=(
+            _m("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
+            _m("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
+            _m("timer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
+            _m("timer.virt.stop", "ns", "vt_stop of a virtual timer"),
+            _m("timer.virt.read", "ns", "vt_read of a running virtual timer"),
+        ),
+        methodology=(
+            "osmeter's stop-watch library (bench/vtimer, after the Virtual Timers paper): physical timers "
+            "read the TSC with LFENCE/RDTSCP; virtual timers read the thread's on-CPU time from the perf_event "
+            "mmap page where the kernel allows it (cap_user_time), else CLOCK_THREAD_CPUTIME_ID, a system call "
+            "(params.virtual_mode says which). A sample times one call on each of 256 private timers, so each "
+            "call does its real work, per call, as the paper's Table I."
+        ),
+        presets={"quick": ("--samples", "50"), "full": ("--samples", "300")},
+    ),
+    Probe(
         name="mem.lat",
         binary="mem_lat",
         area="mem",

@@ -343,6 +343,11 @@ def _finish(results: Results, out: Path) -> None:
     (out / "results.csv").write_text(to_csv(results.doc))
     print()
     print(table)
+    dropped = [(m["id"], m["dropped_disturbed"], m["samples_total"]) for m in results.measurements
+               if m.get("dropped_disturbed")]
+    if dropped:
+        print("disturbed samples dropped (a migration or deschedule inside the window): "
+              + ", ".join(f"{i} {d}/{n}" for i, d, n in dropped))
     # the same warning from several probes (a non-invariant TSC, say) once
     warnings = dict.fromkeys(w.split("warning: ", 1)[-1] for w in results.doc["conditions"]["probe_warnings"])
     for w in warnings:
