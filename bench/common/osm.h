@@ -129,22 +129,39 @@ struct osm_window {
     uint32_t cpu0;
     uint32_t seq0;
     long nvcsw0, nivcsw0;
+    bool blocking; /* opened with osm_window_open_blocking */
 };
 
 void osm_window_counters(long *nvcsw, long *nivcsw);
 /* This thread's perf page lock word, or NULL where perf_event_open is refused. */
 volatile uint32_t *osm_switch_seq(void);
 const char *osm_deschedule_check(void); /* "perf-mmap-lock" or "getrusage" */
+/* For probes that time context switches: never open the perf event (a task
+ * with one pays extra at every switch); windows fall back to getrusage. */
+void osm_switch_check_off(void);
 
 static inline void osm_window_open(struct osm_window *w)
 {
     volatile uint32_t *seq = osm_switch_seq();
     w->seq0 = 0;
     w->nvcsw0 = w->nivcsw0 = 0;
+    w->blocking = false;
     if (seq)
         w->seq0 = *seq;
     else
         osm_window_counters(&w->nvcsw0, &w->nivcsw0);
+    w->t0 = osm_begin(&w->cpu0);
+}
+
+/* For an operation whose work is switching (fork, wake-ups, ping-pong,
+ * blocking I/O): only a migration can disturb it, so no switch counter is
+ * read, and no perf event is opened on the thread: a task with one pays
+ * extra on every context switch, which is what these windows measure. */
+static inline void osm_window_open_blocking(struct osm_window *w)
+{
+    w->seq0 = 0;
+    w->nvcsw0 = w->nivcsw0 = 0;
+    w->blocking = true;
     w->t0 = osm_begin(&w->cpu0);
 }
 
@@ -158,9 +175,11 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool switches, boo
 {
     uint32_t cpu1;
     uint64_t t1 = osm_end(&cpu1);
-    bool switched;
-    volatile uint32_t *seq = osm_switch_seq();
-    if (seq) {
+    bool switched = false;
+    volatile uint32_t *seq = w->blocking || switches ? NULL : osm_switch_seq();
+    if (w->blocking || switches) {
+        /* switching is the operation: only a migration counts */
+    } else if (seq) {
         switched = *seq != w->seq0;
     } else {
         long nv, niv;

@@ -82,7 +82,7 @@ static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe
 {
     struct osm_window w;
     bool dist;
-    osm_window_open(&w);
+    osm_window_open_blocking(&w);
     roundtrips(p, rts);
     uint64_t t = osm_window_close(&w, true, &dist);
     double rt = ((double)t - osm_timer.overhead) / (double)rts;
@@ -111,6 +111,7 @@ int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
+    osm_switch_check_off(); /* a perf event on this task would add to every switch timed here */
     if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0) /* same CPU for both ends */
         osm_die("cannot pin to the current CPU: %m");
 

@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < o.warmup + o.samples; i++) {
         struct osm_window w;
         bool dist;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         pid_t pid = fork();
         if (pid == 0)
             _exit(0);

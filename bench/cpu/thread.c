@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         struct osm_window w;
         bool dist;
         pthread_t th;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         int err = pthread_create(&th, NULL, just_return, NULL);
         if (err)
             osm_die("pthread_create: %s", strerror(err));

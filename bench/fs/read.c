@@ -96,7 +96,7 @@ static double pass(int fd, enum osm_nocache used, uint64_t size, const uint64_t 
         posix_fadvise(fd, 0, 0, order ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
     }
     struct osm_window w;
-    osm_window_open(&w);
+    osm_window_open_blocking(&w);
     for (uint64_t i = 0; i < nblocks; i++) {
         uint64_t b = order ? order[i] : i;
         ssize_t r = pread(fd, buf, block, (off_t)(b * block));

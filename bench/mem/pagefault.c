@@ -127,7 +127,7 @@ static void minor_faults(const struct osm_opts *o, size_t page)
         madvise(p, len, MADV_NOHUGEPAGE);
         struct osm_window w;
         bool d;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         for (size_t k = 0; k < len; k += page)
             p[k] = 1;
         uint64_t t = osm_window_close(&w, true, &d);
@@ -231,7 +231,7 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
         long f0 = majflt();
         struct osm_window w;
         bool d;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         char c = *q;
         uint64_t t = osm_window_close(&w, true, &d);
         OSM_USE(c);

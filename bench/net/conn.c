@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         struct osm_window w;
         bool d1, d2;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         int r = connect(fd, (struct sockaddr *)&t.addr.ss, t.addr.len);
         uint64_t tc = osm_window_close(&w, true, &d1);
         if (r != 0) {
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
         if (osm_net_hello(fd, OSM_NET_CLOSE) != 0)
             osm_die("sending the close-watch header failed");
         char c;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         shutdown(fd, SHUT_WR);
         ssize_t n = read(fd, &c, 1);
         uint64_t tx = osm_window_close(&w, true, &d2);

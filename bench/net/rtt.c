@@ -75,7 +75,7 @@ static void measure(const char *id, int fd, void (*rounds)(int, uint64_t), const
     for (size_t i = 0; i < o->samples; i++) {
         struct osm_window w;
         bool d;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         rounds(fd, o->iterations);
         uint64_t t = osm_window_close(&w, true, &d);
         osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);

@@ -91,10 +91,15 @@ int main(void)
         osm_pin(a);
         struct osm_window w;
         bool dist;
-        osm_window_open(&w);
+        osm_window_open_blocking(&w);
         osm_pin(b); /* the kernel moves us before returning */
         osm_window_close(&w, true, &dist);
-        check(dist, "migration flagged", "window from CPU %d to CPU %d", a, b);
+        check(dist, "migration flagged", "window from CPU %d to CPU %d (a blocking window)", a, b);
+        osm_pin(a);
+        osm_window_open(&w);
+        osm_pin(b);
+        osm_window_close(&w, false, &dist);
+        check(dist, "migration flagged 2", "window from CPU %d to CPU %d (a busy window)", a, b);
         bool clean = false;
         for (int k = 0; k < 5 && !clean; k++) {
             osm_window_open(&w);
@@ -112,7 +117,7 @@ int main(void)
     usleep(2000);
     osm_window_close(&w, false, &dist);
     check(dist, "sleep flagged", "usleep inside a window that must not switch");
-    osm_window_open(&w);
+    osm_window_open_blocking(&w);
     usleep(2000);
     osm_window_close(&w, true, &dist);
     check(!dist, "sleep allowed", "usleep inside a window whose operation blocks");
