@@ -126,7 +126,8 @@ def test_sigint_keeps_the_finished_probes(tmp_path):
     time.sleep(0.3)  # the slow probe is running now
     os.kill(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err
+    # (failed once in ~6 full-suite runs, never alone: say what the run recorded)
+    assert p.returncode == 130, err + "\n" + results.read_text()[-3000:]
     doc = json.loads(results.read_text())
     assert doc["interrupted"] is True and doc["complete"] is False
     assert [m["id"] for m in doc["measurements"]] == ["fake.good"]

@@ -99,7 +99,7 @@ int osm_fs_open_nocache(const char *path, enum osm_nocache method, enum osm_noca
     return fd;
 }
 
-static const char *fs_type(unsigned long t)
+const char *osm_fs_type_name(unsigned long t)
 {
     switch (t) {
     case 0xEF53: return "ext4";
@@ -112,8 +112,25 @@ static const char *fs_type(unsigned long t)
     case 0x794c7630: return "overlayfs";
     case 0xF2F52010: return "f2fs";
     case 0xFF534D42: return "cifs";
+    case 0x2FC12FC1: return "zfs";
     default: return "other";
     }
+}
+
+void osm_dev_name(unsigned maj, unsigned min, char *out, size_t len)
+{
+    char p[96], line[128];
+    snprintf(out, len, "%u:%u", maj, min);
+    snprintf(p, sizeof p, "/sys/dev/block/%u:%u/uevent", maj, min);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "DEVNAME=", 8)) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(out, len, "/dev/%s", line + 8);
+        }
+    fclose(f);
 }
 
 void osm_fs_describe(const char *dir, char *fs, size_t fslen, char *dev, size_t devlen, bool *is_tmpfs)
@@ -124,21 +141,9 @@ void osm_fs_describe(const char *dir, char *fs, size_t fslen, char *dev, size_t 
     snprintf(dev, devlen, "unknown");
     *is_tmpfs = false;
     if (statfs(dir, &sfs) == 0) {
-        snprintf(fs, fslen, "%s", fs_type((unsigned long)sfs.f_type));
+        snprintf(fs, fslen, "%s", osm_fs_type_name((unsigned long)sfs.f_type));
         *is_tmpfs = (unsigned long)sfs.f_type == 0x01021994 || (unsigned long)sfs.f_type == 0x858458f6;
     }
-    if (stat(dir, &st) == 0) {
-        char p[96], line[128];
-        snprintf(dev, devlen, "%u:%u", major(st.st_dev), minor(st.st_dev));
-        snprintf(p, sizeof p, "/sys/dev/block/%u:%u/uevent", major(st.st_dev), minor(st.st_dev));
-        FILE *f = fopen(p, "r");
-        if (f) {
-            while (fgets(line, sizeof line, f))
-                if (!strncmp(line, "DEVNAME=", 8)) {
-                    line[strcspn(line, "\n")] = 0;
-                    snprintf(dev, devlen, "/dev/%s", line + 8);
-                }
-            fclose(f);
-        }
-    }
+    if (stat(dir, &st) == 0)
+        osm_dev_name(major(st.st_dev), minor(st.st_dev), dev, devlen);
 }

@@ -24,6 +24,10 @@ int osm_fs_open_nocache(const char *path, enum osm_nocache method, enum osm_noca
 long osm_fs_evict(int fd, uint64_t size);
 /* Resident pages of [0, size) of fd (mincore), or -1. */
 long osm_fs_resident(int fd, uint64_t size);
+/* The name of a file system's statfs magic ("ext4", "tmpfs", "fuse" ...). */
+const char *osm_fs_type_name(unsigned long magic);
+/* "/dev/NAME" of a block device number, from sysfs; "MAJOR:MINOR" if unknown. */
+void osm_dev_name(unsigned maj, unsigned min, char *out, size_t len);
 /* The file system type name and the device of a directory. */
 void osm_fs_describe(const char *dir, char *fs, size_t fslen, char *dev, size_t devlen, bool *is_tmpfs);
 /* A buffer aligned for O_DIRECT. */

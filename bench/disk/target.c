@@ -1,5 +1,6 @@
 /* target.c - see target.h. */
 #include "target.h"
+#include "osmfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,34 +50,7 @@ static unsigned dev_lbs(dev_t dev)
 
 static void dev_name(dev_t dev, char *out, size_t len)
 {
-    char path[96], line[128];
-    snprintf(out, len, "%u:%u", major(dev), minor(dev));
-    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/uevent", major(dev), minor(dev));
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "DEVNAME=", 8)) {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(out, len, "/dev/%s", line + 8);
-        }
-    fclose(f);
-}
-
-static const char *fs_name(unsigned long t)
-{
-    switch (t) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case TMPFS_MAGIC_: return "tmpfs";
-    case RAMFS_MAGIC_: return "ramfs";
-    case 0x6969: return "nfs";
-    case 0x65735546: return "fuse";
-    case 0x794c7630: return "overlayfs";
-    case 0xF2F52010: return "f2fs";
-    default: return "other";
-    }
+    osm_dev_name(major(dev), minor(dev), out, len);
 }
 
 const char *target_signature(int fd)
@@ -240,7 +214,7 @@ int target_open(struct target *t, const char *path, const struct target_opts *o,
     struct statfs sfs;
     if (statfs(exists ? path : dir, &sfs) != 0)
         return fail(err, errlen, "%s: %s", exists ? path : dir, strerror(errno));
-    snprintf(t->fs, sizeof t->fs, "%s", fs_name((unsigned long)sfs.f_type));
+    snprintf(t->fs, sizeof t->fs, "%s", osm_fs_type_name((unsigned long)sfs.f_type));
     if (o->direct && ((unsigned long)sfs.f_type == TMPFS_MAGIC_ || (unsigned long)sfs.f_type == RAMFS_MAGIC_))
         return fail(err, errlen,
                     "%s is on %s: its pages live in memory, so O_DIRECT would fail or measure memory, not "

@@ -18,6 +18,7 @@
  * since their pages are never read from a device.
  */
 #include "osm.h"
+#include "osmfs.h"
 #include "osmmem.h"
 
 #include <errno.h>
@@ -67,40 +68,6 @@ static long majflt(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_majflt;
-}
-
-static const char *fs_name(long type)
-{
-    switch ((unsigned long)type) {
-    case 0xEF53: return "ext2/3/4";
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x858458f6: return "ramfs";
-    case 0x6969: return "nfs";
-    case 0x65735546: return "fuse";
-    case 0x794c7630: return "overlayfs";
-    case 0xF2F52010: return "f2fs";
-    case 0x2FC12FC1: return "zfs";
-    default: return "other";
-    }
-}
-
-/* The block device behind st_dev, from /sys/dev/block/M:m/uevent. */
-static void device_name(dev_t dev, char *out, size_t len)
-{
-    char path[96], line[128];
-    snprintf(out, len, "%u:%u", major(dev), minor(dev));
-    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/uevent", major(dev), minor(dev));
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "DEVNAME=", 8)) {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(out, len, "/dev/%s", line + 8);
-        }
-    fclose(f);
 }
 
 static size_t resident(const void *p, size_t len, size_t page)
@@ -161,7 +128,7 @@ static void check_dir(struct statfs *sfs)
     if ((unsigned long)sfs->f_type == 0x01021994 || (unsigned long)sfs->f_type == 0x858458f6)
         osm_usage_error("--dir %s is on %s: its pages live in memory and are never read from a device, so it "
                         "can only take minor faults; choose a directory on a disk-backed file system",
-                        dir, fs_name(sfs->f_type));
+                        dir, osm_fs_type_name((unsigned long)sfs->f_type));
 }
 
 static void major_faults(const struct osm_opts *o, size_t page, struct statfs sfs)
@@ -175,7 +142,7 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
     struct stat st;
     fstat(fd, &st);
     char dev[160];
-    device_name(st.st_dev, dev, sizeof dev);
+    osm_dev_name(major(st.st_dev), minor(st.st_dev), dev, sizeof dev);
 
     size_t npages = file_size / page;
     char *buf = malloc(1 << 20);
@@ -247,7 +214,7 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
                    "\"dir\": \"%s\", \"filesystem\": \"%s\", \"fs_magic\": \"0x%lx\", \"device\": \"%s\", "
                    "\"file_size\": %llu, \"page_size\": %zu, \"order\": \"random\", \"readahead\": \"off (MADV_RANDOM)\", "
                    "\"not_major\": %zu, \"drop_caches_used\": %s",
-                   dir, fs_name(sfs.f_type), (unsigned long)sfs.f_type, dev, (unsigned long long)file_size, page,
+                   dir, osm_fs_type_name((unsigned long)sfs.f_type), (unsigned long)sfs.f_type, dev, (unsigned long long)file_size, page,
                    not_major, used_drop ? "true" : "false");
     osm_emit(&m);
     osm_meas_free(&m);
