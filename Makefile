@@ -105,7 +105,7 @@ endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
 $(BIN)/net_%: $(wildcard bench/net/*.h)
 
-$(BUILD)/test/%: tests/c/%.c $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
+$(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ibench/disk -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
 

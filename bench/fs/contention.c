@@ -35,14 +35,8 @@ static int on_extra(const char *name, const char *v)
         block = osm_parse_size("--block", v, 512, 64u << 20);
     else if (!strcmp(name, "max-procs"))
         max_procs = (unsigned)osm_parse_u64("--max-procs", v, 1, 256);
-    else if (!strcmp(name, "method")) {
-        if (!strcmp(v, "direct"))
-            method = OSM_NOCACHE_DIRECT;
-        else if (!strcmp(v, "evict"))
-            method = OSM_NOCACHE_EVICT;
-        else
-            return -1;
-    } else
+    else if (!strcmp(name, "method"))
+        return osm_fs_parse_method(v, &method); else
         return -1;
     return 0;
 }

@@ -52,14 +52,8 @@ static int on_extra(const char *name, const char *v)
         block = osm_parse_size("--block", v, 512, 64u << 20);
     else if (!strcmp(name, "sizes"))
         return parse_sizes(v);
-    else if (!strcmp(name, "method")) {
-        if (!strcmp(v, "direct"))
-            method = OSM_NOCACHE_DIRECT;
-        else if (!strcmp(v, "evict"))
-            method = OSM_NOCACHE_EVICT;
-        else
-            return -1;
-    } else if (!strcmp(name, "remote"))
+    else if (!strcmp(name, "method"))
+        return osm_fs_parse_method(v, &method); else if (!strcmp(name, "remote"))
         remote = true;
     else
         return -1;

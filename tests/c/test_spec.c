@@ -9,6 +9,7 @@
  * Prints one line per check and a closing "N passed, N failed" line; exits
  * non-zero when any check fails. Run by tests/test_disk_spec.py. */
 #include "spec.h"
+#include "check.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -17,21 +18,9 @@
 
 #define FIX "tests/fixtures/"
 
-static int passed, failed;
 static struct job job, other; /* big: keep them off the stack */
 static char err[1024];
 
-static void check(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    ok ? passed++ : failed++;
-}
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -571,6 +560,5 @@ int main(int argc, char **argv)
     test_errors();
     for (int i = 1; i < argc; i++)
         test_real(argv[i]);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }

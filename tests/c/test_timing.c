@@ -2,6 +2,7 @@
  * Prints one line per check and a closing "N passed, N failed" line; exits
  * non-zero when any check fails. Run by tests/test_timing_core.py. */
 #include "osm.h"
+#include "check.h"
 
 #include <math.h>
 #include <sched.h>
@@ -9,20 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed, skipped;
 
-static void check(bool ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #include <stdarg.h>
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    ok ? passed++ : failed++;
-}
 
 static void spin_ns(uint64_t ns)
 {
@@ -131,6 +120,5 @@ int main(void)
               osm_timer.fallback_why != NULL,
           "clock fallback", "1 ms spin reads %llu ns", (unsigned long long)(t1 - t0));
 
-    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return failed ? 1 : 0;
+    return check_summary();
 }

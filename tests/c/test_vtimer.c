@@ -2,6 +2,7 @@
  * did; global timers across threads; bad handles. One line per check and a
  * closing "N passed, N failed"; run by tests/test_vtimer.py. */
 #include "vtimer.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -13,18 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
 
-static void check(bool ok, const char *name, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %s: ", ok ? "PASS" : "FAIL", name);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    ok ? passed++ : failed++;
-}
 
 static double ms(vt_timer *t)
 {
@@ -171,6 +161,5 @@ int main(void)
     vt_timer *unused;
     check(vt_alloc(NULL, VT_PHYSICAL, VT_PRIVATE) == VT_EINVAL && vt_alloc(&unused, 7, 0) == VT_EINVAL,
           "bad alloc", "refused");
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return check_summary();
 }
