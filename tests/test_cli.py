@@ -71,27 +71,35 @@ DRIVER = textwrap.dedent("""
     import sys
     from pathlib import Path
     sys.path.insert(0, {harness!r})
-    from osmeter import registry, runner, cli
+    from osmeter import cli, registry, runner
     order = {order!r}
     timeouts = {timeouts!r}
-    registry.PROBES = tuple(
+    probes = tuple(
         registry.Probe(name="fake." + n, binary=n, area="fake",
                        measures=(registry.Measure("fake." + n, "ns", n),),
                        methodology="", presets={{"quick": ()}}, timeout=timeouts.get(n, 30))
         for n in order)
-    runner.bin_dir = lambda root: Path({bindir!r})
-    sys.exit(cli.main(["run", "--out", {out!r}, "--no-rt", "--no-report"]))
+    opts = runner.RunOptions(out=Path({out!r}), rt=False, probes=probes, derived=(), bin_dir=Path({bindir!r}))
+    if {runs!r}:
+        from osmeter.campaign import run_campaign
+        sys.exit(cli.guarded(run_campaign, opts, {runs!r}, 7))
+    sys.exit(cli.guarded(runner.run, opts))
 """)
 
 
-def fake_run(tmp_path: Path, order: list[str], timeouts: dict | None = None) -> subprocess.Popen:
+def fake_run(tmp_path: Path, order: list[str], timeouts: dict | None = None, runs: int = 0) -> subprocess.Popen:
+    """The runner (or a campaign of `runs` runs) over fake probes, in a child
+    process we can signal. The sentinels are the real ones."""
     bindir = tmp_path / "bin"
     bindir.mkdir(exist_ok=True)
     for name, text in FAKE.items():
         (bindir / name).write_text(text)
         (bindir / name).chmod(0o755)
+    for real in ("cpu_syscall", "cpu_call"):
+        if not (bindir / real).exists():
+            (bindir / real).symlink_to(ROOT / "build" / "bin" / real)
     code = DRIVER.format(harness=str(ROOT / "harness"), order=order, timeouts=timeouts or {},
-                         bindir=str(bindir), out=str(tmp_path / "out"))
+                         bindir=str(bindir), out=str(tmp_path / "out"), runs=runs)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
@@ -156,7 +164,7 @@ def test_real_run_interrupted_by_sigterm_stays_valid(tmp_path):
     p.communicate(timeout=60)
     doc = json.loads((out / "results.json").read_text())
     assert doc["measurements"], "the first probe finished before the signal"
-    if p.returncode == 130:
+    if p.returncode == 143:  # 128 + SIGTERM, the convention
         assert doc["interrupted"] is True
     else:  # the run was quicker than the signal
         assert p.returncode == 0 and doc["complete"] is True

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import ROOT, osmeter
 from osmeter import registry
-from osmeter.compare import compare_dirs, mann_whitney
+from osmeter.compare import compare_paths
+from osmeter.stats import mann_whitney
 from osmeter.estimates import EstimateError, load as load_estimates
 from osmeter.latex import esc
 from osmeter.results import Results
@@ -104,7 +105,7 @@ def test_report_pdf(report, quick_run):
                   "File system", "Summary", "Base Hardware", "Estimated Software", "Predicted", "Measured"):
         assert title in text
     getppid = next(m for m in quick_run[1]["measurements"] if m["id"] == "cpu.syscall.getppid")
-    from osmeter.results import fmt_value
+    from osmeter.present import fmt_value
     assert fmt_value(getppid["median"], "ns") in text
     assert "50% & $5 of_it" in text  # special characters came through as text
 
@@ -138,7 +139,7 @@ def fake_run(d: Path, samples: dict[str, tuple[str, np.ndarray]], kernel="6.1") 
     return d
 
 
-def test_compare_flags_a_known_change_in_the_right_direction(tmp_path):
+def test_compare_of_two_single_runs_flags_a_known_change_in_the_right_direction(tmp_path):
     rng = np.random.default_rng(7)
     noise = lambda: rng.normal(1, 0.03, 60)  # noqa: E731
     a = fake_run(tmp_path / "a", {"t.slow": ("ns", 100 * noise()), "t.same": ("ns", 50 * noise()),
@@ -146,18 +147,21 @@ def test_compare_flags_a_known_change_in_the_right_direction(tmp_path):
     b = fake_run(tmp_path / "b", {"t.slow": ("ns", 120 * noise()), "t.same": ("ns", 50 * noise()),
                                   "t.rate": ("MB/s", 1300 * noise()), "t.size": ("bytes", 8 * noise())},
                  kernel="6.2")
-    rows, warnings = compare_dirs(a, b)
-    v = {r.id: r for r in rows}
+    c = compare_paths([a], [b])
+    v = {r.id: r for r in c.rows}
+    assert c.basis == "within-run"
     assert v["t.slow"].verdict == "slower" and v["t.slow"].ratio == pytest.approx(1.2, rel=0.03)
     assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p < 1e-6
-    assert v["t.same"].verdict == "no change"
+    assert v["t.same"].verdict == "~"
     assert v["t.rate"].verdict == "faster" and v["t.size"].verdict == "lower"
-    assert any("kernel" in w for w in warnings)
+    assert ("machine.kernel", "6.1", "6.2") in c.conditions
     r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "c.tex"),
                 "--plot", str(tmp_path / "c.png"))
     assert r.returncode == 0, r.stderr
-    assert "warning: machine.kernel differs" in r.stdout and "slower" in r.stdout
-    rows_csv = list(csv.DictReader(io.StringIO((tmp_path / "c.csv").read_text())))
+    assert "machine.kernel: 6.1  ->  6.2" in r.stdout and "slower" in r.stdout
+    text = (tmp_path / "c.csv").read_text()
+    assert text.startswith("# condition differs: machine.kernel: 6.1 -> 6.2\n")
+    rows_csv = list(csv.DictReader(ln for ln in io.StringIO(text) if not ln.startswith("#")))
     assert {x["id"]: x["verdict"] for x in rows_csv}["t.rate"] == "faster"
     assert r"\section{Before and after}" in (tmp_path / "c.tex").read_text()
     assert (tmp_path / "c.png").stat().st_size > 1000
@@ -167,13 +171,13 @@ def test_a_tiny_but_significant_shift_is_no_change(tmp_path):
     # quantized timer readings: 52 cycles against a few more 53s; p is tiny, the ratio is 1.00
     a = fake_run(tmp_path / "a", {"q": ("ns", np.array([52.0] * 900 + [53.0] * 100))})
     b = fake_run(tmp_path / "b", {"q": ("ns", np.array([52.0] * 800 + [53.0] * 200))})
-    r = compare_dirs(a, b)[0][0]
-    assert r.p < 0.001 and r.ratio == 1.0 and r.verdict == "no change"
+    r = compare_paths([a], [b]).rows[0]
+    assert r.p < 0.001 and r.ratio == 1.0 and r.verdict == "~"
 
 
 def test_a_run_compared_with_itself_changes_nothing(quick_run):
-    rows, warnings = compare_dirs(quick_run[0], quick_run[0])
-    assert rows and warnings == [] and all(r.verdict == "no change" for r in rows)
+    c = compare_paths([quick_run[0]], [quick_run[0]])
+    assert c.rows and c.conditions == [] and all(r.verdict == "~" for r in c.rows)
 
 
 def test_mann_whitney_against_known_values():

@@ -1,12 +1,16 @@
-"""Command line: ./osmeter list | run."""
+"""Command line: ./osmeter list | run | ab | compare | report | export."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from . import registry
-from .runner import RunError, RunOptions, run
+from .errors import Interrupted, RunError, interruptible
+from .runner import RunOptions
+
+SIDES = "\0--"  # stands for the `--` between the two sides of compare
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,6 +30,36 @@ def _cpu(text: str) -> int:
     return v
 
 
+def _count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= v <= 1000:
+        raise argparse.ArgumentTypeError(f"expected 1 to 1000, got {v}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= v < 2**31:
+        raise argparse.ArgumentTypeError(f"expected 0 to 2^31-1, got {v}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02, got {text!r}") from None
+    if not math.isfinite(v) or not 0 <= v < 10:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02 (0 or more, finite), got {text!r}")
+    return v
+
+
 def _patterns(text: str) -> list[str]:
     pats = [p.strip() for p in text.split(",") if p.strip()]
     if not pats:
@@ -33,18 +67,10 @@ def _patterns(text: str) -> list[str]:
     return pats
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="osmeter", description="Microbenchmarks of this machine's hardware and OS.")
-    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-
-    ls = sub.add_parser("list", help="every measurement id with its unit and description")
-    ls.add_argument("--preset", choices=registry.PRESETS, help="only ids that run in this preset")
-    ls.add_argument("--methodology", action="store_true", help="also print how each probe measures")
-
-    r = sub.add_parser("run", help="run probes and write a results directory")
+def _run_options(r: argparse.ArgumentParser) -> None:
+    """The options of one run: `run` and `ab` share them."""
     r.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
     r.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call, cpu.ctx.proc")
-    r.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/<host>-<UTC time>)")
     r.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to (default: the last online one)")
     r.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
     r.add_argument("--disk-target", type=Path, metavar="PATH",
@@ -56,23 +82,62 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the results directory)")
     r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
                    "adds fs.read.seq.remote and fs.read.rand.remote")
+    r.add_argument("--seed", type=_seed, metavar="N",
+                   help="seed of the probe order shuffle (and of ab's round order); default: drawn and recorded")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="osmeter", description="Microbenchmarks of this machine's hardware and OS.")
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    ls = sub.add_parser("list", help="every measurement id with its unit and description")
+    ls.add_argument("--preset", choices=registry.PRESETS, help="only ids that run in this preset")
+    ls.add_argument("--methodology", action="store_true", help="also print how each probe measures")
+
+    r = sub.add_parser("run", help="run probes and write a results directory (or a campaign of several runs)")
+    _run_options(r)
+    r.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/<host>-<UTC time>)")
+    r.add_argument("--runs", type=_count, metavar="N",
+                   help="N complete runs into one campaign directory (DIR/run-01 ...), each in a shuffled order "
+                        "and bracketed by sentinel ids: what `compare` needs to tell a change from drift")
     r.add_argument("--estimates", type=Path, metavar="FILE", default=None,
                    help="estimates for the report (default: estimates/example.toml)")
     r.add_argument("--no-report", action="store_true", help="do not write the LaTeX report")
+
+    ab = sub.add_parser(
+        "ab", help="randomized, interleaved before/after runs of a setting a command can switch",
+        description="Each round runs A's setup command and a run, and B's setup command and a run, in a random "
+                    "order, so drift hits both sides alike; then compares the sides. The runs land in DIR/a and "
+                    "DIR/b (two campaigns for `osmeter compare DIR/a DIR/b`). For a change that needs a reboot, "
+                    "use `osmeter run --runs N` on each side and then `osmeter compare`.")
+    ab.add_argument("--a", required=True, metavar="CMD", help="shell command that sets up side A (e.g. 'true')")
+    ab.add_argument("--b", required=True, metavar="CMD", help="shell command that sets up side B")
+    ab.add_argument("--restore", metavar="CMD",
+                    help="shell command run at the end, and on Ctrl-C or SIGTERM, to put the machine back "
+                         "(default: none: nothing is restored unless you give one)")
+    ab.add_argument("--rounds", type=_count, required=True, metavar="N", help="rounds, one run of each side per round")
+    ab.add_argument("--out", type=Path, metavar="DIR", help="where DIR/a and DIR/b go (default results/<host>-<time>-ab)")
+    ab.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
+                    help="smallest relative change the final comparison reports (default 0.02)")
+    _run_options(ab)
+
+    cp = sub.add_parser(
+        "compare", help="before/after: what changed beyond run-to-run drift",
+        usage="osmeter compare A B [options]  |  osmeter compare A1 A2 ... -- B1 B2 ... [options]",
+        description="Each side is a results directory or a campaign (all its runs); several per side are "
+                    "separated by --. With several runs per side the unit of the statistics is the run.")
+    cp.add_argument("dirs", type=Path, nargs="+", metavar="DIR", help="A B, or A1 A2 ... -- B1 B2 ...")
+    cp.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV (a verdict column)")
+    cp.add_argument("--tex", type=Path, metavar="FILE",
+                    help="also write a LaTeX document (forest plots, conditions diff, table); PDF when LaTeX is there")
+    cp.add_argument("--plot", type=Path, metavar="FILE", help="also draw every ratio with its interval (PNG, PDF, SVG)")
+    cp.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
+                    help="smallest relative change reported (default 0.02)")
 
     rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates")
     rp.add_argument("dir", type=Path)
     rp.add_argument("--estimates", type=Path, metavar="FILE", help="a TOML file of estimates (estimates/example.toml)")
     rp.add_argument("--pdf", action="store_true", help="also build the PDF (latexmk or pdflatex)")
-
-    cp = sub.add_parser("compare", help="before/after: what changed beyond noise between two runs")
-    cp.add_argument("a", type=Path, metavar="DIR_A")
-    cp.add_argument("b", type=Path, metavar="DIR_B")
-    cp.add_argument("--csv", type=Path, metavar="FILE", help="also write the table as CSV")
-    cp.add_argument("--tex", type=Path, metavar="FILE", help="also write a LaTeX section")
-    cp.add_argument("--plot", type=Path, metavar="FILE", help="also draw the ratios (PNG or PDF)")
-    cp.add_argument("--min-change", type=float, default=0.02, metavar="FRACTION",
-                    help="smallest relative change reported (default 0.02)")
 
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
@@ -93,6 +158,13 @@ def _estimates(path: Path | None, required: bool):
         raise RunError(str(e)) from None
 
 
+def _write(path: Path, text: str, what: str) -> None:
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise RunError(f"{what} {path}: cannot write it: {e.strerror}") from None
+
+
 def cmd_report(args) -> int:
     from .latex import build_pdf, write_report
     from .runner import repo_root
@@ -110,42 +182,64 @@ def cmd_report(args) -> int:
     return 0
 
 
+def _sides(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
+    marks = [k for k, d in enumerate(dirs) if str(d) == SIDES]
+    if not marks:
+        if len(dirs) != 2:
+            raise RunError(f"compare takes two directories, A B, or several per side separated by --; got {len(dirs)}")
+        return [dirs[0]], [dirs[1]]
+    if len(marks) > 1:
+        raise RunError("compare takes one -- between the two sides")
+    a, b = dirs[:marks[0]], dirs[marks[0] + 1:]
+    if not a or not b:
+        raise RunError(f"side {'A' if not a else 'B'} is empty: give at least one directory on each side of --")
+    return a, b
+
+
 def cmd_compare(args) -> int:
     from . import compare
 
+    a, b = _sides(args.dirs)
     try:
-        rows, warnings = compare.compare_dirs(args.a, args.b, args.min_change)
+        c = compare.compare_paths(a, b, args.min_change)
     except ValueError as e:
         raise RunError(str(e)) from None
-    if not rows:
-        raise RunError("the two runs have no measurement id in common")
-    for w in warnings:
-        print(f"warning: {w}")
-    if warnings:
-        print()
-    print(compare.table(rows))
-    counts = {v: sum(r.verdict == v for r in rows) for v in ("faster", "slower", "higher", "lower", "no change")}
-    print("\n" + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
-    print("(verdicts test the trials of one run against another's; runs on a shared machine also drift as a "
-          "whole: repeat both sides before trusting a small change)")
+    print(compare.text(c))
     if args.csv:
-        args.csv.write_text(compare.to_csv(rows))
+        _write(args.csv, compare.to_csv(c), "--csv")
     if args.tex:
-        args.tex.write_text(compare.to_latex(rows, warnings, str(args.a), str(args.b)))
+        from .latex import build_pdf, write_compare
+        from .runner import repo_root
+
+        try:
+            tex = write_compare(c, args.tex, repo_root())
+        except OSError as e:
+            raise RunError(f"--tex {args.tex}: cannot write it: {e.strerror}") from None
+        pdf, msg = build_pdf(tex)
+        print(f"compare: {tex}; {msg}")
     if args.plot:
-        compare.plot(rows, args.plot)
+        from .plots import forest, plt
+
+        fig = forest(c.rows, "Before and after", c.min_change, c.labels)
+        try:
+            fig.savefig(args.plot, bbox_inches="tight")
+        except (OSError, ValueError) as e:
+            raise RunError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
+        finally:
+            plt.close(fig)
     return 0
 
 
 def cmd_export(args) -> int:
-    from .results import load, to_csv
+    from .present import to_csv
+    from .results import load
 
     try:
         text = to_csv(load(args.dir))
     except ValueError as e:
         raise RunError(str(e)) from None
     if args.csv:
-        args.csv.write_text(text)
+        _write(args.csv, text, "--csv")
     else:
         sys.stdout.write(text)
     return 0
@@ -166,11 +260,21 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
-    est = None if args.no_report else _estimates(args.estimates, required=args.estimates is not None)
-    opts = RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
+def _run_opts(args) -> RunOptions:
+    return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote)
+
+
+def cmd_run(args) -> int:
+    from .runner import run
+
+    opts = _run_opts(args)
+    if args.runs:
+        from .campaign import run_campaign
+
+        return run_campaign(opts, args.runs, args.seed)
+    est = None if args.no_report else _estimates(args.estimates, required=args.estimates is not None)
     status = run(opts)
     if est is not None and opts.out_used and (opts.out_used / "results.json").exists():
         from .latex import build_pdf, write_report
@@ -182,13 +286,31 @@ def cmd_run(args) -> int:
     return status
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def cmd_ab(args) -> int:
+    from .ab import run_ab
+
+    return run_ab(_run_opts(args), args.a, args.b, args.restore, args.rounds, args.seed, args.min_change)
+
+
+def guarded(fn, *args) -> int:
+    """Runs a command: SIGINT and SIGTERM interrupt it (exit 130 and 143),
+    a bad request is one line on stderr (exit 2)."""
     try:
-        return {"list": cmd_list, "run": cmd_run, "report": cmd_report, "compare": cmd_compare,
-                "export": cmd_export}[args.cmd](args)
+        with interruptible():
+            return fn(*args)
     except RunError as e:
         print(f"osmeter: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:
+        return e.status
     except BrokenPipeError:
         return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["compare"]:
+        argv = [SIDES if a == "--" else a for a in argv]
+    args = build_parser().parse_args(argv)
+    return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
+                    "export": cmd_export}[args.cmd], args)

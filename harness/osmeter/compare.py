@@ -1,111 +1,108 @@
-"""`osmeter compare A B`: what changed between two runs beyond noise.
+"""`osmeter compare A B`: what changed between two sides beyond run-to-run
+drift. Each side is one or more runs (results directories, or campaigns,
+which stand for all their runs).
 
-For every id in both runs: the medians, the ratio B/A with a bootstrap 95%
-interval, a two-sided Mann-Whitney U test on the raw samples (normal
-approximation with tie correction, numpy only; Google Benchmark's
-tools/compare.py uses the same test), and a verdict. A difference counts
-only when the test rejects at alpha and the ratio's interval excludes 1.
+The unit of the statistics is the run, because a shared machine drifts as a
+whole between runs by more than the spread of the trials inside one:
+
+- per id, each run's median (of its kept trials);
+- the change: B/A, the ratio of the sides' medians of run medians, with a
+  95% interval from a hierarchical bootstrap (runs resampled, then the
+  trials of each chosen run);
+- significance: Welch's t test on the logs of the run medians (where one
+  side has a single run, its variance is taken from the other side). It
+  can decide with 3 runs per side, where a rank test on run medians never
+  reaches p < 0.05 below 4 runs per side;
+- many ids at once: Benjamini-Hochberg adjusted p values (q). It keeps the
+  expected share of false "changed" verdicts among the flagged ids at 5%,
+  and, when nothing changed at all, the chance of flagging anything at 5%;
+  a tuning change usually moves many ids at once, and Holm's correction
+  would then cost most of the power of a small campaign;
+- verdict: faster/slower (times and rates) or higher/lower (other units)
+  only when q < 0.05 and the change is at least --min-change; "too few
+  runs" when the design could not have seen a change of that size (the
+  runs per side it would need are given); "~" otherwise.
+
+With one run on each side there is no run-to-run variance to test against:
+the trials of the two runs are compared instead (Mann-Whitney U on the
+trials, bootstrap interval of the ratio), and every verdict says it is
+within-run only.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .results import fmt_value, load
+from .campaign import Run, load_side
+from .present import fmt_value, markdown_table, text_table
+from .stats import benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, ratio_ci, runs_needed, welch
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02
+POWER = 0.8
 LOWER_IS_BETTER = {"ns", "cycles"}
 HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
+VERDICTS = ("faster", "slower", "higher", "lower", "~", "too few runs")
 
-# conditions and machine facts that make two runs incomparable when they differ
-WATCHED = (
-    ("machine", "kernel"), ("machine", "cpu_model"), ("machine", "online_cpus"), ("machine", "hypervisor"),
-    ("conditions", "governor"), ("conditions", "boost"), ("conditions", "smt_active"), ("conditions", "thp"),
-    ("conditions", "mitigations"), ("conditions", "pinned_cpu"), ("conditions", "scheduler"),
-    ("conditions", "clocksource"), ("conditions", "kernel_cmdline"), ("conditions", "preset"),
-)
-
-
-def ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties given their average rank."""
-    order = np.argsort(x, kind="mergesort")
-    r = np.empty(x.size, dtype=float)
-    sx = x[order]
-    i = 0
-    while i < x.size:
-        j = i
-        while j + 1 < x.size and sx[j + 1] == sx[i]:
-            j += 1
-        r[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-
-def mann_whitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U: (U of a, p value), normal approximation with
-    tie and continuity corrections."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    n1, n2 = a.size, b.size
-    if n1 == 0 or n2 == 0:
-        return float("nan"), float("nan")
-    r = ranks(np.concatenate([a, b]))
-    u1 = r[:n1].sum() - n1 * (n1 + 1) / 2
-    n = n1 + n2
-    _, counts = np.unique(np.concatenate([a, b]), return_counts=True)
-    tie = float((counts**3 - counts).sum())
-    var = n1 * n2 / 12 * ((n + 1) - tie / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        return float(u1), 1.0
-    mu = n1 * n2 / 2
-    z = (abs(u1 - mu) - 0.5) / math.sqrt(var)
-    return float(u1), float(math.erfc(max(z, 0.0) / math.sqrt(2)))
-
-
-def ratio_ci(a: np.ndarray, b: np.ndarray, resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """Bootstrap 95% interval of median(b) / median(a)."""
-    rng = np.random.default_rng(seed)
-    ma = np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1)
-    mb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = mb / ma
-    r = r[np.isfinite(r)]
-    if r.size == 0:
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(r, [2.5, 97.5])
-    return float(lo), float(hi)
+# machine facts and conditions that say nothing about the figures (they
+# change from run to run by nature), left out of the conditions diff
+VOLATILE = {
+    "conditions.loadavg_before", "conditions.started_utc", "conditions.wall_s", "conditions.probe_warnings",
+    "conditions.harness_cpus", "conditions.order", "conditions.order_seed", "conditions.disk_target.path",
+    "conditions.selection",
+    "machine.cpu_mhz_reported", "machine.disks", "machine.nics",
+}
 
 
 @dataclass
 class Row:
     id: str
     unit: str
-    median_a: float
+    area: str
+    runs_a: list[float]     # each run's median
+    runs_b: list[float]
+    median_a: float         # median of the run medians
     median_b: float
-    ratio: float
+    ratio: float            # B/A
     ci: tuple[float, float]
     p: float
-    n_a: int
-    n_b: int
-    verdict: str
+    basis: str              # "runs" or "within-run"
+    run_sd: float | None    # pooled sd of the logs of run medians (about the run-to-run CV)
+    q: float = float("nan")
+    need: int | None = None  # runs per side a decision would need, for "too few runs"
+    verdict: str = "~"
+
+    @property
+    def n_a(self) -> int:
+        return len(self.runs_a)
+
+    @property
+    def n_b(self) -> int:
+        return len(self.runs_b)
 
 
-def kept_samples(run_dir: Path, m: dict) -> np.ndarray:
-    z = np.load(run_dir / m["samples_file"])
-    v = z["values"]
-    keep = ~z["disturbed"] & np.isfinite(v)
-    return v[keep]
+@dataclass
+class Comparison:
+    a: list[Run]
+    b: list[Run]
+    rows: list[Row]
+    conditions: list[tuple[str, str, str]]   # key, A's value(s), B's value(s)
+    notes: list[str] = field(default_factory=list)
+    min_change: float = MIN_CHANGE
+    labels: tuple[str, str] = ("A", "B")
+
+    @property
+    def basis(self) -> str:
+        return "runs" if len(self.a) > 1 or len(self.b) > 1 else "within-run"
 
 
-def verdict(unit: str, ratio: float, ci: tuple[float, float], p: float, min_change: float = MIN_CHANGE) -> str:
-    if not (p < ALPHA and (ci[0] > 1 or ci[1] < 1) and abs(ratio - 1) >= min_change):
-        return "no change"
-    up = ratio > 1
+def direction(unit: str, up: bool) -> str:
     if unit in LOWER_IS_BETTER:
         return "slower" if up else "faster"
     if unit in HIGHER_IS_BETTER:
@@ -113,78 +110,320 @@ def verdict(unit: str, ratio: float, ci: tuple[float, float], p: float, min_chan
     return "higher" if up else "lower"
 
 
-def compare_dirs(a: Path, b: Path, min_change: float = MIN_CHANGE) -> tuple[list[Row], list[str]]:
-    da, db = load(a), load(b)
-    ma = {m["id"]: m for m in da["measurements"]}
-    mb = {m["id"]: m for m in db["measurements"]}
-    rows = []
-    for mid in [i for i in ma if i in mb]:
-        x, y = kept_samples(a, ma[mid]), kept_samples(b, mb[mid])
-        if x.size == 0 or y.size == 0:
+def area_of(mid: str) -> str:
+    from . import registry
+
+    found = registry.find_measure(mid)
+    return found[0].area if found and hasattr(found[0], "area") else mid.split(".", 1)[0]
+
+
+def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
+    parts = [(x.size - 1, float(np.var(x, ddof=1))) for x in (la, lb) if x.size > 1]
+    dof = sum(d for d, _ in parts)
+    return math.sqrt(sum(d * v for d, v in parts) / dof) if dof else None
+
+
+def compare_id(mid: str, unit: str, a: list[np.ndarray], b: list[np.ndarray], area: str | None = None,
+               interval: bool = True) -> Row | None:
+    """One id: a and b hold the kept trials of each run on each side.
+    interval=False leaves out the bootstrap interval (simulations)."""
+    a = [x for x in a if x.size]
+    b = [x for x in b if x.size]
+    if not a or not b:
+        return None
+    ma = np.array([np.median(x) for x in a])
+    mb = np.array([np.median(x) for x in b])
+    med_a, med_b = float(np.median(ma)), float(np.median(mb))
+    ratio = med_b / med_a if med_a else float("nan")
+    area = area or area_of(mid)
+    if len(a) == 1 and len(b) == 1:
+        _, p = mann_whitney(a[0], b[0])
+        ci = ratio_ci(a[0], b[0]) if interval else (float("nan"), float("nan"))
+        return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, p, "within-run", None)
+    positive = np.all(ma > 0) and np.all(mb > 0)
+    if positive:
+        la, lb = np.log(ma), np.log(mb)
+        _, _, p = welch(la, lb)
+        sd = _sd_pooled(la, lb)
+    else:  # a figure that can be zero or negative: test the values themselves
+        _, _, p = welch(ma, mb)
+        sd = None
+    ci = hierarchical_ratio_ci(a, b) if interval else (float("nan"), float("nan"))
+    return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, p, "runs", sd)
+
+
+def decide(rows: list[Row], min_change: float = MIN_CHANGE) -> None:
+    """Adjusts the p values for the many ids (Benjamini-Hochberg) and gives
+    each row its verdict."""
+    for r, q in zip(rows, benjamini_hochberg([r.p for r in rows])):
+        r.q = q
+        big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
+        if big and q < ALPHA:
+            r.verdict = direction(r.unit, r.ratio > 1)
             continue
-        med_a, med_b = float(np.median(x)), float(np.median(y))
-        ratio = med_b / med_a if med_a else float("nan")
-        ci = ratio_ci(x, y)
-        _, p = mann_whitney(x, y)
-        rows.append(Row(mid, ma[mid]["unit"], med_a, med_b, ratio, ci, p, x.size, y.size,
-                        verdict(ma[mid]["unit"], ratio, ci, p, min_change)))
-    return rows, condition_warnings(da, db)
+        r.verdict = "~"
+        if r.basis == "runs" and r.run_sd is not None and math.isfinite(r.ratio) and r.ratio > 0:
+            effect = max(math.log1p(min_change), abs(math.log(r.ratio)))
+            r.need = runs_needed(effect, r.run_sd, ALPHA, POWER)
+            if r.need is None or r.need > min(r.n_a, r.n_b):
+                r.verdict = "too few runs"
 
 
-def condition_warnings(da: dict, db: dict) -> list[str]:
-    out = []
-    for part, key in WATCHED:
-        va, vb = da.get(part, {}).get(key), db.get(part, {}).get(key)
-        if va != vb:
-            if isinstance(va, dict) and isinstance(vb, dict):
-                diff = sorted(k for k in set(va) | set(vb) if va.get(k) != vb.get(k))
-                out.append(f"{part}.{key} differs ({', '.join(diff)})")
-            else:
-                out.append(f"{part}.{key} differs: {va!r} -> {vb!r}")
+def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
+                  labels: tuple[str, str] = ("A", "B")) -> Comparison:
+    if not a or not b:
+        raise ValueError(f"side {labels[0] if not a else labels[1]} is empty: give at least one run or campaign")
+    if not math.isfinite(min_change) or not 0 <= min_change < 10:
+        raise ValueError(f"--min-change {min_change}: expected a fraction such as 0.02")
+    notes = []
+    for label, side in zip(labels, (a, b)):
+        presets = sorted({str(r.doc["conditions"].get("preset")) for r in side})
+        if len(presets) > 1:
+            raise ValueError(f"side {label} mixes presets ({', '.join(presets)}): compare runs of one preset")
+        for r in side:
+            notes += [f"{label} {r.name}: {n}" for n in r.notes]
+    ids_a = _ids(a)
+    ids_b = _ids(b)
+    common = [i for i in ids_a if i in ids_b]
+    if not common:
+        raise ValueError("the two sides have no measurement id in common")
+    only_a = [i for i in ids_a if i not in ids_b]
+    only_b = [i for i in ids_b if i not in ids_a]
+    if only_a:
+        notes.append(f"only in {labels[0]} (not compared): {', '.join(only_a)}")
+    if only_b:
+        notes.append(f"only in {labels[1]} (not compared): {', '.join(only_b)}")
+    rows = []
+    for mid in common:
+        unit = ids_a[mid]
+        if ids_b[mid] != unit:
+            notes.append(f"{mid}: unit {unit} in {labels[0]}, {ids_b[mid]} in {labels[1]} (not compared)")
+            continue
+        row = compare_id(mid, unit, _trials(a, mid), _trials(b, mid))
+        if row is not None:
+            rows.append(row)
+    for label, side in zip(labels, (a, b)):
+        short = [f"{mid} ({sum(mid in r.measurements for r in side)} of {len(side)})" for mid in common
+                 if sum(mid in r.measurements for r in side) < len(side)]
+        if short and len(side) > 1:
+            notes.append(f"ids missing from some runs of {label}: {', '.join(short)}")
+    decide(rows, min_change)
+    return Comparison(a, b, rows, conditions_diff(a, b), notes, min_change, labels)
+
+
+def compare_paths(a: list[Path], b: list[Path], min_change: float = MIN_CHANGE) -> Comparison:
+    if not a or not b:
+        raise ValueError(f"side {'A' if not a else 'B'} is empty: give at least one run or campaign")
+    return compare_sides(load_side(a), load_side(b), min_change)
+
+
+def _ids(side: list[Run]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in side:
+        for m in r.doc["measurements"]:
+            out.setdefault(m["id"], m["unit"])
     return out
 
 
-def table(rows: list[Row]) -> str:
-    head = ("id", "A median", "B median", "B/A", "95% CI", "p", "n A/B", "verdict")
+def _trials(side: list[Run], mid: str) -> list[np.ndarray]:
+    return [r.samples(r.measurements[mid]) for r in side if mid in r.measurements]
+
+
+# --------------------------------------------------------- conditions
+
+def flatten(prefix: str, v) -> dict[str, str]:
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            out.update(flatten(f"{prefix}.{k}", x))
+        return out
+    return {prefix: v if isinstance(v, str) else json.dumps(v, sort_keys=True)}
+
+
+def _facts(run: Run) -> dict[str, str]:
+    facts = flatten("machine", run.doc.get("machine", {}))
+    facts.update(flatten("conditions", run.doc.get("conditions", {})))
+    return {k: v for k, v in facts.items() if not any(k == x or k.startswith(x + ".") for x in VOLATILE)}
+
+
+def conditions_diff(a: list[Run], b: list[Run]) -> list[tuple[str, str, str]]:
+    """Every recorded fact that differs between the sides: (key, A, B).
+    A side whose runs disagree among themselves shows all its values."""
+    fa, fb = [_facts(r) for r in a], [_facts(r) for r in b]
+    keys = sorted(set().union(*fa, *fb))
+    out = []
+    for k in keys:
+        va = list(dict.fromkeys(f.get(k, "(none)") for f in fa))
+        vb = list(dict.fromkeys(f.get(k, "(none)") for f in fb))
+        if set(va) != set(vb):
+            out.append((k, " | ".join(va), " | ".join(vb)))
+    return out
+
+
+# ------------------------------------------------------------ summaries
+
+def counts(rows: list[Row]) -> dict[str, int]:
+    return {v: n for v in VERDICTS if (n := sum(r.verdict == v for r in rows))}
+
+
+def area_changes(rows: list[Row]) -> list[tuple[str, float, int]]:
+    """Per area, the geometric mean of B's cost over A's, for the ids with a
+    direction: time-like ratios as they are, rates inverted (B/A above 1
+    means B is slower). (area, ratio, ids)."""
+    per: dict[str, list[float]] = {}
+    for r in rows:
+        if not (math.isfinite(r.ratio) and r.ratio > 0):
+            continue
+        if r.unit in LOWER_IS_BETTER:
+            per.setdefault(r.area, []).append(math.log(r.ratio))
+        elif r.unit in HIGHER_IS_BETTER:
+            per.setdefault(r.area, []).append(-math.log(r.ratio))
+    return [(area, math.exp(float(np.mean(v))), len(v)) for area, v in per.items()]
+
+
+def _verdict_text(r: Row) -> str:
+    if r.verdict == "too few runs":
+        return f"too few runs (need {r.need})" if r.need else "too few runs (need >200)"
+    return r.verdict
+
+
+def _describe_side(label: str, side: list[Run]) -> str:
+    camps = list(dict.fromkeys(str(r.campaign) for r in side if r.campaign))
+    dirs = [str(r.path) for r in side if not r.campaign]
+    return f"{label}: {len(side)} run{'s' if len(side) != 1 else ''} ({', '.join(camps + dirs)})"
+
+
+def method_line(c: Comparison) -> str:
+    if c.basis == "within-run":
+        return ("one run per side: verdicts compare the trials of one run with those of the other (Mann-Whitney U, "
+                "Benjamini-Hochberg q < 0.05, change >= {:.0%}). That is WITHIN-RUN ONLY: a shared machine drifts "
+                "between runs by more than the spread inside one, so a verdict here may be drift. Repeat each side "
+                "(osmeter run --runs N, or osmeter ab) to test against run-to-run variance.").format(c.min_change)
+    return ("the unit is the run: Welch's t test on the logs of the run medians, Benjamini-Hochberg q < 0.05 over all "
+            f"ids, change >= {c.min_change:.0%}; interval: hierarchical bootstrap (runs, then trials); "
+            f"'too few runs': a {c.min_change:.0%} change (or the change seen, if larger) would need more runs per "
+            f"side to be seen {POWER:.0%} of the time")
+
+
+def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The table every output of compare shows: header and one row per id."""
+    la, lb = c.labels
+    head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "verdict")
     body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
-             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.p:.2g}", f"{r.n_a}/{r.n_b}", r.verdict) for r in rows]
-    w = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
-    lines = ["  ".join(h.ljust(w[i]) if i in (0, 7) else h.rjust(w[i]) for i, h in enumerate(head)),
-             "  ".join("-" * x for x in w)]
-    for row in body:
-        lines.append("  ".join(c.ljust(w[i]) if i in (0, 7) else c.rjust(w[i]) for i, c in enumerate(row)))
-    return "\n".join(lines)
+             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", _verdict_text(r)) for r in c.rows]
+    return head, body
 
 
-def to_csv(rows: list[Row]) -> str:
-    f = io.StringIO()
-    w = csv.writer(f)
-    w.writerow(["id", "unit", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "n_a", "n_b", "verdict"])
-    for r in rows:
-        w.writerow([r.id, r.unit, r.median_a, r.median_b, r.ratio, r.ci[0], r.ci[1], r.p, r.n_a, r.n_b, r.verdict])
-    return f.getvalue()
-
-
-def to_latex(rows: list[Row], warnings: list[str], a: str, b: str) -> str:
-    from .latex import esc
-
-    out = [r"\section{Before and after}",
-           f"A is \\path{{{esc(a)}}}, B is \\path{{{esc(b)}}}. A change is reported when a two-sided "
-           r"Mann--Whitney U test rejects at $\alpha = 0.05$ and the bootstrap 95\% interval of the ratio of "
-           "medians excludes 1.", ""]
-    if warnings:
-        out.append(r"\paragraph{The runs differ in their conditions:} " + "; ".join(esc(w) for w in warnings) + ".")
-    out += [r"\begin{longtable}{lrrrrl}", r"\toprule",
-            r"Measurement & A median & B median & B/A & 95\% CI & Verdict \\", r"\midrule", r"\endhead"]
-    for r in rows:
-        out.append(f"{esc(r.id)} & {esc(fmt_value(r.median_a, r.unit))} & {esc(fmt_value(r.median_b, r.unit))} & "
-                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {esc(r.verdict)} \\\\")
-    out += [r"\bottomrule", r"\end{longtable}", ""]
+def markdown(c: Comparison) -> str:
+    """For the notebook: the sides, the conditions that differ, the table."""
+    la, lb = c.labels
+    out = [f"**{_describe_side(la, c.a)}**  ", f"**{_describe_side(lb, c.b)}**", ""]
+    if c.conditions:
+        out += [markdown_table(("condition", la, lb), c.conditions), ""]
+    else:
+        out += ["Every recorded condition is the same on both sides.", ""]
+    out += [f"- {n}" for n in c.notes] + [""] if c.notes else []
+    out += [markdown_table(*cells(c)), "", f"{', '.join(f'{n} {v}' for v, n in counts(c.rows).items())}. "
+            f"*Method:* {method_line(c)}."]
     return "\n".join(out)
 
 
-def plot(rows: list[Row], path: Path) -> None:
-    from .plots import compare_figure
+def text(c: Comparison) -> str:
+    la, lb = c.labels
+    out = [_describe_side(la, c.a), _describe_side(lb, c.b), ""]
+    if c.conditions:
+        out.append(f"Conditions that differ between {la} and {lb}:")
+        out += [f"  {k}: {va}  ->  {vb}" for k, va, vb in c.conditions]
+    else:
+        out.append(f"Conditions: the same on both sides (every recorded one).")
+    if c.notes:
+        out += ["", "Notes:"] + [f"  {n}" for n in c.notes]
+    out.append("")
+    out.append(text_table(*cells(c), left=(0, 7)))
+    out.append("")
+    per = area_changes(c.rows)
+    if per:
+        out.append("Per area, geometric mean of the cost ratio (time per operation; rates inverted): "
+                   + "; ".join(f"{a} {g:.3f} ({_pct_change(g)}, {n} ids)" for a, g, n in per))
+    out.append(", ".join(f"{n} {v}" for v, n in counts(c.rows).items()) + (" (within-run only)" if c.basis ==
+                                                                           "within-run" else ""))
+    out.append(f"Method: {method_line(c)}.")
+    return "\n".join(out)
 
-    fig = compare_figure(rows)
-    fig.savefig(path, bbox_inches="tight")
+
+def _pct_change(g: float) -> str:
+    return "no change" if abs(g - 1) < 5e-4 else f"{abs(g - 1):.1%} {'slower' if g > 1 else 'faster'}"
+
+
+CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",
+               "basis", "run_cv", "runs_needed", "verdict")
+
+
+def to_csv(c: Comparison) -> str:
+    """One row per id; the verdict column holds one of VERDICTS. Lines
+    starting with # before the header give the conditions that differ and
+    the notes (read with comment='#')."""
+    f = io.StringIO()
+    for k, va, vb in c.conditions:
+        f.write(f"# condition differs: {k}: {va} -> {vb}\n")
+    for n in c.notes:
+        f.write(f"# note: {n}\n")
+    w = csv.writer(f)
+    w.writerow(CSV_COLUMNS)
+    for r in c.rows:
+        w.writerow([r.id, r.unit, r.area, r.n_a, r.n_b, r.median_a, r.median_b, r.ratio, r.ci[0], r.ci[1], r.p, r.q,
+                    r.basis, r.run_sd if r.run_sd is not None else "", r.need or "", r.verdict])
+    return f.getvalue()
+
+
+def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
+    """A LaTeX section: the sides, the method, the conditions that differ,
+    the change per area, a forest plot per area and the table. Figures are
+    written to figdir and included by their names relative to the document."""
+    from .latex import esc
+    from .plots import forest, plt
+
+    la, lb = c.labels
+    out = [r"\section{Before and after}",
+           esc(_describe_side(la, c.a)) + r"\\", esc(_describe_side(lb, c.b)), "",
+           r"\paragraph{Method.} " + esc(method_line(c)[0].upper() + method_line(c)[1:]) + ".", ""]
+    if c.conditions:
+        out += [r"\paragraph{Conditions that differ.} Every recorded fact of the machine and the run that is not "
+                r"the same on both sides; a side whose runs disagree among themselves lists each value.",
+                r"{\small\begin{longtable}{@{}p{0.3\linewidth}p{0.32\linewidth}p{0.32\linewidth}@{}}", r"\toprule",
+                f"Condition & {esc(la)} & {esc(lb)} \\\\", r"\midrule", r"\endhead"]
+        out += [f"\\path{{{_path_safe(k)}}} & {esc(va)} & {esc(vb)} \\\\" for k, va, vb in c.conditions]
+        out += [r"\bottomrule", r"\end{longtable}}"]
+    else:
+        out.append(r"\paragraph{Conditions.} Every recorded condition is the same on both sides.")
+    if c.notes:
+        out += [r"\paragraph{Notes.}", r"\begin{itemize}"] + [f"\\item {esc(n)}" for n in c.notes] + [r"\end{itemize}"]
+    per = area_changes(c.rows)
+    tally = ", ".join(f"{n} {esc(v)}" for v, n in counts(c.rows).items())
+    out += [r"\paragraph{Summary.} " + f"Over {len(c.rows)} ids: {tally}."
+            + (" The geometric mean of the cost ratio per area (time per operation; rates inverted, so above 1 "
+               f"means {esc(lb)} is slower): " + "; ".join(f"{esc(a)} {g:.3f} ({n} ids)" for a, g, n in per) + "."
+               if per else ""), ""]
+    figdir.mkdir(parents=True, exist_ok=True)
+    areas = list(dict.fromkeys(r.area for r in c.rows))
+    for area in areas:
+        rows = [r for r in c.rows if r.area == area]
+        fig = forest(rows, f"{area}: {lb} against {la}", c.min_change, c.labels)
+        name = f"{prefix}-{area}.pdf"
+        fig.savefig(figdir / name, bbox_inches="tight")
+        plt.close(fig)
+        out += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.85\\linewidth]{{{figdir.name}/{name}}}",
+                r"\end{figure}"]
+    out += [r"{\small\begin{longtable}{@{}lrrrrrl@{}}", r"\toprule",
+            f"Measurement & {esc(la)} & {esc(lb)} & {esc(lb)}/{esc(la)} & 95\\% interval & $q$ & Verdict \\\\",
+            r"\midrule", r"\endhead"]
+    for r in c.rows:
+        out.append(f"{esc(r.id)} & {esc(fmt_value(r.median_a, r.unit))} & {esc(fmt_value(r.median_b, r.unit))} & "
+                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {r.q:.2g} & {esc(_verdict_text(r))} \\\\")
+    out += [r"\bottomrule", r"\end{longtable}}", ""]
+    return "\n".join(out)
+
+
+def _path_safe(s: str) -> str:
+    """Text for \\path{...}: braces would end it early."""
+    return s.replace("{", "(").replace("}", ")")

@@ -12,7 +12,8 @@ import numpy as np
 
 from . import plots, registry
 from .estimates import Estimate, error_pct
-from .results import fmt_value, load
+from .present import fmt_value
+from .results import load
 
 AREAS = (("cpu", "CPU and operating-system services"), ("mem", "Memory"), ("disk", "Disk"),
          ("net", "Network"), ("fs", "File system"))
@@ -72,7 +73,7 @@ def _table(ms: list[dict], est: dict[str, Estimate]) -> str:
     out += [r"\bottomrule", r"\end{longtable}"]
     notes = [(m["id"], est[m["id"]].note) for m in ms if m["id"] in est and est[m["id"]].note]
     if notes:  # the reasoning behind each estimate
-        out += [r"{\small\begin{description}"] + [f"\item[{esc(i)}] {esc(n)}" for i, n in notes]
+        out += [r"{\small\begin{description}"] + [f"\\item[{esc(i)}] {esc(n)}" for i, n in notes]
         out += [r"\end{description}}"]
     return "\n".join(out)
 
@@ -118,15 +119,30 @@ def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
             body += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.9\\linewidth]{{figures/{name}}}",
                      r"\end{figure}"]
         sections.append("\n".join(body))
-    tex = (root / "report" / "report.tex").read_text()
     host = doc["machine"].get("hostname", "")
-    fields = {"TITLE": esc(f"osmeter: {host}"),
-              "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
-              "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections), "SUMMARY": _summary(doc, est)}
-    tex = re.sub(r"<<([A-Z]+)>>", lambda mo: fields[mo.group(1)], tex)
-    path = out / "report.tex"
-    path.write_text(tex)
+    return fill(root, "report.tex", out / "report.tex", {
+        "TITLE": esc(f"osmeter: {host}"),
+        "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
+        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections), "SUMMARY": _summary(doc, est)})
+
+
+def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
+    """report/<template> with its <<FIELD>> markers (and the shared preamble) filled, written to path."""
+    fields = {"PREAMBLE": (root / "report" / "preamble.tex").read_text(), **fields}
+    tex = (root / "report" / template).read_text()
+    path.write_text(re.sub(r"<<([A-Z]+)>>", lambda mo: fields[mo.group(1)], tex))
     return path
+
+
+def write_compare(c, tex: Path, root: Path) -> Path:
+    """A document of its own for `osmeter compare --tex FILE`: the
+    before/after section, its figures in FILE's directory."""
+    from .compare import to_latex
+
+    figdir = tex.parent / f"{tex.stem}-figures"
+    body = to_latex(c, figdir, prefix=tex.stem)
+    return fill(root, "compare.tex", tex, {"TITLE": "osmeter: before and after",
+                                           "DATE": esc(dt.date.today().isoformat()), "BODY": body})
 
 
 def build_pdf(tex: Path) -> tuple[Path | None, str]:

@@ -85,7 +85,9 @@ def caches() -> list[dict]:
 
 
 def hypervisor() -> str | None:
-    v = _cmd("systemd-detect-virt")
+    """The virtual machine's hypervisor (kvm, xen, ...), None on bare metal.
+    A container is not a hypervisor: see container()."""
+    v = _cmd("systemd-detect-virt", "--vm")
     if v and v != "none":
         return v
     t = _read("/sys/hypervisor/type")
@@ -93,6 +95,18 @@ def hypervisor() -> str | None:
         return t
     if "hypervisor" in cpu_flags():
         return _read("/sys/class/dmi/id/sys_vendor") or "unknown hypervisor"
+    return None
+
+
+def container() -> str | None:
+    """The container the suite runs in (docker, lxc, podman ...), or None."""
+    v = _cmd("systemd-detect-virt", "--container")
+    if v and v != "none":
+        return v
+    if Path("/.dockerenv").exists():
+        return "docker"
+    if Path("/run/.containerenv").exists():
+        return "podman"
     return None
 
 
@@ -163,6 +177,7 @@ def describe_machine() -> dict:
         "os": _os_release(),
         "arch": platform.machine(),
         "hypervisor": hypervisor(),
+        "container": container(),
     }
 
 
@@ -184,6 +199,98 @@ def git_commit(root: Path) -> dict:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
+# Scheduler and memory-management settings that move figures; recorded by
+# name so that two runs can be told apart (kernels without one record None).
+SYSCTLS = (
+    "kernel.sched_rt_runtime_us", "kernel.sched_rt_period_us", "kernel.sched_autogroup_enabled",
+    "kernel.sched_child_runs_first", "kernel.sched_schedstats", "kernel.numa_balancing", "kernel.timer_migration",
+    "kernel.watchdog", "kernel.nmi_watchdog", "kernel.perf_event_paranoid", "kernel.randomize_va_space",
+    "kernel.sched_energy_aware", "vm.swappiness", "vm.dirty_ratio", "vm.dirty_background_ratio",
+    "vm.dirty_expire_centisecs", "vm.zone_reclaim_mode", "vm.overcommit_memory", "vm.min_free_kbytes",
+    "vm.stat_interval", "vm.compaction_proactiveness", "vm.nr_hugepages",
+)
+# The CFS/EEVDF tunables moved to debugfs in Linux 5.13; read where mounted.
+SCHED_DEBUG = ("base_slice_ns", "migration_cost_ns", "nr_migrate", "latency_ns", "min_granularity_ns",
+               "wakeup_granularity_ns", "preempt")
+
+
+def sysctls() -> dict:
+    out = {name: _read("/proc/sys/" + name.replace(".", "/")) for name in SYSCTLS}
+    dbg = Path("/sys/kernel/debug/sched")
+    for name in SCHED_DEBUG:
+        v = _read(dbg / name)
+        if v is not None:
+            out[f"debug.sched.{name}"] = v
+    return out
+
+
+def microcode() -> str | None:
+    return _read("/sys/devices/system/cpu/cpu0/microcode/version") or cpuinfo().get("microcode")
+
+
+def _cmdline_param(cmdline: str | None, name: str) -> str | None:
+    for word in (cmdline or "").split():
+        if word == name or word.startswith(name + "="):
+            return word.partition("=")[2]
+    return None
+
+
+def cgroup_limits(pid: str = "self") -> dict:
+    """The CPU and memory limits of the cgroups this process runs in (v2 and
+    v1 hierarchies); None where a controller is absent."""
+    out: dict = {"version": None, "cpu_max": None, "cpuset_cpus": None, "memory_max": None}
+    text = _read(f"/proc/{pid}/cgroup") or ""
+    v1 = {}
+    for line in text.splitlines():
+        _, ctrls, path = line.split(":", 2)
+        if ctrls == "":
+            v2 = Path("/sys/fs/cgroup") / path.lstrip("/")
+            if (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+                out["version"] = 2
+                out["cpu_max"] = _read(v2 / "cpu.max")
+                out["memory_max"] = _read(v2 / "memory.max")
+                out["cpuset_cpus"] = _read(v2 / "cpuset.cpus.effective")
+        for c in ctrls.split(","):
+            if c:
+                v1[c] = path
+    if out["version"] is None and v1:
+        out["version"] = 1
+        base = Path("/sys/fs/cgroup")
+
+        def at(ctrl, name):
+            rel = v1.get(ctrl)
+            return _read(base / ctrl / rel.lstrip("/") / name) if rel is not None else None
+
+        quota, period = at("cpu", "cpu.cfs_quota_us"), at("cpu", "cpu.cfs_period_us")
+        out["cpu_max"] = (f"{'max' if quota in (None, '-1') else quota} {period}") if period else None
+        mem = at("memory", "memory.limit_in_bytes")
+        out["memory_max"] = "max" if mem is not None and int(mem) >= 2**62 else mem
+        out["cpuset_cpus"] = at("cpuset", "cpuset.effective_cpus") or at("cpuset", "cpuset.cpus")
+    return out
+
+
+def irqbalance() -> dict:
+    running = _cmd("pgrep", "-x", "irqbalance")
+    return {"running": bool(running), "default_smp_affinity": _read("/proc/irq/default_smp_affinity")}
+
+
+def qdiscs() -> dict | None:
+    """Each interface's root queueing discipline (tc shapes links: a run's
+    network figures depend on it)."""
+    text = _cmd("tc", "qdisc", "show")
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        words = line.split()
+        if "dev" in words and "root" in words:
+            dev = words[words.index("dev") + 1]
+            kind = words[1]
+            rest = " ".join(words[words.index("root") + 1:])
+            out[dev] = " ".join(f"{kind} {rest}".replace("refcnt 2", "").split())
+    return out
+
+
 def describe_conditions(root: Path) -> dict:
     """The state of the machine that can change a figure. Scheduling and
     pinning are filled in by the runner, which knows what it got."""
@@ -195,6 +302,7 @@ def describe_conditions(root: Path) -> dict:
     except (OSError, ValueError):
         pass
     smt_active = _int("/sys/devices/system/cpu/smt/active")
+    cmdline = _read("/proc/cmdline")
     return {
         "governor": _read(cpu0 / "scaling_governor"),
         "cpufreq_driver": _read(cpu0 / "scaling_driver"),
@@ -204,7 +312,14 @@ def describe_conditions(root: Path) -> dict:
         "thp": _read("/sys/kernel/mm/transparent_hugepage/enabled"),
         "thp_defrag": _read("/sys/kernel/mm/transparent_hugepage/defrag"),
         "mitigations": mitigations(),
-        "kernel_cmdline": _read("/proc/cmdline"),
+        "microcode": microcode(),
+        "kernel_cmdline": cmdline,
+        "isolated_cpus": _read("/sys/devices/system/cpu/isolated") or _cmdline_param(cmdline, "isolcpus"),
+        "nohz_full": _read("/sys/devices/system/cpu/nohz_full") or _cmdline_param(cmdline, "nohz_full"),
+        "sysctl": sysctls(),
+        "cgroup": cgroup_limits(),
+        "irqbalance": irqbalance(),
+        "qdisc": qdiscs(),
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "tsc_flags": sorted(f for f in flags if "tsc" in f),
         "tsc_invariant": {"constant_tsc", "nonstop_tsc"} <= flags,

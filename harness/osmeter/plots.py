@@ -193,19 +193,36 @@ def network(doc: dict, est=None):
     return fig
 
 
-def compare_figure(rows):
-    """B/A ratios with their 95% intervals, one line per id (log scale)."""
-    fig, ax = plt.subplots(figsize=(6.4, max(2.0, 0.18 * len(rows) + 1)))
-    y = np.arange(len(rows))
-    colors = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1"}
-    for k, r in enumerate(rows):
-        ax.plot([r.ci[0], r.ci[1]], [k, k], color=colors.get(r.verdict, "grey"), lw=2)
-        ax.plot(r.ratio, k, "o", color=colors.get(r.verdict, "grey"), ms=3)
+VERDICT_COLORS = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1"}
+
+
+def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
+    """B/A of each id with its 95% interval (log scale), one line per id,
+    coloured by verdict; the band is the smallest change reported."""
+    fig, ax = plt.subplots(figsize=(6.4, 0.75 + 0.19 * len(rows)))
+    y = np.arange(len(rows))[::-1]
+    ax.axvspan(1 / (1 + min_change), 1 + min_change, color="0.9", lw=0, label=f"within {min_change:.0%}")
     ax.axvline(1, color="black", lw=0.8)
-    ax.set_yticks(y, [r.id for r in rows], fontsize=6)
+    for k, r in zip(y, rows):
+        color = VERDICT_COLORS.get(r.verdict, "0.45")
+        lo, hi = r.ci
+        if np.isfinite(lo) and np.isfinite(hi) and lo > 0:
+            ax.plot([lo, hi], [k, k], color=color, lw=2, solid_capstyle="butt")
+        ax.plot(r.ratio, k, "o", color=color, ms=3.5)
+    for verdict, color in VERDICT_COLORS.items():
+        if any(r.verdict == verdict for r in rows):
+            ax.plot([], [], "o-", color=color, ms=3.5, label=verdict)
+    ax.plot([], [], "o-", color="0.45", ms=3.5, label="no change shown")
+    ax.set_yticks(y, [r.id for r in rows], fontsize=6.5)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xscale("log")
-    ax.set_xlabel("B / A (median ratio, 95% interval; log scale)")
-    ax.set_title("Before and after")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: ""))
+    ax.set_xlabel(f"{labels[1]} / {labels[0]} (ratio of medians of run medians, 95% interval; log scale)")
+    ax.set_title(title)
+    ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
+    ax.grid(axis="y", alpha=0)
+    fig.tight_layout()
     return fig
 
 

@@ -568,17 +568,20 @@ class SelectionError(ValueError):
 NEEDS_HINT = {"peer": "--peer HOST:PORT or --remote USER@HOST", "fs_remote": "--fs-remote PATH"}
 
 
-def select(patterns: list[str] | None, preset: str, have: frozenset[str] = frozenset()) -> list[tuple[Probe, list[str]]]:
+def select(patterns: list[str] | None, preset: str, have: frozenset[str] = frozenset(),
+           probes: tuple[Probe, ...] | None = None,
+           derived: tuple[Derived, ...] | None = None) -> list[tuple[Probe, list[str]]]:
     """Probes to run, each with the ids wanted from it, in registry order.
     A probe that only feeds a selected derived figure runs with no id wanted.
     The .remote probes run only when a peer is given."""
     if preset not in PRESETS:
         raise SelectionError(f"unknown preset '{preset}' (choose from {', '.join(PRESETS)})")
-    derived = select_derived(patterns)
+    pool = PROBES if probes is None else probes
+    derived = select_derived(patterns, DERIVED if derived is None else derived)
     inputs = {i for d in derived for i in d.inputs}
     chosen = []
     used = {pat for pat in patterns or () for d in derived if matches(pat, d.measure.id)}
-    for p in PROBES:
+    for p in pool:
         if preset not in p.presets or (p.needs and p.needs not in have):
             continue
         if patterns is None:
@@ -590,7 +593,7 @@ def select(patterns: list[str] | None, preset: str, have: frozenset[str] = froze
             chosen.append((p, ids))
     if patterns is not None:
         unknown = [pat for pat in patterns if pat not in used]
-        for p in PROBES:
+        for p in pool:
             if p.needs and p.needs not in have and any(matches(pat, m.id) for pat in unknown for m in p.measures):
                 raise SelectionError(f"{', '.join(repr(u) for u in unknown)}: these ids need {NEEDS_HINT[p.needs]}")
         if unknown:
@@ -601,7 +604,8 @@ def select(patterns: list[str] | None, preset: str, have: frozenset[str] = froze
     return chosen
 
 
-def select_derived(patterns: list[str] | None) -> list[Derived]:
+def select_derived(patterns: list[str] | None, derived: tuple[Derived, ...] | None = None) -> list[Derived]:
+    derived = DERIVED if derived is None else derived
     if patterns is None:
-        return list(DERIVED)
-    return [d for d in DERIVED if any(matches(pat, d.measure.id) for pat in patterns)]
+        return list(derived)
+    return [d for d in derived if any(matches(pat, d.measure.id) for pat in patterns)]

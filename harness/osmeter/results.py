@@ -143,22 +143,27 @@ class Results:
         self.doc["failures"].append({"probe": probe, "error": error, "stderr_tail": stderr[-2000:]})
 
     def save(self) -> Path:
-        path = self.dir / "results.json"
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".results.", suffix=".tmp")
+        return write_json_atomic(self.dir / "results.json", self.doc)
+
+
+def write_json_atomic(path: Path, doc: dict) -> Path:
+    """Writes doc as JSON to path so that a reader (or a crash) sees the old
+    file or the new one, never a part: temporary file, fsync, rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(_finite(doc), f, indent=1, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(_finite(self.doc), f, indent=1, allow_nan=False)
-                f.write("\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
 
 
 def load(path: Path) -> dict:
@@ -173,64 +178,3 @@ def load(path: Path) -> dict:
     if doc.get("schema") != SCHEMA:
         raise ValueError(f"{p}: schema is {doc.get('schema')!r}, expected {SCHEMA!r}")
     return doc
-
-
-def fmt_value(v: float | None, unit: str) -> str:
-    """A number with a sensible precision and a human time unit for ns."""
-    if v is None or not math.isfinite(v):
-        return "-"
-    if unit == "ns":
-        for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
-            if abs(v) >= scale:
-                return f"{v / scale:.3g} {name}" if abs(v / scale) < 100 else f"{v / scale:.1f} {name}"
-        return f"{v:.3g} ns" if abs(v) < 100 else f"{v:.1f} ns"
-    if abs(v) >= 1000:
-        return f"{v:,.0f} {unit}"
-    return f"{v:.4g} {unit}"
-
-
-def summary_table(doc: dict) -> str:
-    """id, median, unit (human), cycles, spread (std and CI95 of the median), n, dropped."""
-    rows = [("id", "median", "TSC cycles", "std", "ci95 of median", "n", "dropped")]
-    for m in doc["measurements"]:
-        unit = m["unit"]
-        cyc = m.get("cycles", {}).get("median")
-        lo, hi = m.get("ci95") or (None, None)
-        rows.append(
-            (
-                m["id"],
-                fmt_value(m.get("median"), unit),
-                f"{cyc:.4g}" if isinstance(cyc, (int, float)) else "-",
-                fmt_value(m.get("std"), unit),
-                f"{fmt_value(lo, unit)} .. {fmt_value(hi, unit)}",
-                str(m.get("n")),
-                str(m.get("dropped_disturbed", 0)),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for k, r in enumerate(rows):
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:])]
-        lines.append("  ".join(cells))
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-CSV_COLUMNS = ("id", "unit", "n", "mean", "median", "std", "min", "max", "ci95_lo", "ci95_hi", "dropped_disturbed",
-               "description")
-
-
-def to_csv(doc: dict) -> str:
-    """One row per measurement, for spreadsheets."""
-    import csv
-    import io
-
-    f = io.StringIO()
-    w = csv.writer(f)
-    w.writerow(CSV_COLUMNS)
-    for m in doc["measurements"]:
-        lo, hi = m.get("ci95") or (None, None)
-        w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"), m.get("std"), m.get("min"),
-                    m.get("max"), lo, hi, m.get("dropped_disturbed", 0), m.get("description", "")])
-    return f.getvalue()

@@ -1,27 +1,40 @@
-"""`osmeter run`: pin, schedule, run each selected probe with a timeout,
-collect its JSON lines, and keep the results directory valid throughout."""
+"""`osmeter run`, in three steps.
+
+plan     checks the whole request before anything runs: the selection, the
+         binaries, the CPU, SCHED_FIFO, the directories.
+execute  makes one results directory: each probe pinned, scheduled, with a
+         timeout; results.json rewritten atomically after every probe, so an
+         interrupted or killed run leaves a valid file.
+finish   writes the summary and the CSV and prints them.
+
+A campaign (campaign.py) is one plan and several executions.
+"""
 from __future__ import annotations
 
+import ctypes
 import datetime as dt
+import fcntl
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import registry
+from . import registry, sentinel
+from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
-from .results import ProbeOutputError, Results, parse_probe_output, summary_table, to_csv
+from .present import summary_table, to_csv
+from .results import ProbeOutputError, Results, parse_probe_output
 
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
+PR_SET_PDEATHSIG = 1
 
-
-class RunError(Exception):
-    """A problem with the request itself: message for the user, exit status 2."""
+__all__ = ["RunError", "RunOptions", "Plan", "plan", "execute", "run", "repo_root"]
 
 
 @dataclass
@@ -34,10 +47,34 @@ class RunOptions:
     disk_target: Path | None = None  # default: a file in the results directory
     disk_size: str | None = None     # default: 256M quick, 1G full
     peer: str | None = None          # HOST:PORT of a running netpeer
+    remote: str | None = None        # USER@HOST: start a netpeer there over ssh
     fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
+    # what to run and from where (tests pass their own)
+    probes: tuple | None = None      # default registry.PROBES
+    derived: tuple | None = None     # default registry.DERIVED
+    bin_dir: Path | None = None      # default <repository>/build/bin
     out_used: Path | None = None     # set by run(): where the results went
-    remote: str | None = None        # USER@HOST: start a netpeer there over ssh
+
+
+@dataclass
+class Plan:
+    """A checked request: everything a run needs that does not change
+    between the runs of a campaign."""
+
+    opts: RunOptions
+    root: Path
+    bin_dir: Path
+    selection: list[tuple[registry.Probe, list[str]]]
+    derived: list[registry.Derived]
+    cpu: int
+    sched: dict
+    peer: str | None = None           # HOST:PORT, once the peer session has started
+    extra_conditions: dict = field(default_factory=dict)
+
+    @property
+    def fifo(self) -> bool:
+        return self.sched["policy"] == "SCHED_FIFO"
 
 
 def repo_root() -> Path:
@@ -45,58 +82,17 @@ def repo_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
-def bin_dir(root: Path) -> Path:
-    return root / "build" / "bin"
-
-
-def start_remote_peer(remote: str, root: Path) -> tuple[str, str]:
-    """Copies netpeer to USER@HOST over ssh, starts it on any free port, and
-    returns (HOST:PORT, the remote path) once it says where it listens."""
-    host = remote.rsplit("@", 1)[-1]
-    rpath = f"/tmp/osmeter-netpeer-{os.getpid()}"
-    ssh = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-    try:
-        r = subprocess.run(["scp", "-q", *ssh[1:], str(bin_dir(root) / "netpeer"), f"{remote}:{rpath}"],
-                           capture_output=True, text=True, timeout=30)
-    except FileNotFoundError:
-        raise RunError("--remote needs ssh and scp (Debian: openssh-client)") from None
-    except subprocess.TimeoutExpired:
-        raise RunError(f"--remote {remote}: copying netpeer timed out") from None
-    if r.returncode != 0:
-        raise RunError(f"--remote {remote}: cannot copy netpeer there: {r.stderr.strip() or 'scp failed'}")
-    proc = subprocess.Popen([*ssh, remote, f"exec {rpath} --port 0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("listening on "):
-        proc.kill()
-        raise RunError(f"--remote {remote}: netpeer did not start there: {proc.stderr.read().strip()}")
-    port = line.split()[-1].rsplit(":", 1)[-1]
-    _REMOTE.append((proc, ssh + [remote, f"pkill -f {rpath}; rm -f {rpath}"]))
-    return f"{host}:{port}", rpath
-
-
-_REMOTE: list = []
-
-
-def stop_remote_peers() -> None:
-    while _REMOTE:
-        proc, cleanup = _REMOTE.pop()
-        subprocess.run(cleanup, capture_output=True, timeout=30)
-        proc.kill()
-        proc.wait()
-
-
-def ensure_built(root: Path, binaries: list[str]) -> None:
-    missing = [b for b in binaries if not (bin_dir(root) / b).exists()]
+def ensure_built(root: Path, bin_dir: Path, binaries: list[str]) -> None:
+    missing = [b for b in binaries if not (bin_dir / b).exists()]
     if not missing:
         return
     print(f"osmeter: building probes ({', '.join(missing)} missing) ...", file=sys.stderr)
     r = subprocess.run(["make", "-s", "-C", str(root), "all"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RunError(f"'make' failed, so the probes cannot run:\n{r.stderr.strip()[-3000:]}")
-    still = [b for b in binaries if not (bin_dir(root) / b).exists()]
+    still = [b for b in binaries if not (bin_dir / b).exists()]
     if still:
-        raise RunError(f"after 'make', still missing in build/bin: {', '.join(still)}")
+        raise RunError(f"after 'make', still missing in {bin_dir}: {', '.join(still)}")
 
 
 def choose_cpu(requested: int | None) -> int:
@@ -124,176 +120,298 @@ def fifo_permission() -> tuple[bool, str | None]:
     return True, None
 
 
-def default_out(root: Path) -> Path:
+def default_out(root: Path, suffix: str = "") -> Path:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return root / "results" / f"{socket.gethostname()}-{stamp}"
+    return root / "results" / f"{socket.gethostname()}-{stamp}{suffix}"
 
 
-def _probe_env() -> dict:
-    env = dict(os.environ)
-    env["LC_ALL"] = "C"
-    return env
+# ------------------------------------------------------------------ plan
 
-
-def run(opts: RunOptions) -> int:
+def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
+    """Checks the request; raises RunError (nothing has run) when it cannot be served."""
     root = repo_root()
+    bin_dir = opts.bin_dir or root / "build" / "bin"
+    probes = opts.probes if opts.probes is not None else registry.PROBES
+    derived_all = opts.derived if opts.derived is not None else registry.DERIVED
     if opts.peer and opts.remote:
         raise RunError("give --peer or --remote, not both")
     try:
         have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote)) if v)
-        selection = registry.select(opts.patterns, opts.preset, have=have)
+        selection = registry.select(opts.patterns, opts.preset, have=have, probes=probes, derived=derived_all)
     except registry.SelectionError as e:
         raise RunError(str(e)) from None
     if not selection:
         raise RunError(f"preset '{opts.preset}' selects no probe")
-    ensure_built(root, [p.binary for p, _ in selection if not p.external])
-    peer = opts.peer
-    if peer:
-        from .osmnet import check_peer
-        check_peer(peer)
-    if opts.remote:
-        peer, _ = start_remote_peer(opts.remote, root)
+    if opts.fs_remote and not opts.fs_remote.is_dir():
+        raise RunError(f"--fs-remote {opts.fs_remote}: not a directory")
+    needed = [p.binary for p, _ in selection if not p.external]
+    needed += sentinel.binaries() if sentinels else []
+    needed += ["netpeer"] if opts.remote else []
+    ensure_built(root, bin_dir, needed)
     cpu = choose_cpu(opts.cpu)
-
-    out = opts.out or default_out(root)
-    opts.out_used = out
-    if (out / "results.json").exists():
-        raise RunError(f"{out} already holds a results.json; choose another --out (nothing was overwritten)")
-    out.mkdir(parents=True, exist_ok=True)
-
     if opts.rt:
         fifo, why_not = fifo_permission()
     else:
         fifo, why_not = False, "disabled with --no-rt"
-    sched = {"policy": "SCHED_FIFO", "priority": RT_PRIORITY} if fifo else {"policy": "SCHED_OTHER", "why_not_fifo": why_not}
-    if not fifo:
-        print(f"osmeter: running without SCHED_FIFO: {why_not}", file=sys.stderr)
+    sched = {"policy": "SCHED_FIFO", "priority": RT_PRIORITY} if fifo else {"policy": "SCHED_OTHER",
+                                                                          "why_not_fifo": why_not}
+    return Plan(opts, root, bin_dir, selection, registry.select_derived(opts.patterns, derived_all), cpu, sched)
 
-    # Keep the harness itself off the measuring CPU when there is another.
-    others = sorted(os.sched_getaffinity(0) - {cpu})
-    if others:
-        os.sched_setaffinity(0, others)
 
-    conditions = describe_conditions(root)
-    conditions.update(
-        {
-            "pinned_cpu": cpu,
-            "harness_cpus": others or [cpu],
-            "scheduler": sched,
-            "preset": opts.preset,
-            "selection": opts.patterns,
-            "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "probe_warnings": [],
-        }
-    )
-    disk_target = opts.disk_target or out / "disk-target.dat"
-    subst = {"{disk_target}": str(disk_target),
-             "{disk_size}": opts.disk_size or ("1G" if opts.preset == "full" else "256M"),
-             "{peer}": peer or "",
-             "{peer_host}": (peer.rsplit(":", 1)[0].strip("[]") if peer else "127.0.0.1"),
-             "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2",
-             "{fs_dir}": str(opts.fs_dir or out),
-             "{fs_remote}": str(opts.fs_remote or "")}
-    if opts.fs_remote and not opts.fs_remote.is_dir():
-        raise RunError(f"--fs-remote {opts.fs_remote}: not a directory")
-    conditions["disk_target"] = {"path": str(disk_target), "size": subst["{disk_size}"],
-                                 "made_by_osmeter": opts.disk_target is None}
+# --------------------------------------------------------------- execute
+
+class ResultsDir:
+    """An exclusive claim on a results directory for the length of a run:
+    a second run given the same --out is refused, not interleaved."""
+
+    LOCK = ".osmeter.lock"
+
+    def __init__(self, out: Path, what: str = "results.json"):
+        self.out = out
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise RunError(f"--out {out}: exists and is not a directory") from None
+        except OSError as e:
+            raise RunError(f"--out {out}: cannot create it: {e.strerror}") from None
+        try:
+            self.fd = os.open(out / self.LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise RunError(f"--out {out}: cannot write there: {e.strerror}") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise RunError(f"{out} is being written by another osmeter run (pid "
+                           f"{_read_pid(out / self.LOCK)}); choose another --out") from None
+        if (out / what).exists():
+            self.release()
+            raise RunError(f"{out} already holds a {what}; choose another --out (nothing was overwritten)")
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.unlink(self.out / self.LOCK)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+def _read_pid(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "?"
+    except OSError:
+        return "?"
+
+
+def _set_pdeathsig():
+    """In a probe's child: die when the harness dies, even by SIGKILL."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _subst(p: Plan, out: Path) -> dict[str, str]:
+    o = p.opts
+    return {"{disk_target}": str(o.disk_target or out / "disk-target.dat"),
+            "{disk_size}": o.disk_size or ("1G" if o.preset == "full" else "256M"),
+            "{peer}": p.peer or "",
+            "{peer_host}": (p.peer.rsplit(":", 1)[0].strip("[]") if p.peer else "127.0.0.1"),
+            "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2",
+            "{fs_dir}": str(o.fs_dir or out),
+            "{fs_remote}": str(o.fs_remote or "")}
+
+
+class _Launcher:
+    """Starts probes pinned to the plan's CPU under its scheduling policy,
+    each in its own process group, and kills a group that overstays."""
+
+    def __init__(self, p: Plan):
+        self.p = p
+        self.proc: subprocess.Popen | None = None
+
+    def _preexec(self):
+        _set_pdeathsig()
+        os.sched_setaffinity(0, {self.p.cpu})
+        if self.p.fifo:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+
+    def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
+        if external:
+            exe = shutil.which(probe_binary)
+            return [exe, *args] if exe else None
+        return [str(self.p.bin_dir / probe_binary), "--cpu", str(self.p.cpu), *args]
+
+    def run(self, argv: list[str], timeout: float) -> tuple[int | None, str, str]:
+        """(exit status or None when it timed out, stdout, stderr)."""
+        env = dict(os.environ, LC_ALL="C")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     errors="surrogateescape", preexec_fn=self._preexec, start_new_session=True,
+                                     env=env)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+            rc = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, err = self.proc.communicate()
+            rc = None
+        self.proc = None
+        return rc, out, err
+
+    def kill(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+def _sentinel(launch: _Launcher) -> dict[str, list[float]]:
+    """One pass of the sentinel probes: per id, the median (ns) of each of
+    sentinel.REPEATS processes."""
+    import numpy as np
+
+    out: dict[str, list[float]] = {}
+    for _ in range(sentinel.REPEATS):
+        for binary, args, mid in sentinel.SENTINELS:
+            rc, stdout, _ = launch.run(launch.argv(binary, args), timeout=60)
+            if rc != 0:
+                continue
+            for line in parse_probe_output(stdout):
+                if line["id"] != mid:
+                    continue
+                v = np.asarray(line["samples"], float) * (1e9 / line["tsc_hz"] if line["unit"] == "cycles" else 1)
+                keep = np.ones(v.size, bool)
+                keep[[i for i in line.get("disturbed", []) if 0 <= i < v.size]] = False
+                keep &= np.isfinite(v)
+                if keep.any():
+                    out.setdefault(mid, []).append(float(np.median(v[keep])))
+    return out
+
+
+def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool = False, label: str = "",
+            quiet: bool = False) -> int:
+    """One run into `out`. Returns 0, or 1 when a probe failed. An
+    interruption (Interrupted) keeps what finished and goes on up."""
+    opts = p.opts
+    claim = ResultsDir(out)
+    subst = _subst(p, out)
+    conditions = describe_conditions(p.root)
+    conditions.update({
+        "pinned_cpu": p.cpu,
+        "harness_cpus": sorted(os.sched_getaffinity(0) - {p.cpu}) or [p.cpu],
+        "scheduler": p.sched,
+        "preset": opts.preset,
+        "selection": opts.patterns,
+        "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "probe_warnings": [],
+        "disk_target": {"path": subst["{disk_target}"], "size": subst["{disk_size}"],
+                        "made_by_osmeter": opts.disk_target is None},
+        **p.extra_conditions,
+    })
+    order = list(p.selection)
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(order)
+        conditions["order_seed"] = order_seed
+    conditions["order"] = [probe.name for probe, _ in order]
     results = Results(out, describe_machine(), conditions)
     results.save()
     raw_dir = out / "raw"
     raw_dir.mkdir(exist_ok=True)
+    launch = _Launcher(p)
 
-    def preexec():
-        os.sched_setaffinity(0, {cpu})
-        if fifo:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    old_term = signal.signal(signal.SIGTERM, on_term)
+    # The harness stays off the measuring CPU while the run lasts.
+    affinity = os.sched_getaffinity(0)
+    others = affinity - {p.cpu}
+    if others:
+        os.sched_setaffinity(0, others)
     start = time.monotonic()
     status = 0
-    derived = registry.select_derived(opts.patterns)
-    lines_seen: dict[str, dict] = {}  # every line of every probe so far, derived inputs
-    proc = None
-    print(f"osmeter: {len(selection)} probes, preset {opts.preset}, pinned to CPU {cpu}, "
-          f"{sched['policy']}; writing {out}")
+    lines_seen: dict[str, dict] = {}  # every line of every probe so far: the inputs of derived figures
+    say = (lambda *a, **k: None) if quiet else print
+    say(f"osmeter: {label}{len(order)} probes, preset {opts.preset}, pinned to CPU {p.cpu}, "
+        f"{p.sched['policy']}; writing {out}")
     try:
-        for k, (probe, wanted) in enumerate(selection, 1):
-            label = f"[{k:>{len(str(len(selection)))}}/{len(selection)}] {probe.name:<20}"
-            print(label, end=" ", flush=True)
+        if sentinels:
+            results.doc["sentinels"] = {"start": _sentinel(launch)}
+            results.save()
+        width = len(str(len(order)))
+        for k, (probe, wanted) in enumerate(order, 1):
+            say(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}", end=" ", flush=True)
             args = [subst.get(a, a) for a in probe.presets[opts.preset]]
-            if probe.external:
-                exe = shutil.which(probe.binary)
-                if not exe:
-                    why = f"{probe.binary} is not installed"
-                    results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
-                    results.save()
-                    print(f"skipped: {why}")
-                    continue
-                argv = [exe, *args]  # pinned and scheduled by preexec, like the others
-            else:
-                argv = [str(bin_dir(root) / probe.binary), "--cpu", str(cpu), *args]
-            t0 = time.monotonic()
-            proc = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                preexec_fn=preexec, start_new_session=True, env=_probe_env(),
-            )
-            try:
-                stdout, stderr = proc.communicate(timeout=probe.timeout)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-                stdout, stderr = proc.communicate()
-                results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
+            argv = launch.argv(probe.binary, args, probe.external)
+            if argv is None:
+                why = f"{probe.binary} is not installed"
+                results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
                 results.save()
-                print(f"TIMEOUT after {probe.timeout:.0f} s")
-                status = 1
+                say(f"skipped: {why}")
                 continue
-            finally:
-                elapsed = time.monotonic() - t0
-            rc, proc = proc.returncode, None
-            (raw_dir / f"{probe.name}.out").write_text(stdout)
+            t0 = time.monotonic()
+            rc, stdout, stderr = launch.run(argv, probe.timeout)
+            elapsed = time.monotonic() - t0
+            (raw_dir / f"{probe.name}.out").write_text(stdout, errors="surrogateescape")
             if stderr:
-                (raw_dir / f"{probe.name}.err").write_text(stderr)
+                (raw_dir / f"{probe.name}.err").write_text(stderr, errors="surrogateescape")
             for w in (ln for ln in stderr.splitlines() if ln.strip()):
                 conditions["probe_warnings"].append(f"{probe.binary}: {w}")
-            ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
-            _derive_across(results, derived, lines_seen)
+            if rc is None:
+                results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
+                ok = False
+                say(f"TIMEOUT after {probe.timeout:.0f} s")
+            else:
+                ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
+                _derive_across(results, p.derived, lines_seen)
+                say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}", flush=True)
             results.save()
-            print(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}", flush=True)
             if not ok:
                 status = 1
-    except KeyboardInterrupt:
-        if proc is not None:
-            _kill(proc)
+        if sentinels:
+            s = results.doc["sentinels"]
+            s["end"] = _sentinel(launch)
+            s.update(sentinel.drift(s["start"], s["end"]))
+            if s["drifted"]:
+                say(f"osmeter: {label}the sentinels moved while this run went on ({s['why']}): "
+                    "the machine drifted inside the run")
+        results.doc["complete"] = True
+    except Interrupted:
+        launch.kill()
         results.doc["interrupted"] = True
+        say(f"\nosmeter: {label}interrupted; kept the probes that finished")
+        raise
+    finally:
         results.doc["conditions"]["wall_s"] = round(time.monotonic() - start, 3)
         results.save()
-        print("\nosmeter: interrupted; kept the probes that finished")
-        _finish(results, out)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, old_term)
-        stop_remote_peers()
-        if opts.disk_target is None and disk_target.exists():
-            disk_target.unlink()  # the file osmeter made for the disk probes
-    results.doc["complete"] = True
-    results.doc["conditions"]["wall_s"] = round(time.monotonic() - start, 3)
-    results.save()
-    _finish(results, out)
+        os.sched_setaffinity(0, affinity)
+        if opts.disk_target is None:
+            Path(subst["{disk_target}"]).unlink(missing_ok=True)  # the file osmeter made for the disk probes
+        finish(results, out, quiet)
+        claim.release()
     if results.doc["failures"]:
-        print(f"osmeter: {len(results.doc['failures'])} probe(s) failed; see 'failures' in results.json", file=sys.stderr)
+        say(f"osmeter: {label}{len(results.doc['failures'])} probe(s) failed; see 'failures' in results.json",
+            file=sys.stderr)
         status = 1
     return status
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
+def run(opts: RunOptions) -> int:
+    """A single run: plan, the peer, execute."""
+    from .osmnet import peer_session
+
+    p = plan(opts)
+    out = opts.out or default_out(p.root)
+    opts.out_used = out
+    if not p.fifo:
+        print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
+    with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
+        p.peer = peer
+        return execute(p, out)
 
 
 def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str,
@@ -337,10 +455,14 @@ def _derive_across(results: Results, derived: list[registry.Derived], lines_seen
             results.add_failure(d.measure.id, f"cannot derive: {e}")
 
 
-def _finish(results: Results, out: Path) -> None:
+# ---------------------------------------------------------------- finish
+
+def finish(results: Results, out: Path, quiet: bool = False) -> None:
     table = summary_table(results.doc)
     (out / "summary.txt").write_text(table + "\n")
     (out / "results.csv").write_text(to_csv(results.doc))
+    if quiet:
+        return
     print()
     print(table)
     dropped = [(m["id"], m["dropped_disturbed"], m["samples_total"]) for m in results.measurements

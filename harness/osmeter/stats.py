@@ -1,10 +1,23 @@
-"""Statistics across trials (never across the iterations inside one trial)."""
+"""Statistics, numpy only (and the math module's lgamma).
+
+Within one run: across trials, never across the iterations inside one trial
+(summaries, the bootstrap interval of a median, a rank test).
+Between runs (compare): the run is the unit. Student's t distribution, Welch's
+test on the logs of run medians, the Benjamini-Hochberg adjustment, a
+hierarchical bootstrap (runs, then trials within runs) and the number of runs
+a design needs to see a given change.
+"""
 from __future__ import annotations
+
+import functools
+import math
 
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
 
+
+# --------------------------------------------------------------- one run
 
 def bootstrap_ci95_median(x: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap 95% interval of the median (fixed seed: reruns agree)."""
@@ -47,3 +60,208 @@ def series_summary(samples: np.ndarray) -> dict:
         "p25": np.nanpercentile(s, 25, axis=1).tolist(),
         "p75": np.nanpercentile(s, 75, axis=1).tolist(),
     }
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given their average rank."""
+    x = np.asarray(x, dtype=float)
+    order = np.argsort(x, kind="mergesort")
+    sx = x[order]
+    # start of each run of equal values, and its length
+    starts = np.flatnonzero(np.concatenate([[True], sx[1:] != sx[:-1]]))
+    lengths = np.diff(np.concatenate([starts, [x.size]]))
+    avg = starts + (lengths - 1) / 2 + 1
+    r = np.empty(x.size, dtype=float)
+    r[order] = np.repeat(avg, lengths)
+    return r
+
+
+def mann_whitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U: (U of a, p value), normal approximation with
+    tie and continuity corrections."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    n1, n2 = a.size, b.size
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan")
+    both = np.concatenate([a, b])
+    r = ranks(both)
+    u1 = r[:n1].sum() - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    _, counts = np.unique(both, return_counts=True)
+    tie = float((counts**3 - counts).sum())
+    var = n1 * n2 / 12 * ((n + 1) - tie / (n * (n - 1))) if n > 1 else 0.0
+    if var <= 0:
+        return float(u1), 1.0
+    z = (abs(u1 - n1 * n2 / 2) - 0.5) / math.sqrt(var)
+    return float(u1), float(math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
+def ratio_ci(a: np.ndarray, b: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap 95% interval of median(b) / median(a), trials resampled."""
+    rng = np.random.default_rng(seed)
+    ma = np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1)
+    mb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
+    return _interval(mb, ma)
+
+
+def _interval(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = num / den
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(r, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+# ------------------------------------------------ Student's t distribution
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function, evaluated with
+    the modified Lentz method."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1 - x) / b
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with df degrees of freedom."""
+    if not math.isfinite(t):
+        return 0.0 if not math.isnan(t) else float("nan")
+    return betainc(df / 2, 0.5, df / (df + t * t))
+
+
+def t_cdf(t: float, df: float) -> float:
+    p = t_two_sided_p(t, df) / 2
+    return 1 - p if t > 0 else p
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(q: float, df: float) -> float:
+    """The t such that P(T <= t) = q (bisection; q in (0, 1))."""
+    if q == 0.5:
+        return 0.0
+    if q < 0.5:
+        return -t_quantile(1 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_cdf(hi, df) < q:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, df) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+# --------------------------------------------- tests whose unit is the run
+
+def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Welch's two-sample t test of mean(y) - mean(x): (t, df, two-sided p).
+    Where one side has a single value, its variance is taken to be the other
+    side's (a pooled test on the other side's degrees of freedom)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    nx, ny = x.size, y.size
+    if nx < 1 or ny < 1 or nx + ny < 3:
+        return float("nan"), float("nan"), float("nan")
+    diff = float(y.mean() - x.mean())
+    if nx >= 2 and ny >= 2:
+        vx, vy = float(x.var(ddof=1)) / nx, float(y.var(ddof=1)) / ny
+        se2 = vx + vy
+        df = se2 * se2 / ((vx * vx / (nx - 1) if vx else 0.0) + (vy * vy / (ny - 1) if vy else 0.0)) if se2 else nx + ny - 2
+    else:
+        many = x if nx >= 2 else y
+        s2 = float(many.var(ddof=1))
+        se2 = s2 * (1 / nx + 1 / ny)
+        df = many.size - 1
+    if se2 <= 0:  # no spread at all on either side (a quantized figure)
+        return (0.0, float(df), 1.0) if diff == 0 else (math.copysign(math.inf, diff), float(df), 0.0)
+    t = diff / math.sqrt(se2)
+    return t, float(df), t_two_sided_p(t, df)
+
+
+def benjamini_hochberg(p: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p values (q values); NaN stays NaN and is
+    not counted among the tests."""
+    p = np.asarray(p, dtype=float)
+    q = np.full(p.size, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    if ok.size == 0:
+        return q.tolist()
+    order = ok[np.argsort(p[ok], kind="mergesort")]
+    m = order.size
+    scaled = p[order] * m / np.arange(1, m + 1)
+    q[order] = np.minimum(1.0, np.minimum.accumulate(scaled[::-1])[::-1])
+    return q.tolist()
+
+
+def hierarchical_ratio_ci(a_runs: list[np.ndarray], b_runs: list[np.ndarray], resamples: int = BOOTSTRAP_RESAMPLES,
+                          seed: int = 0) -> tuple[float, float]:
+    """95% interval of (median of B's run medians) / (median of A's), by a
+    hierarchical bootstrap: runs are resampled, then each chosen run's
+    trials are resampled and its median taken."""
+    rng = np.random.default_rng(seed)
+
+    def side(runs):
+        # R bootstrap medians of every run, then R draws of runs, each run
+        # drawn taking one of its own bootstrap medians at random
+        boots = np.stack([np.median(r[rng.integers(0, r.size, (resamples, r.size))], axis=1) for r in runs])
+        pick = rng.integers(0, len(runs), (resamples, len(runs)))
+        col = rng.integers(0, resamples, (resamples, len(runs)))
+        return np.median(boots[pick, col], axis=1)
+
+    return _interval(side(b_runs), side(a_runs))
+
+
+def power_two_sided(effect: float, sd: float, n: int, alpha: float = 0.05) -> float:
+    """Approximate power of a two-sample t test with n runs per side to see a
+    difference `effect` in means of values whose spread is `sd`."""
+    if n < 2:
+        return 0.0
+    if sd <= 0:
+        return 1.0 if effect else alpha
+    df = 2 * n - 2
+    crit = t_quantile(1 - alpha / 2, df)
+    delta = abs(effect) / (sd * math.sqrt(2 / n))
+    return (1 - t_cdf(crit - delta, df)) + t_cdf(-crit - delta, df)
+
+
+def runs_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.8, most: int = 200) -> int | None:
+    """Runs per side for a two-sample t test to reach `power` for a change
+    `effect` (in the units of sd); None beyond `most`. (Power grows with n:
+    a binary search.)"""
+    if power_two_sided(effect, sd, most, alpha) < power:
+        return None
+    lo, hi = 2, most  # power(hi) is enough
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if power_two_sided(effect, sd, mid, alpha) >= power:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo

@@ -1,0 +1,256 @@
+"""Campaigns: several complete runs of the same request, the unit of a
+before/after comparison (a shared machine drifts between runs by more than
+the spread inside one, so only repeated runs show run-to-run variance).
+
+    DIR/campaign.json     which runs, when, the options, the seed
+    DIR/run-01/ ...       each a normal results directory
+    DIR/stability.txt     per id: run-to-run spread, and the runs per side
+                          a 5% change needs
+
+Each run shuffles the probe order (seeded; the seed is recorded) and is
+bracketed by the sentinels (sentinel.py).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import Interrupted, RunError
+from .results import load as load_results
+from .results import write_json_atomic
+from .runner import Plan, ResultsDir, RunOptions, default_out, execute, plan
+from .stats import runs_needed
+
+SCHEMA = "osmeter-campaign/1"
+DETECT = 0.05  # the change the stability table sizes designs for
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def options_doc(opts: RunOptions) -> dict:
+    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "fs_dir", "fs_remote")
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
+
+
+class Campaign:
+    """campaign.json of one campaign directory, rewritten after every run."""
+
+    def __init__(self, out: Path, opts: RunOptions, seed: int, runs: int, **extra):
+        self.dir = out
+        self.doc = {"schema": SCHEMA, "created_utc": _now(), "options": options_doc(opts), "seed": seed,
+                    "runs_planned": runs, "runs": [], "complete": False, "interrupted": False, **extra}
+
+    def save(self) -> None:
+        write_json_atomic(self.dir / "campaign.json", self.doc)
+
+    def start_run(self, index: int, seed: int, **extra) -> tuple[Path, dict]:
+        name = f"run-{index:02d}"
+        entry = {"name": name, "seed": seed, "started_utc": _now(), "status": "running", **extra}
+        self.doc["runs"].append(entry)
+        self.save()
+        return self.dir / name, entry
+
+    def end_run(self, entry: dict, status: str) -> None:
+        entry["status"] = status
+        entry["ended_utc"] = _now()
+        try:
+            doc = load_results(self.dir / entry["name"])
+            entry["drifted"] = bool((doc.get("sentinels") or {}).get("drifted"))
+            entry["failures"] = len(doc.get("failures", []))
+        except ValueError:
+            pass
+        self.save()
+
+
+def run_seeds(seed: int, n: int) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.getrandbits(31) for _ in range(n)]
+
+
+def new_seed() -> int:
+    return int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+
+
+def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
+    """`osmeter run --runs N`: N runs into one campaign directory."""
+    from .osmnet import peer_session
+
+    if runs < 1:
+        raise RunError("--runs: expected 1 or more")
+    p = plan(opts, sentinels=True)
+    out = opts.out or default_out(p.root, "-campaign")
+    opts.out_used = out
+    claim = ResultsDir(out, "campaign.json")
+    seed = new_seed() if seed is None else seed
+    camp = Campaign(out, opts, seed, runs)
+    camp.save()
+    status = 0
+    if not p.fifo:
+        print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
+    print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
+    try:
+        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
+            p.peer = peer
+            for k, s in enumerate(run_seeds(seed, runs), 1):
+                run_dir, entry = camp.start_run(k, s)
+                try:
+                    rc = execute(p, run_dir, order_seed=s, sentinels=True, label=f"run {k}/{runs} ", quiet=True)
+                except Interrupted:
+                    camp.end_run(entry, "interrupted")
+                    raise
+                camp.end_run(entry, "complete" if rc == 0 else "failed")
+                print(_run_line(run_dir, entry))
+                status = status or rc
+        camp.doc["complete"] = True
+    except Interrupted:
+        camp.doc["interrupted"] = True
+        print(f"\nosmeter: interrupted; kept {sum(r['status'] == 'complete' for r in camp.doc['runs'])} finished "
+              f"run(s) and the finished probes of the last")
+        raise
+    finally:
+        camp.save()
+        claim.release()
+        _write_stability(out)
+    return status
+
+
+def _run_line(run_dir: Path, entry: dict) -> str:
+    doc = load_results(run_dir)
+    s = doc.get("sentinels") or {}
+    drift = f"; DRIFTED inside the run ({s.get('why')})" if s.get("drifted") else ""
+    fails = f"; {len(doc['failures'])} probe(s) failed" if doc["failures"] else ""
+    return (f"osmeter: {entry['name']}: {len(doc['measurements'])} measurements in "
+            f"{doc['conditions'].get('wall_s')} s{fails}{drift}")
+
+
+# ------------------------------------------------------------- reading
+
+@dataclass
+class Run:
+    """One results directory as a side of a comparison sees it."""
+
+    path: Path
+    doc: dict
+    campaign: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.campaign.name}/{self.path.name}" if self.campaign else self.path.name
+
+    @property
+    def measurements(self) -> dict[str, dict]:
+        return {m["id"]: m for m in self.doc["measurements"]}
+
+    def samples(self, m: dict) -> np.ndarray:
+        """The kept trials of one measurement (not disturbed, finite)."""
+        try:
+            z = np.load(self.path / m["samples_file"])
+        except (OSError, KeyError, ValueError) as e:
+            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} ({e})") from None
+        v = z["values"]
+        return v[~z["disturbed"] & np.isfinite(v)]
+
+
+def is_campaign(path: Path) -> bool:
+    return (path / "campaign.json").is_file()
+
+
+def load_side(paths: list[Path]) -> list[Run]:
+    """Run and campaign directories -> their runs, in order. A campaign gives
+    every run that wrote a results.json, interrupted ones included (flagged)."""
+    runs = []
+    for path in paths:
+        if path.is_file() and path.name in ("results.json", "campaign.json"):
+            path = path.parent
+        if not path.exists():
+            raise ValueError(f"{path}: no such directory")
+        if is_campaign(path):
+            try:
+                camp = json.loads((path / "campaign.json").read_text())
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{path}/campaign.json is not readable JSON ({e})") from None
+            if not isinstance(camp, dict) or camp.get("schema") != SCHEMA:
+                raise ValueError(f"{path}/campaign.json: not an osmeter campaign (schema {SCHEMA})")
+            found = [path / r["name"] for r in camp.get("runs", []) if (path / r["name"] / "results.json").exists()]
+            if not found:
+                raise ValueError(f"{path}: a campaign without a finished run")
+            runs += [_load_run(d, path) for d in found]
+        else:
+            runs.append(_load_run(path, None))
+    return runs
+
+
+def _load_run(path: Path, campaign: Path | None) -> Run:
+    doc = load_results(path)
+    run = Run(path, doc, campaign)
+    if doc.get("interrupted") or not doc.get("complete"):
+        run.notes.append("interrupted: only the probes that finished")
+    if (doc.get("sentinels") or {}).get("drifted"):
+        run.notes.append(f"drifted inside the run ({doc['sentinels'].get('why')})")
+    return run
+
+
+# ------------------------------------------------------------ stability
+
+def stability_rows(runs: list[Run]) -> list[dict]:
+    """Per id over the runs of one campaign: the median of the run medians,
+    the run-to-run CV (standard deviation of the logs of the run medians),
+    the median within-run CV, and the runs per side that a Welch test on
+    the run medians needs to see a 5% change 80% of the time."""
+    ids: dict[str, list[float]] = {}
+    within: dict[str, list[float]] = {}
+    units = {}
+    for r in runs:
+        for m in r.doc["measurements"]:
+            med, mean, std = m.get("median"), m.get("mean"), m.get("std")
+            if isinstance(med, (int, float)) and med > 0 and math.isfinite(med):
+                ids.setdefault(m["id"], []).append(med)
+                units[m["id"]] = m["unit"]
+                if isinstance(std, (int, float)) and mean:
+                    within.setdefault(m["id"], []).append(std / mean)
+    out = []
+    for mid, meds in ids.items():
+        logs = np.log(meds)
+        sd = float(np.std(logs, ddof=1)) if len(meds) > 1 else float("nan")
+        out.append({"id": mid, "unit": units[mid], "runs": len(meds), "median": float(np.median(meds)),
+                    "run_cv": sd, "within_cv": float(np.median(within[mid])) if mid in within else float("nan"),
+                    "runs_for_5pct": runs_needed(math.log1p(DETECT), sd) if math.isfinite(sd) else None})
+    return out
+
+
+def stability_table(rows: list[dict]) -> str:
+    from .present import fmt_value, text_table
+
+    head = ("id", "median", "runs", "run-to-run CV", "within-run CV", f"runs/side for {DETECT:.0%}")
+    body = [(r["id"], fmt_value(r["median"], r["unit"]), str(r["runs"]), _pct(r["run_cv"]), _pct(r["within_cv"]),
+             "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"] else ">200"))
+            for r in rows]
+    return text_table(head, body, left=(0,))
+
+
+def _pct(v: float) -> str:
+    return f"{v:.1%}" if isinstance(v, float) and math.isfinite(v) else "-"
+
+
+def _write_stability(out: Path) -> None:
+    try:
+        runs = load_side([out])
+    except ValueError:
+        return
+    if len(runs) < 2:
+        return
+    table = stability_table(stability_rows(runs))
+    (out / "stability.txt").write_text(table + "\n")
+    print(f"\nRun-to-run stability over {len(runs)} runs (runs/side: a Welch test on run medians, "
+          f"alpha 0.05, power 0.8):\n{table}\n\nosmeter: campaign in {out}")

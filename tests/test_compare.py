@@ -1,0 +1,434 @@
+"""Before/after: campaigns, run-level statistics, verdicts, the conditions
+diff and the outputs of compare; synthetic campaigns with known drift and
+known shifts; the real A/A and a real shaped link through `osmeter ab`."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, osmeter
+from osmeter import compare
+from osmeter.results import Results, write_json_atomic
+from osmeter.stats import benjamini_hochberg, runs_needed, t_quantile, t_two_sided_p, welch
+
+FLAGGED = {"faster", "slower", "higher", "lower"}
+
+
+# --- synthetic campaigns: the statistics alone ----------------------------------------------------
+
+def draw_side(rng, ids: int, runs: int, shift: np.ndarray, run_cv=0.02, trial_cv=0.01, trials=20):
+    """Per id, `runs` arrays of trials: each run moved as a whole by a
+    log-normal run effect (run-to-run drift), trials spread around it."""
+    out = []
+    for i in range(ids):
+        base = 100.0 * (1 + shift[i])
+        out.append([base * np.exp(rng.normal(0, run_cv)) * np.exp(rng.normal(0, trial_cv, trials))
+                    for _ in range(runs)])
+    return out
+
+
+def verdicts(rng, ids, runs, shift, min_change=0.02, **kw):
+    a = draw_side(rng, ids, runs, np.zeros(ids), **kw)
+    b = draw_side(rng, ids, runs, shift, **kw)
+    rows = [compare.compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False) for i in range(ids)]
+    compare.decide(rows, min_change)
+    return [r.verdict for r in rows]
+
+
+def test_false_positives_stay_below_five_percent_on_identical_sides():
+    """A/A: 300 draws of 20 ids, 3 runs per side, run-to-run CV 2%."""
+    rng = np.random.default_rng(1)
+    flagged = total = any_flag = 0
+    for _ in range(300):
+        v = verdicts(rng, 20, 3, np.zeros(20))
+        n = sum(x in FLAGGED for x in v)
+        flagged += n
+        total += len(v)
+        any_flag += n > 0
+    assert flagged / total <= 0.05, flagged / total
+    assert any_flag / 300 <= 0.08, any_flag / 300  # BH under the global null: P(any flag) <= alpha
+
+
+def test_false_positives_of_a_single_id_over_many_draws():
+    rng = np.random.default_rng(2)
+    for runs in (2, 3, 5):
+        v = [verdicts(rng, 1, runs, np.zeros(1))[0] for _ in range(600)]
+        assert sum(x in FLAGGED for x in v) / 600 <= 0.05 + 0.02, (runs, sum(x in FLAGGED for x in v))
+
+
+def test_a_five_percent_shift_is_found_with_five_runs_per_side_at_two_percent_cv():
+    rng = np.random.default_rng(3)
+    hits = sum(verdicts(rng, 1, 5, np.array([0.05]))[0] == "slower" for _ in range(400))
+    assert hits / 400 >= 0.8, hits / 400
+    # among 20 ids of which half moved, the correction for the many tests
+    # costs some power (Benjamini-Hochberg: about alpha x 10/20 each) but
+    # not most of it, and the unmoved ids stay unflagged
+    shift = np.array([0.05] * 10 + [0.0] * 10)
+    found = wrong = 0
+    for _ in range(100):
+        v = verdicts(rng, 20, 5, shift)
+        found += sum(x == "slower" for x in v[:10])
+        wrong += sum(x in FLAGGED for x in v[10:])
+    assert found / 1000 >= 0.7, found / 1000
+    assert wrong / 1000 <= 0.05, wrong / 1000
+
+
+def test_too_few_runs_says_how_many_it_would_need():
+    rng = np.random.default_rng(4)
+    a = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.05)[0]
+    b = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.05)[0]
+    r = compare.compare_id("x", "ns", a, b, area="x")
+    compare.decide([r], 0.02)
+    assert r.verdict == "too few runs" and r.need > 3
+    assert r.need == runs_needed(max(math.log(1.02), abs(math.log(r.ratio))), r.run_sd)
+    # quiet runs: the same design decides ("~"), and a big change is named
+    a = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.002)[0]
+    b = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.002)[0]
+    r = compare.compare_id("x", "ns", a, b, area="x")
+    compare.decide([r], 0.02)
+    assert r.verdict == "~", (r.verdict, r.need)
+
+
+def test_rates_and_other_units_get_their_own_direction():
+    rng = np.random.default_rng(5)
+    for unit, up, down in (("ns", "slower", "faster"), ("MB/s", "faster", "slower"), ("bytes", "higher", "lower")):
+        for shift, want in ((0.3, up), (-0.3, down)):
+            a = draw_side(rng, 1, 3, np.zeros(1))[0]
+            b = draw_side(rng, 1, 3, np.array([shift]))[0]
+            r = compare.compare_id("x", unit, a, b, area="x")
+            compare.decide([r], 0.02)
+            assert r.verdict == want, (unit, shift, r.verdict)
+
+
+def test_hierarchical_interval_covers_the_true_ratio():
+    rng = np.random.default_rng(6)
+    inside = 0
+    for _ in range(150):
+        a = draw_side(rng, 1, 5, np.zeros(1))[0]
+        b = draw_side(rng, 1, 5, np.array([0.1]))[0]
+        r = compare.compare_id("x", "ns", a, b, area="x")
+        inside += r.ci[0] <= 1.1 <= r.ci[1]
+    # a bootstrap over 5 runs is a little narrow; it must still cover most of the time
+    assert inside / 150 >= 0.75, inside / 150
+
+
+def test_distributions_against_known_values():
+    assert abs(t_two_sided_p(2.306, 8) - 0.05) < 1e-4
+    assert abs(t_two_sided_p(12.706, 1) - 0.05) < 1e-4
+    assert abs(t_quantile(0.975, 4) - 2.7764) < 1e-3
+    t, df, p = welch([1, 2, 3], [4, 5, 6])
+    assert abs(t - 3.6742) < 1e-3 and df == pytest.approx(4.0) and abs(p - 0.0213) < 1e-3
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    # 3 runs per side can decide: a clear shift gets p < 0.05 from Welch,
+    # where a rank test on 3 against 3 can never go below 0.1
+    assert welch(np.log([100, 101, 99]), np.log([110, 111, 109]))[2] < 0.01
+
+
+# --- synthetic campaigns on disk: compare's command line ---------------------------------------
+
+def make_run(path: Path, values: dict[str, tuple[str, np.ndarray]], preset="quick", interrupted=False,
+             conditions=None):
+    path.mkdir(parents=True)
+    cond = {"preset": preset, "thp": "madvise", **(conditions or {})}
+    res = Results(path, {"hostname": "h", "kernel": "6.1"}, cond)
+    for mid, (unit, v) in values.items():
+        res.add_line({"id": mid, "unit": unit, "samples": v.tolist(), "params": {}}, "fake", mid)
+    res.doc["complete"] = not interrupted
+    res.doc["interrupted"] = interrupted
+    res.save()
+
+
+def make_campaign(path: Path, runs: int, seed: int, shift: dict[str, float] | None = None, **kw):
+    rng = np.random.default_rng(seed)
+    path.mkdir(parents=True)
+    doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": seed}
+    for k in range(1, runs + 1):
+        vals = {}
+        for mid, unit, base in (("cpu.a", "ns", 100.0), ("cpu.b", "ns", 50.0), ("net.bw", "MB/s", 1000.0)):
+            level = base * (1 + (shift or {}).get(mid, 0.0)) * math.exp(rng.normal(0, 0.01))
+            vals[mid] = (unit, level * np.exp(rng.normal(0, 0.005, 20)))
+        make_run(path / f"run-{k:02d}", vals, **kw)
+        doc["runs"].append({"name": f"run-{k:02d}", "status": "complete"})
+    write_json_atomic(path / "campaign.json", doc)
+    return path
+
+
+def test_compare_of_campaigns_finds_the_planted_change(tmp_path):
+    a = make_campaign(tmp_path / "a", 4, 1)
+    b = make_campaign(tmp_path / "b", 4, 2, {"cpu.a": 0.15, "net.bw": -0.2})
+    r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "t" / "c.tex"))
+    assert r.returncode == 0, r.stderr
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(
+        "".join(ln for ln in (tmp_path / "c.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
+    assert rows["cpu.a"]["verdict"] == "slower" and float(rows["cpu.a"]["ratio"]) == pytest.approx(1.15, rel=0.03)
+    assert rows["net.bw"]["verdict"] == "slower" and float(rows["net.bw"]["ratio"]) == pytest.approx(0.8, rel=0.03)
+    assert rows["cpu.b"]["verdict"] in ("~", "too few runs")
+    assert {row["verdict"] for row in rows.values()} <= set(compare.VERDICTS)
+    assert rows["cpu.a"]["runs_a"] == "4" and rows["cpu.a"]["basis"] == "runs"
+    assert "the unit is the run" in r.stdout
+    assert "Per area" in r.stdout and "cpu" in r.stdout
+    tex = (tmp_path / "t" / "c.tex").read_text()
+    assert r"\section{Before and after}" in tex and "c-cpu.pdf" in tex and "c-net.pdf" in tex
+    assert (tmp_path / "t" / "c-figures" / "c-cpu.pdf").exists()
+    if shutil.which("pdflatex"):
+        assert (tmp_path / "t" / "c.pdf").exists()
+
+
+def test_several_directories_per_side(tmp_path):
+    a = make_campaign(tmp_path / "a", 3, 1)
+    b = make_campaign(tmp_path / "b", 3, 2, {"cpu.a": 0.2})
+    r = osmeter("compare", str(a / "run-01"), str(a / "run-02"), str(a / "run-03"), "--",
+                str(b / "run-01"), str(b / "run-02"), str(b / "run-03"))
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("cpu.a "))
+    assert line.rstrip().endswith("slower") and "3/3" in line
+
+
+def test_one_run_per_side_is_within_run_only(tmp_path):
+    a = make_campaign(tmp_path / "a", 1, 1)
+    b = make_campaign(tmp_path / "b", 1, 2, {"cpu.a": 0.2})
+    r = osmeter("compare", str(a / "run-01"), str(b / "run-01"), "--csv", str(tmp_path / "c.csv"))
+    assert r.returncode == 0, r.stderr
+    assert "WITHIN-RUN ONLY" in r.stdout and "(within-run only)" in r.stdout
+    assert "within-run" in (tmp_path / "c.csv").read_text()
+
+
+def test_the_conditions_that_differ_are_printed_in_every_output(tmp_path):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2, conditions={"thp": "always", "sysctl": {"vm.swappiness": "10"}})
+    r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "c.tex"))
+    assert r.returncode == 0, r.stderr
+    head = r.stdout.split("\nid ")[0]
+    assert "conditions.thp: madvise  ->  always" in head
+    assert "conditions.sysctl.vm.swappiness: (none)  ->  10" in head
+    assert "# condition differs: conditions.thp: madvise -> always" in (tmp_path / "c.csv").read_text()
+    assert "conditions.thp" in (tmp_path / "c.tex").read_text()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("no common id", "no measurement id in common"),
+    ("empty side", "side B is empty"),
+    ("mixed presets", "mixes presets"),
+    ("not a run", "no such directory"),
+    ("bad min-change", "expected a fraction"),
+    ("three sides", "one --"),
+])
+def test_bad_comparisons_fail_clearly(tmp_path, case, words):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    if case == "no common id":
+        make_run(tmp_path / "other", {"fs.x": ("ns", np.ones(5))})
+        args = (str(a), str(tmp_path / "other"))
+    elif case == "empty side":
+        args = (str(a), "--")
+    elif case == "mixed presets":
+        make_run(tmp_path / "full", {"cpu.a": ("ns", np.ones(5))}, preset="full")
+        args = (str(a / "run-01"), str(tmp_path / "full"), "--", str(a / "run-02"))
+    elif case == "not a run":
+        args = (str(a), str(tmp_path / "nowhere"))
+    elif case == "bad min-change":
+        args = (str(a), str(a), "--min-change", "nan")
+    else:
+        args = (str(a), "--", str(a), "--", str(a))
+    r = osmeter("compare", *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_ids_on_one_side_only_and_an_interrupted_run_are_named(tmp_path):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2)
+    make_run(b / "run-03", {"cpu.a": ("ns", np.full(5, 100.0)), "cpu.extra": ("ns", np.ones(5))}, interrupted=True)
+    doc = json.loads((b / "campaign.json").read_text())
+    doc["runs"].append({"name": "run-03", "status": "interrupted"})
+    write_json_atomic(b / "campaign.json", doc)
+    r = osmeter("compare", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    assert "B b/run-03: interrupted" in r.stdout
+    assert "only in B (not compared): cpu.extra" in r.stdout
+    assert "ids missing from some runs of B" in r.stdout
+    assert "3 runs" in r.stdout  # the interrupted run is used
+
+
+# --- real runs -----------------------------------------------------------------------------------
+
+CHEAP = "cpu.*,timer.*"
+
+
+def test_a_campaign_keeps_seeds_orders_sentinels_and_its_runs(tmp_path):
+    out = tmp_path / "camp"
+    r = osmeter("run", "--runs", "2", "--probes", "cpu.syscall,cpu.call,cpu.loop", "--seed", "11", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    camp = json.loads((out / "campaign.json").read_text())
+    assert camp["seed"] == 11 and camp["complete"] and [x["name"] for x in camp["runs"]] == ["run-01", "run-02"]
+    orders = []
+    for entry in camp["runs"]:
+        doc = json.loads((out / entry["name"] / "results.json").read_text())
+        assert doc["conditions"]["order_seed"] == entry["seed"]
+        orders.append(doc["conditions"]["order"])
+        s = doc["sentinels"]
+        assert set(s["start"]) == {"cpu.syscall.getppid", "cpu.call.args0"}
+        assert all(len(v) == 3 for v in s["end"].values()) and "drifted" in s
+    assert sorted(orders[0]) == sorted(orders[1]) == ["cpu.call", "cpu.loop", "cpu.syscall"]
+    assert (out / "stability.txt").exists() and "run-to-run CV" in r.stdout
+    # the same seed gives the same orders
+    r2 = osmeter("run", "--runs", "2", "--probes", "cpu.syscall,cpu.call,cpu.loop", "--seed", "11",
+                 "--out", str(tmp_path / "again"))
+    again = [json.loads((tmp_path / "again" / f"run-0{k}" / "results.json").read_text())["conditions"]["order"]
+             for k in (1, 2)]
+    assert r2.returncode == 0 and again == orders
+
+
+def test_a_interrupted_campaign_keeps_what_finished(tmp_path):
+    from test_cli import fake_run
+
+    p = fake_run(tmp_path, ["good", "slow"], runs=3)
+    camp = tmp_path / "out" / "campaign.json"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            runs = json.loads(camp.read_text())["runs"]
+            if len(runs) >= 1 and (tmp_path / "out" / "run-01" / "results.json").exists() and json.loads(
+                    (tmp_path / "out" / "run-01" / "results.json").read_text())["measurements"]:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    time.sleep(0.3)
+    os.kill(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    doc = json.loads(camp.read_text())
+    assert doc["interrupted"] and doc["runs"][-1]["status"] == "interrupted"
+    run = json.loads((tmp_path / "out" / doc["runs"][-1]["name"] / "results.json").read_text())
+    assert [m["id"] for m in run["measurements"]] == ["fake.good"] and run["interrupted"]
+
+
+def _flagged(out: Path) -> list[str]:
+    text = (out / "compare.csv").read_text()
+    rows = list(csv.DictReader(io.StringIO("".join(ln for ln in text.splitlines(True) if not ln.startswith("#")))))
+    return [f"{r['id']} {r['verdict']} x{float(r['ratio']):.3f}" for r in rows if r["verdict"] in FLAGGED], len(rows)
+
+
+def test_a_against_a_flags_at_most_five_percent(tmp_path):
+    """osmeter ab with nothing changed: at most 5% of ids flagged (once more
+    before failing: a shared host can really change in the middle)."""
+    tries = []
+    for k in range(2):
+        out = tmp_path / f"aa{k}"
+        r = osmeter("ab", "--a", "true", "--b", "true", "--rounds", "3", "--probes", CHEAP, "--out", str(out),
+                    timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+        flagged, n = _flagged(out)
+        tries.append(flagged)
+        if len(flagged) <= 0.05 * n:
+            return
+    pytest.fail(f"A/A flagged more than 5% of {n} ids twice: {tries}")
+
+
+def _netns(name: str):
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot make a network namespace: {r.stderr.strip()}")
+    subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+
+
+def _qdisc(ns: str) -> str:
+    return subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "show", "dev", "lo"], capture_output=True,
+                          text=True).stdout
+
+
+SHAPE = "tc qdisc replace dev lo root tbf rate 1gbit burst 256kb latency 50ms"
+UNSHAPE = "tc qdisc del dev lo root 2>/dev/null || true"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"),
+                    reason="needs root, ip and tc")
+def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
+    """B shapes loopback (in a namespace of the test's own) to 1 Gbit/s: the
+    TCP bandwidth is slower, by the shaped rate; CPU ids are not flagged;
+    the qdisc is gone afterwards."""
+    ns = "osmeter-ab-test"
+    _netns(ns)
+    try:
+        out = tmp_path / "tbf"
+        r = subprocess.run(["ip", "netns", "exec", ns, str(ROOT / "osmeter"), "ab", "--a", UNSHAPE, "--b", SHAPE,
+                            "--restore", UNSHAPE, "--rounds", "3", "--probes", "net.bw.tcp.loopback,cpu.syscall,"
+                            "cpu.call,cpu.signal", "--out", str(out)], capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+        assert "tbf" not in _qdisc(ns)
+        rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
+            ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
+        bw = rows["net.bw.tcp.loopback"]
+        assert bw["verdict"] == "slower", bw
+        # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload
+        assert float(bw["median_b"]) == pytest.approx(125.0, rel=0.05), bw
+        assert float(bw["ratio"]) == pytest.approx(float(bw["median_b"]) / float(bw["median_a"]), rel=1e-6)
+        cpu = [f"{i} {row['verdict']}" for i, row in rows.items() if i.startswith("cpu.") and row["verdict"] in FLAGGED]
+        assert cpu == [], cpu
+        assert "conditions.qdisc.lo" in (out / "compare.txt").read_text()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"),
+                    reason="needs root, ip and tc")
+def test_sigint_in_the_middle_of_ab_still_restores(tmp_path):
+    ns = "osmeter-ab-int"
+    _netns(ns)
+    try:
+        out = tmp_path / "int"
+        p = subprocess.Popen(["ip", "netns", "exec", ns, str(ROOT / "osmeter"), "ab", "--a", SHAPE, "--b", SHAPE,
+                              "--restore", UNSHAPE, "--rounds", "5", "--probes", "cpu.*", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "tbf" not in _qdisc(ns):
+            time.sleep(0.05)
+        assert "tbf" in _qdisc(ns)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 130, stdout[-2000:] + stderr
+        assert "tbf" not in _qdisc(ns), "the restore command did not run"
+        assert "restore" in stdout
+        assert json.loads((out / "a" / "campaign.json").read_text())["interrupted"]
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_the_notebook_compares_two_campaigns(tmp_path, quick_run):
+    import nbformat
+    from nbclient import NotebookClient
+
+    a = make_campaign(tmp_path / "a", 3, 1)
+    b = make_campaign(tmp_path / "b", 3, 2, {"cpu.a": 0.2})
+    nb = nbformat.read(ROOT / "notebooks" / "estimates_vs_measured.ipynb", as_version=4)
+    env = {"OSMETER_RESULTS": str(quick_run[0]), "OSMETER_COMPARE_A": str(a), "OSMETER_COMPARE_B": str(b)}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    last = nb.cells[-1].outputs
+    assert not any(o.get("output_type") == "error" for o in last), last
+    md = "".join(o.get("data", {}).get("text/markdown", "") for o in last)
+    assert "| cpu.a |" in md and "slower" in md.split("| cpu.a |")[1].split("\n")[0]
+    assert sum("image/png" in o.get("data", {}) for o in last) == 2  # a forest plot per area: cpu, net
