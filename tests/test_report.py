@@ -25,10 +25,14 @@ EXAMPLE = ROOT / "estimates" / "example.toml"
 
 # --- estimates ---------------------------------------------------------------
 
-def test_the_example_estimates_every_id():
+def test_the_example_estimates_every_id_but_the_curves():
     est = load_estimates(EXAMPLE)
-    assert set(est) == {m.id for _, m in registry.all_measures()}
+    assert set(est) == {m.id for _, m in registry.all_measures() if not m.curve}
     assert all(e.total is not None and e.note for e in est.values())
+    # rates are estimated as time per unit, and predicted back as rates
+    bw = est["mem.bw.read"]
+    assert bw.unit == "ns/B" and bw.hw + bw.sw == pytest.approx(bw.total)
+    assert bw.predicted == pytest.approx(1000 / bw.total)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +44,9 @@ def test_the_example_estimates_every_id():
         ('["cpu.loop"]\nhw = 1\n', "needs total, or both hw and sw"),
         ('["cpu.loop"]\ntotal = 1\nspeed = 3\n', "unknown keys: speed"),
         ('["cpu.loop"\n', "not valid TOML"),
+        ('["mem.bw.read"]\nhw = 40000\nsw = 1000\n', "rates do not add"),
+        ('["mem.bw.read"]\nunit = "us/IO"\ntotal = 1\n', "use 'MB/s' or 'ns/B'"),
+        ('["mem.lat.curve"]\ntotal = 1\n', "is a curve"),
     ],
 )
 def test_bad_estimates_are_refused(tmp_path, text, words):
@@ -85,11 +92,22 @@ def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     for words in (r"Base Hardware\\Performance", r"Estimated Software\\Overhead", r"Predicted\\Time",
                   r"Measured\\Time"):
         assert words in tex
-    assert r"cpu.syscall.gettid & -- & -- & no estimate" in tex  # the id left out of the estimates
+    assert r"cpu.syscall.gettid & - & - & no estimate" in tex  # the id left out of the estimates
     assert tex.count(r"\includegraphics") >= 5 and all((out / "figures").glob("*.pdf"))
     for p in registry.PROBES:  # the methodology of every probe that ran
         if any(m["id"] in p.ids() for m in quick_run[1]["measurements"]):
-            assert esc(p.methodology)[:60] in tex
+            assert esc(p.methodology)[:60] in tex and esc(p.shared_method)[:60] in tex
+    # a method several probes share is printed once per section
+    disk = next(p for p in registry.PROBES if p.area == "disk")
+    assert tex.count(esc(disk.shared_method)[:80]) == 1
+    # curves are drawn, not set against one estimate
+    for curve in (m.id for _, m in registry.all_measures() if m.curve):
+        assert f"{esc(curve)} &" not in tex
+    # the quick preset's cache size is a lower bound: shown as one, compared only when above the estimate
+    cache = next(m for m in quick_run[1]["measurements"] if m["id"] == "fs.cache_size")
+    if cache["params"].get("lower_bound"):
+        row = next(ln for ln in tex.splitlines() if ln.startswith(r"fs.cache\_size &"))
+        assert r"$\geq$ " in row and (r"$\geq$ +" in row or row.rstrip(" \\").endswith("& -")), row
 
 
 def test_report_pdf(report, quick_run):

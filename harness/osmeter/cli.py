@@ -252,7 +252,7 @@ def cmd_list(args) -> int:
         for m in p.measures:
             print(f"{m.id:<28} {m.unit:<6} {m.description}")
         if args.methodology:
-            print(f"  [{p.name}: {p.binary}] {p.methodology}\n")
+            print(f"  [{p.name}: {p.binary}] {p.full_methodology()}\n")
     for d in registry.DERIVED:
         print(f"{d.measure.id:<28} {d.measure.unit:<6} {d.measure.description} (derived)")
         if args.methodology:

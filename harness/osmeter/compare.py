@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .campaign import Run, load_side
-from .present import fmt_value, markdown_table, text_table
+from .present import esc, fmt_value, markdown_table, text_table
 from .stats import benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, ratio_ci, runs_needed, welch
 
 ALPHA = 0.05
@@ -114,7 +114,7 @@ def area_of(mid: str) -> str:
     from . import registry
 
     found = registry.find_measure(mid)
-    return found[0].area if found and hasattr(found[0], "area") else mid.split(".", 1)[0]
+    return found[0].area if found and found[0].area else mid.split(".", 1)[0]
 
 
 def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
@@ -380,7 +380,6 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
     """A LaTeX section: the sides, the method, the conditions that differ,
     the change per area, a forest plot per area and the table. Figures are
     written to figdir and included by their names relative to the document."""
-    from .latex import esc
     from .plots import forest, plt
 
     la, lb = c.labels

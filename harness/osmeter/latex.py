@@ -1,5 +1,6 @@
 """The LaTeX report: report/report.tex filled from a results directory and
-an estimates file; figures from plots.py; PDF with latexmk or pdflatex."""
+an estimates file; figures from plots.py; PDF with latexmk or pdflatex.
+The rows come from present.py, as for every other output."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,90 +9,82 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
-
 from . import plots, registry
-from .estimates import Estimate, error_pct
-from .present import fmt_value
+from .estimates import Estimate
+from .present import ESTIMATE_HEAD, cell, esc, estimate_rows, machine_rows  # noqa: F401  (esc re-exported)
 from .results import load
 
-AREAS = (("cpu", "CPU and operating-system services"), ("mem", "Memory"), ("disk", "Disk"),
-         ("net", "Network"), ("fs", "File system"))
-
-_ESC = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def esc(s) -> str:
-    """Text safe for LaTeX (names, paths, notes: anything not ours)."""
-    return "".join(_ESC.get(c, c) for c in str(s))
-
-
-def _fmt(v, unit):
-    return esc(fmt_value(v, unit)) if v is not None else "--"
-
-
 def _machine(doc: dict) -> str:
-    m, c = doc["machine"], doc["conditions"]
-    caches = ", ".join(f"L{x['level']} {x['type'].lower()} {x['size'] // 1024} KiB" for x in m.get("caches", [])
-                       if x.get("size"))
-    sched = c.get("scheduler", {})
-    rows = [
-        ("CPU", f"{m.get('cpu_model')} ({m.get('online_cpus')} CPUs online)"), ("Caches", caches),
-        ("Memory", f"{(m.get('memory_bytes') or 0) / 2**30:.1f} GiB"), ("Kernel", m.get("kernel")),
-        ("OS", m.get("os")), ("Hypervisor", m.get("hypervisor") or "none"),
-        ("Disks", ", ".join(f"{d['name']} ({d['size'] / 1e9:.0f} GB)" for d in m.get("disks", []))),
-        ("NICs", ", ".join(f"{n['name']} ({n['driver']})" for n in m.get("nics", []))),
-        ("Pinned CPU", c.get("pinned_cpu")),
-        ("Scheduler", f"{sched.get('policy')} {sched.get('priority', '')}".strip()
-         + (f" ({sched['why_not_fifo']})" if sched.get("why_not_fifo") else "")),
-        ("Governor / boost / SMT", f"{c.get('governor')} / {c.get('boost')} / {c.get('smt_active')}"),
-        ("THP", c.get("thp")), ("Clocksource", c.get("clocksource")),
-        ("Compiler", (c.get("compiler") or {}).get("cc_version")),
-        ("osmeter commit", (c.get("osmeter") or {}).get("commit")),
-        ("Preset, wall time", f"{c.get('preset')}, {c.get('wall_s')} s"),
-    ]
-    out = [r"\begin{tabular}{@{}ll@{}}", r"\toprule"]
-    out += [f"{esc(k)} & {esc(v)} \\\\" for k, v in rows]
+    out = [r"\begin{tabular}{@{}lp{0.72\linewidth}@{}}", r"\toprule"]
+    out += [f"{esc(k)} & {esc(v)} \\\\" for k, v in machine_rows(doc)]
     out += [r"\bottomrule", r"\end{tabular}"]
     if doc.get("interrupted"):
         out.append(r"\par\textbf{This run was interrupted: only the probes that finished are reported.}")
     return "\n".join(out)
 
 
-def _table(ms: list[dict], est: dict[str, Estimate]) -> str:
-    out = [r"\begin{longtable}{@{}lrrrrrrr@{}}", r"\toprule",
-           r"Measurement & HW est. & SW est. & Total est. & Measured mean & Std. dev. & $n$ & Error \\",
-           r"\midrule", r"\endhead"]
-    for m in ms:
-        e, u = est.get(m["id"]), m["unit"]
-        err = error_pct(m.get("mean"), e)
-        out.append(" & ".join([
-            esc(m["id"]), _fmt(e.hw if e else None, u), _fmt(e.sw if e else None, u),
-            _fmt(e.total, u) if e else "no estimate", _fmt(m.get("mean"), u), _fmt(m.get("std"), u),
-            str(m.get("n")), f"{err:+.0f}\\%" if err is not None else "--"]) + r" \\")
-    out += [r"\bottomrule", r"\end{longtable}"]
-    notes = [(m["id"], est[m["id"]].note) for m in ms if m["id"] in est and est[m["id"]].note]
-    if notes:  # the reasoning behind each estimate
+def _table(ms: list[dict], est: dict[str, Estimate], curves: set[str]) -> str:
+    rows = estimate_rows(ms, est, curves)
+    if not rows:
+        return ""
+    out = [r"{\small\setlength{\tabcolsep}{4pt}\begin{longtable}{@{}lrrrrrrr@{}}", r"\toprule",
+           " & ".join(esc(h) for h in ESTIMATE_HEAD) + r" \\", r"\midrule", r"\endhead"]
+    out += [" & ".join(cell(c) for c in r.cells()) + r" \\" for r in rows]
+    out += [r"\bottomrule", r"\end{longtable}}"]
+    notes = [(r.id, r.est.note) for r in rows if r.est and r.est.note]
+    notes += [(r.id, r.error_note) for r in rows if r.est and r.error_note]
+    if notes:  # the reasoning behind each estimate, and why an error is missing
         out += [r"{\small\begin{description}"] + [f"\\item[{esc(i)}] {esc(n)}" for i, n in notes]
         out += [r"\end{description}}"]
     return "\n".join(out)
 
 
-def _summary(doc: dict, est: dict[str, Estimate]) -> str:
+def _summary(doc: dict, est: dict[str, Estimate], curves: set[str]) -> str:
     two = lambda a, b: f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{a}\\\\{b}\\end{{tabular}}"  # noqa: E731
     out = [r"{\small", r"\begin{longtable}{@{}lrrrr@{}}", r"\toprule",
            " & ".join(["Operation", two("Base Hardware", "Performance"), two("Estimated Software", "Overhead"),
                        two("Predicted", "Time"), two("Measured", "Time")]) + r" \\",
            r"\midrule", r"\endhead"]
-    for m in doc["measurements"]:
-        e, u = est.get(m["id"]), m["unit"]
-        out.append(" & ".join([esc(m["id"]), _fmt(e.hw if e else None, u), _fmt(e.sw if e else None, u),
-                               _fmt(e.total, u) if e else "no estimate", _fmt(m.get("median"), u)]) + r" \\")
+    for r in estimate_rows(doc["measurements"], est, curves):
+        c = r.cells()
+        out.append(" & ".join(cell(x) for x in (c[0], c[1], c[2], c[3], c[4])) + r" \\")
     out += [r"\bottomrule", r"\end{longtable}}",
-            "Units as printed: times in ns, us, ms or s; bandwidth in MB/s ($10^6$ bytes/s); I/O rates in IOPS; "
-            "metadata rates in files/s; sizes in bytes. Measured Time is the median across trials."]
+            "Times in ns, us, ms or s; bandwidth in MB/s ($10^6$ bytes/s); I/O rates in IOPS; metadata rates in "
+            "files/s; sizes in bytes. A rate's hardware and software estimates are times per unit (ns per byte, "
+            "us per I/O, us per file), which add up; the predicted rate is their sum turned back into a rate. "
+            "Measured is the median across trials; $\\geq$ marks a lower bound (a search stopped by a limit)."]
     return "\n".join(out)
+
+
+def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: dict[str, Estimate],
+             figdir: Path) -> str:
+    by_id = {m["id"]: m for m in doc["measurements"]}
+    curves = {m.id for p in probes for m in p.measures if m.curve}
+    body = [f"\\section{{{esc(area.title)}}}"]
+    shared_done = set()
+    for p in probes:
+        if p.shared_method and p.shared_method not in shared_done:
+            shared_done.add(p.shared_method)
+            users = [q.name for q in probes if q.shared_method == p.shared_method]
+            body += [r"\paragraph{Method" + (f" of {esc(', '.join(users))}" if len(users) > 1 else "") + ".} "
+                     + esc(p.shared_method), ""]
+        ms = [by_id[i] for i in p.ids() if i in by_id]
+        drawn = [m["id"] for m in ms if m["id"] in curves]
+        body += [f"\\subsection{{{esc(p.name)}}}", esc(p.methodology) if p.methodology else "", ""]
+        if drawn:
+            body += [f"{esc(', '.join(drawn))}: a curve, drawn in this section's figures rather than set "
+                     "against one estimate.", ""]
+        body.append(_table(ms, est, curves))
+    for k, fn in enumerate(plots.FIGURES.get(area.name, ())):
+        fig = fn(doc, est)
+        if fig is None:
+            continue
+        name = f"{area.name}-{k}.pdf"
+        fig.savefig(figdir / name, bbox_inches="tight")
+        plots.plt.close(fig)
+        body += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.9\\linewidth]{{figures/{name}}}",
+                 r"\end{figure}"]
+    return "\n".join(body)
 
 
 def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
@@ -99,31 +92,18 @@ def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
     out = run_dir / "report"
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
-    by_id = {m["id"]: m for m in doc["measurements"]}
+    by_id = {m["id"] for m in doc["measurements"]}
     sections = []
-    for area, title in AREAS:
-        probes = [p for p in registry.PROBES if p.area == area and any(i in by_id for i in p.ids())]
-        if not probes:
-            continue
-        body = [f"\\section{{{esc(title)}}}"]
-        for p in probes:
-            ms = [by_id[i] for i in p.ids() if i in by_id]
-            body += [f"\\subsection{{{esc(p.name)}}}", esc(p.methodology), "", _table(ms, est)]
-        for k, fn in enumerate(plots.FIGURES.get(area, ())):
-            fig = fn(doc, est)
-            if fig is None:
-                continue
-            name = f"{area}-{k}.pdf"
-            fig.savefig(figdir / name, bbox_inches="tight")
-            plots.plt.close(fig)
-            body += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.9\\linewidth]{{figures/{name}}}",
-                     r"\end{figure}"]
-        sections.append("\n".join(body))
+    for area in registry.AREAS:
+        probes = [p for p in registry.PROBES if p.area == area.name and any(i in by_id for i in p.ids())]
+        if probes:
+            sections.append(_section(area, probes, doc, est, figdir))
+    curves = {m.id for _, m in registry.all_measures() if m.curve}
     host = doc["machine"].get("hostname", "")
     return fill(root, "report.tex", out / "report.tex", {
         "TITLE": esc(f"osmeter: {host}"),
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
-        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections), "SUMMARY": _summary(doc, est)})
+        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections), "SUMMARY": _summary(doc, est, curves)})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:

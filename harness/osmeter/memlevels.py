@@ -78,31 +78,61 @@ def _core(y: np.ndarray, i: int, j: int, tol: float) -> np.ndarray:
     return (core if core.size else np.array([int(np.argmin(dist))])) + i
 
 
-def detect_levels(sizes, latency, max_levels: int = 5, min_step: float = 1.25, core_tol: float = 1.4) -> list[Level]:
-    """Levels of a latency curve, fastest first; the last one is named dram.
-
-    sizes: bytes, increasing. latency: median per size (any time unit).
-    """
-    x = np.asarray(sizes, dtype=float)
-    y = np.asarray(latency, dtype=float)
+def _check(x, y):
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
     if x.size != y.size or x.size < 2:
         raise ValueError("a latency curve needs at least two sizes, with one latency each")
     if np.any(np.diff(x) <= 0):
         raise ValueError("sizes must increase")
     if np.any(~np.isfinite(y)) or np.any(y <= 0):
         raise ValueError("latencies must be finite and positive")
+    return x, y
+
+
+def _clear(x, y, seg, min_step, core_tol) -> bool:
+    """Neighbouring pieces differ by min_step, and each cache piece's core
+    spans at least a doubling of size."""
+    meds = [np.median(y[i:j]) for i, j in seg]
+    steps_ok = all(b >= a * min_step for a, b in zip(meds, meds[1:]))
+    cores = [_core(y, i, j, core_tol) for i, j in seg[:-1]]
+    return steps_ok and all(x[c[-1]] >= 2 * x[c[0]] for c in cores)
+
+
+def detect_levels(sizes, latency, max_levels: int = 5, min_step: float = 1.25, core_tol: float = 1.4) -> list[Level]:
+    """Levels of a latency curve, fastest first; the last one is named dram:
+    the most pieces (up to max_levels) that pass the tests of a plateau.
+
+    sizes: bytes, increasing. latency: median per size (any time unit).
+    """
+    x, y = _check(sizes, latency)
     ly = np.log(y)
     chosen = [(0, x.size)]
     for k in range(2, max_levels + 1):
         seg = _segment(ly, k, 2)
         if seg is None:
             break
-        meds = [np.median(y[i:j]) for i, j in seg]
-        steps_ok = all(b >= a * min_step for a, b in zip(meds, meds[1:]))
-        cores = [_core(y, i, j, core_tol) for i, j in seg[:-1]]
-        plateaus_ok = all(x[c[-1]] >= 2 * x[c[0]] for c in cores)
-        if steps_ok and plateaus_ok:
+        if _clear(x, y, seg, min_step, core_tol):
             chosen = seg
+    return _levels(x, y, chosen, core_tol)
+
+
+def fit_levels(sizes, latency, pieces: int, min_step: float = 1.25,
+               core_tol: float = 1.4) -> tuple[list[Level], bool]:
+    """The best cut of the curve into exactly `pieces` levels (the number of
+    caches the machine says the curve passes, plus the piece beyond), and
+    whether every piece passes the tests of a plateau. Fewer pieces when
+    the curve is too short to hold that many."""
+    x, y = _check(sizes, latency)
+    ly = np.log(y)
+    for k in range(pieces, 0, -1):
+        seg = _segment(ly, k, 2) if k > 1 else [(0, x.size)]
+        if seg is not None:
+            return _levels(x, y, seg, core_tol), k == pieces and _clear(x, y, seg, min_step, core_tol)
+    return _levels(x, y, [(0, x.size)], core_tol), False
+
+
+def _levels(x: np.ndarray, y: np.ndarray, chosen: list[tuple[int, int]], core_tol: float) -> list[Level]:
     cores = [_core(y, i, j, core_tol) for i, j in chosen]
     lats = [float(np.median(y[c])) for c in cores]
     levels = []

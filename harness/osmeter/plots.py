@@ -24,8 +24,10 @@ def _bytes_label(v: float) -> str:
 
 
 def _est(est, mid):
+    """The predicted figure in the id's own unit (a rate estimated as time
+    per unit is turned back into the rate)."""
     e = (est or {}).get(mid)
-    return e.total if e else None
+    return e.predicted if e else None
 
 
 def memory_latency(doc: dict, est=None):

@@ -6,15 +6,35 @@ from __future__ import annotations
 import csv
 import io
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 QUOTED = "median"  # the figure every output quotes for a measurement: the median across trials
 
+# Rates and the time per unit that estimates add up in: rate = k / time.
+RATE_TIME = {"MB/s": ("ns/B", 1e3), "IOPS": ("us/IO", 1e6), "files/s": ("us/file", 1e6)}
+TIME_RATE = {t: (rate, k) for rate, (t, k) in RATE_TIME.items()}
+
+
+def convert(v: float | None, frm: str, to: str) -> float | None:
+    """Between a rate and its time per unit (MB/s <-> ns/B, IOPS <-> us/IO,
+    files/s <-> us/file); the same unit passes through."""
+    if v is None or frm == to:
+        return v
+    pair = RATE_TIME.get(frm) or TIME_RATE.get(frm)
+    if pair is None or pair[0] != to:
+        raise ValueError(f"cannot convert {frm} to {to}")
+    return pair[1] / v if v else float("inf")
+
 
 def fmt_value(v: float | None, unit: str) -> str:
-    """A number with a sensible precision, and a human time unit for ns."""
+    """A number with a sensible precision, and a human unit for ns and bytes."""
     if v is None or not isinstance(v, (int, float)) or not math.isfinite(v):
         return "-"
+    if unit == "bytes" and abs(v) >= 1024:
+        for scale, name in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if abs(v) >= scale:
+                return f"{v / scale:.3g} {name}" if abs(v / scale) < 1000 else f"{v / scale:,.0f} {name}"
     if unit == "ns":
         for scale, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
             if abs(v) >= scale:
@@ -82,3 +102,131 @@ def to_csv(doc: dict) -> str:
         w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"), m.get("std"), m.get("min"),
                     m.get("max"), lo, hi, m.get("dropped_disturbed", 0), m.get("description", "")])
     return f.getvalue()
+
+
+# ------------------------------------------------- estimates against measurements
+
+@dataclass
+class EstimateRow:
+    """One id as every output of a run shows it beside its estimate."""
+
+    id: str
+    unit: str                  # the measurement's unit
+    measured: float | None     # the quoted figure (QUOTED: the median)
+    std: float | None
+    n: int | None
+    lower_bound: bool          # the measurement is a lower bound (a search stopped by a limit)
+    est: object | None         # estimates.Estimate, or None: no estimate
+    error: float | None        # percent, in the id's unit; None when not comparable
+    error_note: str            # "", "no estimate", or why there is no error
+
+    def cells(self) -> tuple[str, ...]:
+        """Measurement, HW est., SW est., Predicted, Measured, Std. dev., n, Error."""
+        e = self.est
+        eu = e.unit if e else self.unit
+        measured = fmt_value(self.measured, self.unit)
+        if self.lower_bound:
+            measured = f">= {measured}"
+        if self.error is not None:
+            err = f"{'>= ' if self.lower_bound else ''}{self.error:+.0f}%"
+        else:
+            err = "-"
+        return (self.id, fmt_value(e.hw, eu) if e else "-", fmt_value(e.sw, eu) if e else "-",
+                fmt_value(e.predicted, self.unit) if e else "no estimate", measured,
+                fmt_value(self.std, self.unit), str(self.n) if self.n is not None else "-", err)
+
+
+ESTIMATE_HEAD = ("Measurement", "HW est.", "SW est.", "Predicted", "Measured", "Std. dev.", "n", "Error")
+
+
+def error_pct(measured: float | None, predicted: float | None) -> float | None:
+    """(measured - predicted) / predicted, in percent."""
+    if measured is None or not predicted or not math.isfinite(measured):
+        return None
+    return (measured - predicted) / predicted * 100
+
+
+def estimate_rows(measurements: list[dict], est: dict, curves: set[str] | None = None) -> list[EstimateRow]:
+    """The rows of estimates against measurements, in the order given;
+    curves (drawn, not estimated) are left out. Error is (measured -
+    predicted) / predicted of the median; a lower bound is compared only
+    when it already exceeds the prediction."""
+    rows = []
+    for m in measurements:
+        if curves and m["id"] in curves:
+            continue
+        e = est.get(m["id"])
+        bound = bool((m.get("params") or {}).get("lower_bound"))
+        value = m.get(QUOTED)
+        err, note = error_pct(value, e.predicted if e else None), ""
+        if e is None:
+            note = "no estimate"
+        elif bound and value is not None and e.predicted and value < e.predicted:
+            err, note = None, "a lower bound below the estimate: not comparable"
+        rows.append(EstimateRow(m["id"], m["unit"], value, m.get("std"), m.get("n"), bound, e, err, note))
+    return rows
+
+
+def machine_rows(doc: dict) -> list[tuple[str, str]]:
+    """The machine and the conditions of a run, as label and value: the
+    report's first table and the notebook's."""
+    m, c = doc.get("machine", {}), doc.get("conditions", {})
+    caches = ", ".join(f"L{x['level']} {str(x.get('type', '')).lower()} {fmt_value(x['size'], 'bytes')}"
+                       for x in m.get("caches") or [] if x.get("size"))
+    sched = c.get("scheduler") or {}
+    virt = ", ".join(x for x in (f"{m['hypervisor']} (hypervisor)" if m.get("hypervisor") else "",
+                                 f"{m['container']} (container)" if m.get("container") else "") if x) or "none"
+    timer = _timer_summary(doc)
+    return [
+        ("CPU", f"{m.get('cpu_model')} ({m.get('online_cpus')} CPUs online, {m.get('arch')})"),
+        ("Caches", caches or "not stated by sysfs"),
+        ("Memory", fmt_value(m.get("memory_bytes"), "bytes")),
+        ("Kernel", str(m.get("kernel"))), ("OS", str(m.get("os"))),
+        ("Virtualization", virt),
+        ("Disks", ", ".join(f"{d['name']} ({fmt_value(d['size'], 'bytes')})" for d in m.get("disks") or []) or "-"),
+        ("NICs", ", ".join(f"{n['name']} ({n['driver']})" for n in m.get("nics") or []) or "-"),
+        ("Pinned CPU", str(c.get("pinned_cpu"))),
+        ("Scheduler", f"{sched.get('policy')} {sched.get('priority', '')}".strip()
+         + (f" ({sched['why_not_fifo']})" if sched.get("why_not_fifo") else "")),
+        ("Timer", timer),
+        ("Governor / boost / SMT", f"{c.get('governor')} / {c.get('boost')} / {c.get('smt_active')}"),
+        ("THP", str(c.get("thp"))), ("Clocksource", str(c.get("clocksource"))),
+        ("Compiler", str((c.get("compiler") or {}).get("cc_version"))),
+        ("osmeter commit", str((c.get("osmeter") or {}).get("commit"))),
+        ("Preset, wall time", f"{c.get('preset')}, {c.get('wall_s')} s"),
+    ]
+
+
+def _timer_summary(doc: dict) -> str:
+    """Which timer the probes used, from the measurements' own records."""
+    kinds = {}
+    for m in doc.get("measurements", []):
+        t = m.get("timer")
+        if isinstance(t, dict) and t.get("kind"):
+            kinds.setdefault(t["kind"], t)
+    if not kinds:
+        return "-"
+    out = []
+    for kind, t in kinds.items():
+        extra = " (invariant TSC)" if t.get("invariant_tsc") else ""
+        if t.get("fallback"):
+            extra = f" (fallback: {t['fallback']})"
+        out.append(f"{kind}{extra}")
+    return "; ".join(out)
+
+
+# --------------------------------------------------------------- LaTeX text
+
+_ESC = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+        "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def esc(s) -> str:
+    """Text safe for LaTeX (names, paths, notes: anything not ours); `--`
+    stays two hyphens (an option), not an en dash."""
+    return "".join(_ESC.get(c, c) for c in str(s)).replace("--", "-{}-")
+
+
+def cell(s) -> str:
+    """A LaTeX table cell: escaped, with the lower-bound sign typeset."""
+    return esc(s).replace(">= ", r"$\geq$ ")

@@ -44,12 +44,26 @@ def parse_probe_output(text: str) -> list[dict]:
 
 
 def _to_reported(values: np.ndarray, unit: str, tsc_hz: float | None) -> tuple[np.ndarray, str]:
-    """Cycle counts (TSC ticks) become ns; other units pass through."""
+    """Cycle counts (TSC ticks) become ns; other units pass through. The
+    one place that converts."""
     if unit == "cycles":
         if not tsc_hz or tsc_hz <= 0:
             raise ProbeOutputError("samples in cycles but no valid tsc_hz")
         return values * 1e9 / tsc_hz, "ns"
     return values, unit
+
+
+def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
+    """A probe line's samples in the reported unit, its disturbed mask, and
+    that unit."""
+    raw = np.asarray([np.nan if v is None else v for v in line["samples"]], dtype=float)
+    disturbed = np.zeros(raw.size, dtype=bool)
+    for i in line.get("disturbed", []):
+        if not isinstance(i, int) or not 0 <= i < raw.size:
+            raise ProbeOutputError(f"{line['id']}: disturbed index {i!r} out of range")
+        disturbed[i] = True
+    values, unit = _to_reported(raw, line["unit"], line.get("tsc_hz"))
+    return values, disturbed, unit
 
 
 def _finite(x):
@@ -89,13 +103,8 @@ class Results:
     def add_line(self, line: dict, probe_name: str, description: str) -> dict:
         """One probe JSON line -> one measurement, its samples saved beside."""
         raw = np.asarray([np.nan if v is None else v for v in line["samples"]], dtype=float)
-        disturbed = np.zeros(raw.size, dtype=bool)
-        for i in line.get("disturbed", []):
-            if not isinstance(i, int) or not 0 <= i < raw.size:
-                raise ProbeOutputError(f"{line['id']}: disturbed index {i!r} out of range")
-            disturbed[i] = True
+        values, disturbed, unit = line_values(line)
         tsc_hz = line.get("tsc_hz")
-        values, unit = _to_reported(raw, line["unit"], tsc_hz)
         keep = ~disturbed & np.isfinite(values)
         m = {"id": line["id"], "unit": unit, "description": description, "probe": probe_name}
         m.update(summarize(values[keep]))

@@ -29,7 +29,7 @@ from . import registry, sentinel
 from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
-from .results import ProbeOutputError, Results, parse_probe_output
+from .results import ProbeOutputError, Results, line_values, parse_probe_output
 
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 PR_SET_PDEATHSIG = 1
@@ -287,10 +287,8 @@ def _sentinel(launch: _Launcher) -> dict[str, list[float]]:
             for line in parse_probe_output(stdout):
                 if line["id"] != mid:
                     continue
-                v = np.asarray(line["samples"], float) * (1e9 / line["tsc_hz"] if line["unit"] == "cycles" else 1)
-                keep = np.ones(v.size, bool)
-                keep[[i for i in line.get("disturbed", []) if 0 <= i < v.size]] = False
-                keep &= np.isfinite(v)
+                v, bad, _ = line_values(line)
+                keep = ~bad & np.isfinite(v)
                 if keep.any():
                     out.setdefault(mid, []).append(float(np.median(v[keep])))
     return out
@@ -425,7 +423,7 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
     try:
         lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
         if probe.derive is not None:
-            lines += probe.derive(lines)
+            lines += probe.derive(lines, results.doc["machine"])
         descriptions = {m.id: m.description for m in probe.measures}
         got = set()
         for line in lines:

@@ -1,0 +1,73 @@
+"""What a probe declaration is. Each area's declarations live in
+harness/osmeter/probes/<area>.py; registry.py collects them.
+
+A new probe is its C file (bench/<area>/<name>.c, built to
+build/bin/<area>_<name> by the Makefile's pattern rule), one Probe in its
+area's module, and its test. Estimates are optional per id.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+PRESETS = ("quick", "full")
+
+
+@dataclass(frozen=True)
+class Measure:
+    id: str
+    unit: str  # the unit results.json reports (cycle counts become ns)
+    description: str
+    # a series (a curve over sizes, depths, ...) rather than one figure: it
+    # is plotted, and has no single estimate
+    curve: bool = False
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str  # short name, e.g. "cpu.call"
+    binary: str  # file name in build/bin
+    area: str  # cpu, mem, disk, net, fs
+    measures: tuple[Measure, ...]
+    methodology: str  # how this probe measures (method only: never one machine's figures)
+    # preset -> extra arguments; a probe absent from a preset does not run in it
+    presets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    timeout: float = 120.0  # seconds, per run of the binary
+    # more lines computed from the probe's own lines and the machine
+    # description: derive(lines, machine) -> lines
+    derive: Callable[[list[dict], dict], list[dict]] | None = None
+    # turns the binary's stdout into probe lines when it does not print them itself
+    parse: Callable[[str], list[dict]] | None = None
+    needs: str | None = None  # runs only when given: "peer" (--peer/--remote), "fs_remote" (--fs-remote)
+    external: bool = False    # a system command found on PATH (ping), not a build/bin probe;
+                              # skipped, with the reason recorded, where it is missing
+    shared_method: str = ""   # a method paragraph several probes share (printed once per report section)
+    smoke: tuple[str, ...] = ()  # extra arguments for a quick function test (small sizes)
+
+    def ids(self) -> list[str]:
+        return [m.id for m in self.measures]
+
+    def full_methodology(self) -> str:
+        return " ".join(t for t in (self.shared_method, self.methodology) if t)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A figure computed from measurements of several probes."""
+
+    measure: Measure
+    inputs: tuple[str, ...]
+    fn: Callable[[dict[str, dict]], dict]  # probe lines by id -> one line
+    methodology: str
+    area: str = ""
+
+
+@dataclass(frozen=True)
+class Area:
+    name: str   # cpu, mem, ...
+    title: str  # the report's section title
+    order: int  # position in lists and the report
+
+
+def m(id: str, unit: str, description: str, curve: bool = False) -> Measure:
+    return Measure(id, unit, description, curve)

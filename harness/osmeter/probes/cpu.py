@@ -1,0 +1,157 @@
+"""CPU and operating-system services: the timer, loops, calls, system
+calls, process and thread creation, context switches, signals, and the
+cost of osmeter's own stop-watch library."""
+from __future__ import annotations
+
+from ..probe import Area, Probe, m
+
+AREA = Area("cpu", "CPU and operating-system services", 10)
+
+PROBES = (
+    Probe(
+        name="cpu.timer", binary="cpu_timer", area="cpu",
+        measures=(
+            m("cpu.timer_overhead", "ns", "empty fenced timing window (CPUID;RDTSC ... RDTSCP;CPUID)"),
+            m("cpu.timer.rdtsc", "ns", "one RDTSC instruction"),
+            m("cpu.timer.rdtscp", "ns", "one RDTSCP instruction"),
+            m("cpu.timer.cpuid", "ns", "one CPUID instruction (a VM exit in a guest)"),
+            m("cpu.timer.clock_gettime", "ns", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
+        ),
+        methodology=(
+            "Every probe times a window opened by CPUID;RDTSC and closed by RDTSCP;CPUID "
+            "(Intel's fencing method): CPUID serialises, so work before the window cannot "
+            "leak in and work after it cannot be hoisted in, and RDTSCP waits for the timed "
+            "code to retire. The cost of an empty window is measured 2000 times at the start "
+            "of every probe; its median is subtracted from each window, and its distribution "
+            "is cpu.timer_overhead. The TSC's rate is calibrated against CLOCK_MONOTONIC_RAW "
+            "over three 20 ms intervals. Single instructions (RDTSC, RDTSCP, CPUID) and the "
+            "vDSO clock are timed in batches long enough that the window's cost is under 1%."
+        ),
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.loop", binary="cpu_loop", area="cpu",
+        measures=(m("cpu.loop", "ns", "one turn of an empty counted loop; series over loop counts 0..N"),),
+        methodology=(
+            "An empty counted loop (a compiler barrier keeps it a loop at -O2) runs N turns "
+            "in one timed window, N chosen so the timer's cost is under 1% of the window; "
+            "the timer's overhead is subtracted and the rest divided by N. One sample is one "
+            "window; statistics are across windows. The series times whole windows of 0, 1, "
+            "2, 4 ... 4096 turns with nothing subtracted: its intercept is the timer's cost "
+            "and its slope the loop's."
+        ),
+        presets={"quick": ("--samples", "100", "--series-max", "1024"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.call", binary="cpu_call", area="cpu",
+        measures=tuple(
+            m(f"cpu.call.args{k}", "ns", f"procedure call with {k} integer argument{'s' if k != 1 else ''}")
+            for k in range(8)
+        ),
+        methodology=(
+            "A noinline (GCC: noipa) function taking 0 to 7 longs, each consumed by an empty "
+            "asm so none can be dropped, is called 8 times per loop turn with values the "
+            "compiler cannot see. A sample is one window of many turns; the timer's overhead "
+            "per window and the loop's own cost per turn (measured in the same run) are "
+            "subtracted and the rest divided by the number of calls. A modern core overlaps "
+            "calls with one another, so this is the throughput cost of a call, not its latency."
+        ),
+        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
+    ),
+    Probe(
+        name="cpu.syscall", binary="cpu_syscall", area="cpu",
+        measures=(
+            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)"),
+            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)"),
+        ),
+        methodology=(
+            "getppid and gettid are entered with the syscall instruction itself, not a libc "
+            "wrapper, so every call really enters the kernel (nothing is cached in user space). "
+            "A sample is a batch of calls in one window, timer overhead subtracted, divided by "
+            "the batch size. The figure includes the mitigations the kernel applies on entry "
+            "and exit (see conditions.mitigations)."
+        ),
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.proc", binary="cpu_proc", area="cpu",
+        measures=(
+            m("cpu.proc_create", "ns", "fork() until the first of parent or child runs"),
+            m("cpu.proc_create_wait", "ns", "fork(), child _exit(0), parent waitpid()"),
+        ),
+        methodology=(
+            "One fork per sample. For cpu.proc_create the parent opens a window and forks; "
+            "parent and child each take an end stamp as soon as fork returns in them, the child "
+            "sends its stamp back through a pipe, and the earlier of the two ends the sample "
+            "(the pipe method of the CSE 221 reports). cpu.proc_create_wait times fork, the "
+            "child's immediate _exit and the parent's waitpid. Both processes run on the pinned "
+            "CPU; the TSC is shared by all CPUs (constant_tsc), and a sample whose stamps come "
+            "from different CPUs is counted as disturbed and dropped."
+        ),
+        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
+    ),
+    Probe(
+        name="cpu.thread", binary="cpu_thread", area="cpu",
+        measures=(
+            m("cpu.thread_create", "ns", "pthread_create() until the first of creator or new thread runs"),
+            m("cpu.thread_create_join", "ns", "pthread_create(), thread returns, pthread_join()"),
+        ),
+        methodology=(
+            "One creation per sample, as for processes: creator and new thread each take an end "
+            "stamp at once (the thread writes its stamp to shared memory) and the earlier one "
+            "ends the sample. cpu.thread_create_join times creation, an empty thread body and "
+            "the join. glibc reuses the stacks of joined threads, as a real program's would be."
+        ),
+        presets={"quick": ("--samples", "300"), "full": ("--samples", "1500")},
+    ),
+    Probe(
+        name="cpu.ctx", binary="cpu_ctx", area="cpu",
+        measures=(
+            m("cpu.ctx.proc", "ns", "context switch between two processes on one CPU"),
+            m("cpu.ctx.thread", "ns", "context switch between two threads of a process on one CPU"),
+            m("cpu.ctx.pipe_overhead", "ns", "1-byte pipe write plus read with no switch (subtracted)"),
+        ),
+        methodology=(
+            "Two processes (or two threads) pinned to the same CPU pass a byte back and forth "
+            "through two pipes, blocking in read, so each round trip is two switches, two writes "
+            "and two reads. The cost of a write and a read on a pipe without a switch is measured "
+            "in the same run and subtracted (lmbench's lat_ctx method): per switch = (round trip "
+            "- 2 x (write + read)) / 2. A sample is 50 round trips; process and thread samples "
+            "alternate so the machine's drift affects both alike. Waiting is by blocking, never "
+            "by spinning, so SCHED_FIFO cannot livelock the pair."
+        ),
+        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
+    ),
+    Probe(
+        name="cpu.signal", binary="cpu_signal", area="cpu",
+        measures=(
+            m("cpu.signal.install", "ns", "sigaction() installing a handler"),
+            m("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
+        ),
+        methodology=(
+            "cpu.signal.install times sigaction calls alternating between two handlers, in "
+            "batches. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
+            "the kill system call, delivery on its way back to user space, the handler and "
+            "sigreturn, per signal, in batches; the probe checks that every signal was caught."
+        ),
+        presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.vtimer", binary="cpu_vtimer", area="cpu",
+        measures=(
+            m("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
+            m("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
+            m("timer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
+            m("timer.virt.stop", "ns", "vt_stop of a virtual timer"),
+            m("timer.virt.read", "ns", "vt_read of a running virtual timer"),
+        ),
+        methodology=(
+            "osmeter's stop-watch library (bench/vtimer, after the Virtual Timers paper): physical timers "
+            "read the TSC with LFENCE/RDTSCP; virtual timers read the thread's on-CPU time from the perf_event "
+            "mmap page where the kernel allows it (cap_user_time), else CLOCK_THREAD_CPUTIME_ID, a system call "
+            "(params.virtual_mode says which). A sample times one call on each of 256 private timers, so each "
+            "call does its real work, per call, as the paper's Table I."
+        ),
+        presets={"quick": ("--samples", "50"), "full": ("--samples", "300")},
+    ),
+)

@@ -1,0 +1,90 @@
+"""File system: the size of the file cache, file read time against file
+size below the cache (local and on a remote mount), contention between
+readers, and metadata rates."""
+from __future__ import annotations
+
+from ..probe import Area, Probe, m
+
+AREA = Area("fs", "File system", 50)
+
+READ_METHOD = (
+    "A file of real data (made and synced first) is read in 4 KiB blocks, one whole pass per sample, "
+    "timed and divided by its blocks: in order (fs.read.seq) and every block once in random order "
+    "(fs.read.rand), the two taking turns. The page cache is bypassed with O_DIRECT; where the file "
+    "system refuses O_DIRECT (FUSE, network file systems) the file's pages are dropped with "
+    "posix_fadvise(DONTNEED) before each pass, mincore confirms it, and read-ahead stays on for the "
+    "sequential pass and off for the random one. A series over file sizes; the figure is the largest size's."
+)
+
+
+def _read(remote: bool) -> Probe:
+    sfx = ".remote" if remote else ""
+    where = ("--dir", "{fs_remote}", "--remote") if remote else ("--dir", "{fs_dir}")
+    return Probe(
+        name=f"fs.read{sfx}", binary="fs_read", area="fs",
+        measures=(
+            m(f"fs.read.seq{sfx}", "ns", "time per 4 KiB block reading a file in order, below the cache (series)"),
+            m(f"fs.read.rand{sfx}", "ns", "time per 4 KiB block reading a file at random, below the cache (series)"),
+        ),
+        shared_method=READ_METHOD,
+        methodology=" The directory is the one named with --fs-remote." if remote else "",
+        presets={"quick": where + ("--sizes", "4M,16M,64M", "--samples", "2"),
+                 "full": where + ("--sizes", "4M,16M,64M,256M,1G", "--samples", "3")},
+        timeout=900.0, needs="fs_remote" if remote else None,
+        smoke=("--sizes", "1M"),
+    )
+
+
+PROBES = (
+    Probe(
+        name="fs.cache", binary="fs_cache", area="fs",
+        measures=(m("fs.cache_size", "bytes", "size of the file cache: largest file whose second read is from memory"),),
+        methodology=(
+            "Files of doubling size are read twice through the page cache in 1 MiB reads, first with their "
+            "pages evicted, then again. While a file fits the cache the second read runs at memory speed; "
+            "past it, reading in order evicts the pages the next read needs first, so the second read goes to "
+            "the device. A second read within 3x the fastest one counts as from memory; the first size that "
+            "is not ends the doubling, and bisection narrows the bracket. mincore after the first read checks "
+            "how much stayed resident. The search is bounded by twice the memory, half the free disk and a "
+            "time limit; stopped by a bound, the figure is a lower bound (params.lower_bound). The quick preset "
+            "stops at 1 GiB on purpose. A memory cgroup's limit is a ground truth the tests check it against."
+        ),
+        presets={"quick": ("--dir", "{fs_dir}", "--max", "1G", "--time-limit", "20"),
+                 "full": ("--dir", "{fs_dir}", "--time-limit", "300")},
+        timeout=900.0,
+        smoke=("--min", "16M", "--max", "32M"),
+    ),
+    _read(False),
+    _read(True),
+    Probe(
+        name="fs.contention", binary="fs_contention", area="fs",
+        measures=(m("fs.contention", "ns",
+                    "time per 4 KiB block as 1, 2, 4 ... processes read their own files (series; the figure "
+                    "is the most processes')"),),
+        methodology=(
+            "1, 2, 4 ... N processes each read their own 32 MiB file in order, in 4 KiB blocks below the cache, "
+            "all released together; a sample is one run, the mean over the processes of each one's time per "
+            "block. The readers may use every CPU: the contended resource is the device."
+        ),
+        presets={"quick": ("--dir", "{fs_dir}", "--max-procs", "4", "--size", "16M", "--samples", "2"),
+                 "full": ("--dir", "{fs_dir}", "--max-procs", "8", "--samples", "3")},
+        timeout=900.0,
+        smoke=("--max-procs", "2", "--size", "4M"),
+    ),
+    Probe(
+        name="fs.meta", binary="fs_meta", area="fs",
+        measures=tuple(x for k in (0, 1, 4, 10) for x in (
+            m(f"fs.create.{k}k", "files/s", f"{k} KiB files created per second"),
+            m(f"fs.delete.{k}k", "files/s", f"{k} KiB files deleted per second"))),
+        methodology=(
+            "As lmbench's lat_fs: 1000 files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, write, "
+            "close) in a fresh directory, then deleted; a sample is one round; nothing is synced. On ext4 a new "
+            "directory may land in a block group whose inode tables were never read, and then every create "
+            "waits for a metadata read, so the rate depends on where the directory lands: compare runs made "
+            "in the same place (--fs-dir)."
+        ),
+        presets={"quick": ("--dir", "{fs_dir}", "--samples", "3"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
+        timeout=300.0,
+        smoke=("--files", "50"),
+    ),
+)

@@ -1,0 +1,199 @@
+"""Memory: load latency against working-set size (the cache levels found on
+the curve), bandwidth, page faults, and a fault's cost against a copy."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..memlevels import detect_levels, fit_levels
+from ..probe import Area, Derived, Probe, m
+from ..results import line_values
+
+AREA = Area("mem", "Memory", 20)
+
+
+def cache_sizes(machine: dict) -> list[tuple[str, int]]:
+    """The data and unified caches the machine description names (from
+    sysfs at the start of the run), fastest first: [("l1", bytes), ...]."""
+    out = {}
+    for c in machine.get("caches") or []:
+        if c.get("type") in ("Data", "Unified") and c.get("level") and c.get("size"):
+            out.setdefault(f"l{c['level']}", c["size"])
+    return sorted(out.items(), key=lambda kv: kv[1])
+
+
+def mem_levels(lines: list[dict], machine: dict) -> list[dict]:
+    """mem.lat.l1 .. and mem.lat.dram from mem.lat.curve. Where the machine
+    names its caches, the curve is cut into one piece per cache it reaches,
+    plus the piece beyond (memory, when the curve passed the last cache), so
+    the ids follow the hardware; params.clear says whether each piece is a
+    plateau of its own (25% steps, a doubling of size). Without cache
+    sizes, the most plateaus that pass those tests, at most three caches."""
+    curve = next((ln for ln in lines if ln["id"] == "mem.lat.curve"), None)
+    if curve is None or "series" not in curve:
+        return []
+    s = curve["series"]
+    x = np.asarray(s["x"], dtype=float)
+    rows = np.asarray(s["samples"], dtype=float)
+    dist = s.get("disturbed") or [[] for _ in s["x"]]
+    clean = [np.delete(r, d) if len(d) < r.size else r for r, d in zip(rows, dist)]
+    med = np.array([np.median(r) for r in clean])
+    caches = cache_sizes(machine)
+    reached = [c for c in caches if c[1] < x[-1]]
+    if caches and len(x) >= 2 * (len(reached) + 1):
+        levels, clear = fit_levels(x, med, len(reached) + 1)
+        names = [n for n, _ in reached] + (["dram"] if len(reached) == len(caches) else [caches[len(reached)][0]])
+    else:
+        levels, clear = detect_levels(x, med, max_levels=4), None
+        names = [f"l{k + 1}" for k in range(len(levels) - 1)] + ["dram" if len(levels) > 1 else "l1"]
+    if len(levels) < len(names):  # a curve too short for every piece: the last keeps its name
+        names = names[:len(levels) - 1] + names[-1:]
+    sysfs = dict(caches)
+    out = []
+    for name, lv in zip(names, levels):
+        params = {
+            "size": lv.at,
+            "level_start": lv.start,
+            "level_end": lv.end,
+            "plateau_end": lv.plateau_end,
+            "sysfs_size": sysfs.get(name),
+            "levels_found": names,
+            "clear": clear,
+            "from": "mem.lat.curve",
+            "method": "piecewise-constant fit of log latency; plateau cores",
+            "chain": curve.get("params", {}).get("chain"),
+        }
+        out.append({"id": f"mem.lat.{name}", "unit": curve["unit"], "tsc_hz": curve.get("tsc_hz"),
+                    "timer": curve.get("timer"), "params": params,
+                    "overhead_subtracted": curve.get("overhead_subtracted", 0),
+                    "samples": rows[lv.index].tolist(), "disturbed": list(dist[lv.index])})
+    thp = next((ln for ln in lines if ln["id"] == "mem.lat.dram.thp"), None)
+    dram = next((o for o in out if o["id"] == "mem.lat.dram"), None)
+    if thp is not None and dram is not None and thp["samples"]:
+        small = float(np.median(dram["samples"]))
+        huge = float(np.median(thp["samples"]))
+        thp["params"]["dram_4k_median"] = small
+        thp["params"]["tlb_share"] = (small - huge) / small if small > 0 else None
+    return out
+
+
+def fault_vs_copy(lines: dict[str, dict]) -> dict:
+    """mem.pagefault.major_vs_copy: (fault ns per byte) / (memcpy ns per byte)."""
+    fault, copy = lines["mem.pagefault.major"], lines["mem.bw.copy"]
+    page = fault["params"].get("page_size", 4096)
+    ns, bad, _ = line_values(fault)
+    ns = ns[~bad & np.isfinite(ns)]
+    copy_ns_per_byte = 1e3 / float(np.median(copy["samples"]))  # MB/s -> ns/B
+    return {
+        "id": "mem.pagefault.major_vs_copy",
+        "unit": "x",
+        "params": {
+            "fault_ns_per_byte": float(np.median(ns)) / page,
+            "copy_ns_per_byte": copy_ns_per_byte,
+            "page_size": page,
+            "from": ["mem.pagefault.major", "mem.bw.copy"],
+        },
+        "overhead_subtracted": 0,
+        "samples": (ns / page / copy_ns_per_byte).tolist(),
+        "disturbed": [],
+    }
+
+
+PROBES = (
+    Probe(
+        name="mem.lat", binary="mem_lat", area="mem",
+        measures=(
+            m("mem.lat.curve", "ns", "load-to-use latency against working-set size (series)", curve=True),
+            m("mem.lat.l1", "ns", "L1 data cache latency, found on the curve"),
+            m("mem.lat.l2", "ns", "L2 cache latency, found on the curve"),
+            m("mem.lat.l3", "ns", "L3 cache latency, found on the curve"),
+            m("mem.lat.dram", "ns", "memory latency at the largest size (4 KiB pages)"),
+            m("mem.lat.dram.thp", "ns", "memory latency at the largest size on transparent huge pages"),
+        ),
+        methodology=(
+            "Dependent loads: each element of the working set holds the address of the next, so "
+            "no load can start before the previous one returns, and 16 of them are unrolled per "
+            "loop turn. Elements are 64 B (one per cache line) linked in one random cycle "
+            "(Sattolo's algorithm), so no prefetcher can follow the chain. Sizes run from 1 KiB "
+            "to at least four times the last cache (512 MiB by default, fewer when memory is "
+            "short), several per doubling; each size is walked once in full before its samples, "
+            "and a sample is one window of at least 65536 loads (or the whole set), timer "
+            "overhead subtracted, per load. The curve uses 4 KiB pages (MADV_NOHUGEPAGE). The "
+            "harness cuts the curve into plateaus of constant log latency (least squares, "
+            "dynamic programming), one per cache level the machine names in sysfs that the curve "
+            "passes, plus memory, and reports each level's median latency and the sizes where its "
+            "plateau begins and ends, beside the size sysfs gives. DRAM is read at the largest "
+            "size; the same size on a MADV_HUGEPAGE buffer (mem.lat.dram.thp) shows how much of "
+            "it is TLB misses. A cache shared with other tenants (a VM's L3) can end before its "
+            "sysfs size."
+        ),
+        presets={
+            "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
+            "full": ("--steps", "4", "--samples", "15"),
+        },
+        timeout=600.0,
+        derive=mem_levels,
+        smoke=("--max", "4M", "--steps", "1"),
+    ),
+    Probe(
+        name="mem.bw", binary="mem_bw", area="mem",
+        measures=(
+            m("mem.bw.read", "MB/s", "read bandwidth from memory (wide loads, one thread)"),
+            m("mem.bw.write", "MB/s", "write bandwidth to memory (one thread)"),
+            m("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
+            m("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
+            m("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
+            m("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
+            m("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
+            m("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
+            m("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
+            m("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
+            m("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
+        ),
+        methodology=(
+            "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
+            "accumulators; write stores the same width, and its .nt twin uses non-temporal "
+            "stores that bypass the caches; copy is glibc's memcpy, and copy.loop a plain vector "
+            "load/store loop. Out-of-cache buffers are max(8 x the last cache, 256 MiB) and "
+            "faulted in before timing; the .cache figures use half the L1 data cache. A sample is "
+            "one window of whole passes lasting at least 5 ms. MB/s is 10^6 bytes per second of "
+            "buffer read, written or copied; a copy counts each byte once, as memcpy benchmarks "
+            "(perf bench mem) do. The .mt figures run one pinned thread per online CPU on its own "
+            "buffer, started and stopped together by a barrier, and add up their bytes."
+        ),
+        presets={"quick": ("--samples", "5"), "full": ("--samples", "15")},
+        timeout=600.0,
+        smoke=("--size", "16M"),
+    ),
+    Probe(
+        name="mem.pagefault", binary="mem_pagefault", area="mem",
+        measures=(
+            m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page"),
+            m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault"),
+        ),
+        methodology=(
+            "Minor faults: a fresh anonymous mapping (4 KiB pages) is written once per page; the "
+            "kernel allocates, zeroes and maps each page; a sample is one mapping of 4096 pages, "
+            "per page. Major faults: a 64 MiB file in /var/tmp is written and synced, its pages "
+            "are evicted with posix_fadvise(DONTNEED) (drop_caches when root and needed) and "
+            "mincore confirms none is resident; it is mapped with MADV_RANDOM so read-ahead is "
+            "off, and pages are touched in random order, one fault per sample; a sample that did "
+            "not raise ru_majflt by exactly one is dropped. The probe reports the file system "
+            "and the device, and refuses tmpfs, where no fault is ever major."
+        ),
+        presets={"quick": ("--samples", "30"), "full": ("--samples", "200")},
+        timeout=300.0,
+        smoke=("--file-size", "8M"),
+    ),
+)
+
+DERIVED = (
+    Derived(
+        m("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
+        ("mem.pagefault.major", "mem.bw.copy"),
+        fault_vs_copy,
+        "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
+        "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
+        "times dearer it is to fault a byte in from the device than to copy it in memory.",
+        area="mem",
+    ),
+)

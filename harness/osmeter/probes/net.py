@@ -1,0 +1,95 @@
+"""Network: round trips, bulk bandwidth both ways, connection set-up and
+teardown, against netpeer on loopback or on another host; ping's ICMP echo
+beside them."""
+from __future__ import annotations
+
+import re
+
+from ..probe import Area, Probe, m
+
+AREA = Area("net", "Network", 40)
+
+METHOD = {
+    "rtt": (
+        "A message (1 byte by default) goes to netpeer's echo and back on one TCP connection with "
+        "TCP_NODELAY, or as a UDP datagram; a sample is 100 round trips in one timed window, per round "
+        "trip. For the loopback figures the probe starts its own netpeer on 127.0.0.1, which inherits "
+        "the pinned CPU and scheduling, so both ends share one CPU and a round trip includes two "
+        "context switches. ping's ICMP echo is recorded beside them when ping is installed."
+    ),
+    "bw": (
+        "One TCP connection per sample carries large writes (128 KiB) for a fixed time. Sending, the "
+        "sample ends only when the peer reports how many bytes it received, so data still in socket "
+        "buffers is not counted; receiving, bytes read are divided by the time from the first byte "
+        "to the last. MB/s is 10^6 bytes per second of payload (TCP/IP and link headers not counted)."
+    ),
+    "conn": (
+        "connect() on a fresh socket (made before the window) until it returns established; then "
+        "teardown: shutdown(SHUT_WR) sends our FIN, netpeer sees end of stream and closes its side, "
+        "and the window ends when its FIN arrives (read returns 0). One connection per sample."
+    ),
+}
+
+
+def ping_lines(stdout: str, where: str) -> list[dict]:
+    """ping's per-reply times -> net.rtt.icmp.<where> (samples in ns)."""
+    times = [float(x.group(1)) * 1e6 for x in re.finditer(r"time[=<]([0-9.]+) ms", stdout)]
+    if not times:
+        raise ValueError("ping printed no reply times")
+    sent = re.search(r"(\d+) packets transmitted, (\d+) received", stdout)
+    params = {"tool": "ping", "where": where}
+    if sent:
+        params.update(transmitted=int(sent.group(1)), received=int(sent.group(2)))
+    return [{"id": f"net.rtt.icmp.{where}", "unit": "ns", "params": params, "overhead_subtracted": 0,
+             "samples": times, "disturbed": []}]
+
+
+def _probes(where: str) -> tuple[Probe, ...]:
+    remote = where == "remote"
+    peer = ("--peer", "{peer}") if remote else ()
+    needs = "peer" if remote else None
+    return (
+        Probe(
+            name=f"net.rtt.{where}", binary="net_rtt", area="net",
+            measures=(
+                m(f"net.rtt.tcp.{where}", "ns", f"TCP round trip of a 1-byte message ({where})"),
+                m(f"net.rtt.udp.{where}", "ns", f"UDP round trip of a 1-byte datagram ({where})"),
+            ),
+            methodology=METHOD["rtt"],
+            presets={"quick": peer + ("--samples", "30"), "full": peer + ("--samples", "200")},
+            timeout=120.0, needs=needs,
+        ),
+        Probe(
+            name=f"net.bw.{where}", binary="net_bw", area="net",
+            measures=(
+                m(f"net.bw.tcp.{where}", "MB/s", f"TCP bulk bandwidth, this host sending ({where})"),
+                m(f"net.bw.tcp.recv.{where}", "MB/s", f"TCP bulk bandwidth, this host receiving ({where})"),
+            ),
+            methodology=METHOD["bw"],
+            presets={"quick": peer + ("--samples", "3", "--seconds", "0.5"),
+                     "full": peer + ("--samples", "5", "--seconds", "2")},
+            timeout=300.0, needs=needs, smoke=("--seconds", "0.2"),
+        ),
+        Probe(
+            name=f"net.conn.{where}", binary="net_conn", area="net",
+            measures=(
+                m(f"net.connect.{where}", "ns", f"TCP connect until established ({where})"),
+                m(f"net.close.{where}", "ns", f"TCP teardown until the peer has closed too ({where})"),
+            ),
+            methodology=METHOD["conn"],
+            presets={"quick": peer + ("--samples", "100"), "full": peer + ("--samples", "500")},
+            timeout=120.0, needs=needs,
+        ),
+        Probe(
+            name=f"net.icmp.{where}", binary="ping", area="net",
+            measures=(m(f"net.rtt.icmp.{where}", "ns", f"ICMP echo round trip, by ping ({where})"),),
+            methodology="ping -c N -i 0.01 (0.2 when not root) -n; each reply's time is one sample.",
+            presets={"quick": ("-n", "-c", "30", "-i", "{ping_interval}", "{peer_host}"),
+                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", "{peer_host}")},
+            timeout=120.0, needs=needs, external=True,
+            parse=lambda out, w=where: ping_lines(out, w),
+        ),
+    )
+
+
+PROBES = _probes("loopback") + _probes("remote")

@@ -1,0 +1,169 @@
+"""The layout's promises: a new probe is its C file and one declaration; the
+harness has no import circles; methodology states methods, never one
+machine's figures."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import ROOT
+from osmeter import registry
+
+HARNESS = ROOT / "harness" / "osmeter"
+
+NOP_PROBE = r"""/* nop.c - an empty batch: the smallest probe there is. */
+#include "osm.h"
+
+static void body(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    for (uint64_t i = 0; i < n; i++)
+        OSM_BARRIER();
+}
+
+static const struct osm_probe_info info = {
+    .name = "cpu_nop",
+    .summary = "An empty loop turn, as a probe written for a test.",
+    .default_samples = 10,
+};
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    struct osm_meas m;
+    osm_meas_init(&m, "cpu.nop", o.samples);
+    osm_run_batched(&m, body, NULL, o.iterations, o.samples, 0);
+    osm_emit(&m);
+    osm_meas_free(&m);
+    return 0;
+}
+"""
+
+NOP_DECLARATION = """
+
+PROBES = PROBES + (
+    Probe(name="cpu.nop", binary="cpu_nop", area="cpu", measures=(m("cpu.nop", "ns", "an empty loop turn"),),
+          methodology="An empty loop turn in batches.", presets={"quick": ("--samples", "10")}),
+)
+"""
+
+
+def test_a_new_probe_is_its_c_file_and_one_declaration(tmp_path):
+    tree = tmp_path / "tree"
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for f in filter(None, files):
+        if (ROOT / f).is_file():
+            (tree / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, tree / f)
+    shutil.copytree(ROOT / "build", tree / "build", symlinks=True)  # what is built stays built
+    (tree / "bench" / "cpu" / "nop.c").write_text(NOP_PROBE)
+    with open(tree / "harness" / "osmeter" / "probes" / "cpu.py", "a") as f:
+        f.write(NOP_DECLARATION)
+    env = dict(os.environ, OSMETER_ROOT=str(tree), PYTHONPATH=str(tree / "harness"))
+    run = [sys.executable, "-m", "osmeter"]
+    listed = subprocess.run([*run, "list"], capture_output=True, text=True, env=env, cwd=tree)
+    assert "cpu.nop" in listed.stdout, listed.stderr
+    out = tmp_path / "out"
+    r = subprocess.run([*run, "run", "--probes", "cpu.nop", "--out", str(out)], capture_output=True, text=True,
+                       env=env, cwd=tree, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert [m["id"] for m in doc["measurements"]] == ["cpu.nop"]
+    assert doc["measurements"][0]["median"] > 0
+    # no estimate for it: the report says so, and still builds
+    tex = (out / "report" / "report.tex").read_text()
+    assert "cpu.nop" in tex and "no estimate" in tex
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """The modules of `package` that a module imports (anywhere in it)."""
+    tree = ast.parse(path.read_text())
+    mod = path.relative_to(HARNESS.parent).with_suffix("").as_posix().replace("/", ".")
+    if mod.endswith(".__init__"):
+        mod = mod[: -len(".__init__")]
+        base = mod.split(".")
+    else:
+        base = mod.split(".")[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = base[: len(base) - node.level + 1] + (node.module.split(".") if node.module else [])
+            else:
+                parts = (node.module or "").split(".")
+            name = ".".join(parts)
+            if name.startswith(package):
+                out.add(name)
+                for alias in node.names:  # from . import registry
+                    sub = f"{name}.{alias.name}"
+                    if (HARNESS.parent / (sub.replace(".", "/") + ".py")).exists():
+                        out.add(sub)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith(package))
+    out.discard(mod)
+    return out
+
+
+def test_the_harness_has_no_import_circles():
+    mods = {}
+    for path in HARNESS.rglob("*.py"):
+        name = path.relative_to(HARNESS.parent).with_suffix("").as_posix().replace("/", ".")
+        name = name[: -len(".__init__")] if name.endswith(".__init__") else name
+        mods[name] = {m for m in _imports(path, "osmeter") if m != "osmeter"}
+    # depth-first search for a cycle
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str):
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(mods.get(m, ())):
+            if n not in mods:
+                continue
+            if state.get(n) == 1:
+                raise AssertionError("import circle: " + " -> ".join(stack[stack.index(n):] + [n]))
+            if not state.get(n):
+                visit(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(mods):
+        if not state.get(m):
+            visit(m)
+
+
+# A figure of a particular machine: a rate or a found size stated as a result,
+# or words that point at the machine the text was written on.
+MACHINE_FIGURE = [
+    re.compile(r"\d[\d,.]*\s*(?:[kMGT]?B/s|[KMG]iB/s|IOPS|files/s|creates/s|ops/s)\b"),
+    re.compile(r"\bfinds \d"),
+    re.compile(r"\b(?:gave|measures at|came to|was)\s+\d", re.I),
+    re.compile(r"\bmeasured (?:at )?\d[\d,.]*\s*(?:[num]s|s|cycles|%)\b"),
+    re.compile(r"\b(?:this|our|these) (?:project's )?(?:VMs?|machines?|guests?|hosts?)\b", re.I),
+    re.compile(r"\bhere\b", re.I),
+]
+
+
+def test_methodology_states_methods_not_one_machines_figures():
+    texts = [(p.name, p.full_methodology()) for p in registry.PROBES]
+    texts += [(d.measure.id, d.methodology) for d in registry.DERIVED]
+    bad = [(name, rx.pattern, rx.search(text).group(0)) for name, text in texts for rx in MACHINE_FIGURE
+           if rx.search(text)]
+    assert bad == [], bad
+
+
+def test_the_machine_figure_check_catches_what_it_should():
+    for text in ("Ground truth: under a 256 MiB memory cgroup it finds 248 MiB.",
+                 "on this project's VMs the same probe gave 1,200 to 90,000 creates/s",
+                 "CPUID costs 4.7 us here"):
+        assert any(rx.search(text) for rx in MACHINE_FIGURE), text
+    assert not any(rx.search("a 64 MiB file in /var/tmp, read in 4 KiB blocks, 1000 files of 10 KiB")
+                   for rx in MACHINE_FIGURE)
