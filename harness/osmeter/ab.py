@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
-from .runner import ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
 
 SETUP_TIMEOUT = 600.0
 
@@ -44,6 +44,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     p = plan(opts, sentinels=True)
     out = opts.out or default_out(p.root, "-ab")
     opts.out_used = out
+    clean_stale(out, opts)
     seed = new_seed() if seed is None else seed
     rng = random.Random(seed)
     orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]

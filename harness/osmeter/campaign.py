@@ -26,7 +26,7 @@ import numpy as np
 from .errors import Interrupted, RunError
 from .results import load as load_results
 from .results import write_json_atomic
-from .runner import Plan, ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, Plan, ResultsDir, RunOptions, default_out, execute, plan
 from .stats import runs_needed
 
 SCHEMA = "osmeter-campaign/1"
@@ -90,6 +90,7 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
     p = plan(opts, sentinels=True)
     out = opts.out or default_out(p.root, "-campaign")
     opts.out_used = out
+    clean_stale(out, opts)
     claim = ResultsDir(out, "campaign.json")
     seed = new_seed() if seed is None else seed
     camp = Campaign(out, opts, seed, runs)

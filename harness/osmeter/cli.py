@@ -76,6 +76,9 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--disk-target", type=Path, metavar="PATH",
                    help="file or block device for the disk probes (default: a file in the results directory)")
     r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
+    r.add_argument("--allow-destroy-data", action="store_true",
+                   help="let the disk probes write to a block device given as --disk-target (its data is lost; "
+                        "still refused while it is mounted or holds a file-system signature)")
     r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
     r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
     r.add_argument("--fs-dir", type=Path, metavar="DIR", help="where the file-system probes make their files "
@@ -165,10 +168,16 @@ def _write(path: Path, text: str, what: str) -> None:
         raise RunError(f"{what} {path}: cannot write it: {e.strerror}") from None
 
 
+def _run_dir(path: Path) -> Path:
+    """A results directory, also when given its results.json."""
+    return path.parent if path.name == "results.json" and path.is_file() else path
+
+
 def cmd_report(args) -> int:
     from .latex import build_pdf, write_report
     from .runner import repo_root
 
+    args.dir = _run_dir(args.dir)
     est = _estimates(args.estimates, required=args.estimates is not None)
     try:
         tex = write_report(args.dir, est, repo_root())
@@ -263,7 +272,7 @@ def cmd_list(args) -> int:
 def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
-                      fs_dir=args.fs_dir, fs_remote=args.fs_remote)
+                      fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data)
 
 
 def cmd_run(args) -> int:
@@ -305,6 +314,10 @@ def guarded(fn, *args) -> int:
         return e.status
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a full disk, a read-only file system: what was written before is intact
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        print(f"osmeter: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,6 +45,7 @@ def select(patterns: list[str] | None, preset: str, have: frozenset[str] = froze
            probes: tuple[Probe, ...] | None = None,
            derived: tuple[Derived, ...] | None = None) -> list[tuple[Probe, list[str]]]:
     """Probes to run, each with the ids wanted from it, in registry order.
+    A pattern is an id, a prefix of ids, a glob, or a probe's name.
     A probe that only feeds a selected derived figure runs with no id wanted.
     The .remote probes run only when a peer is given."""
     if preset not in PRESETS:
@@ -60,8 +61,10 @@ def select(patterns: list[str] | None, preset: str, have: frozenset[str] = froze
         if patterns is None:
             chosen.append((p, p.ids()))
             continue
-        ids = [i for i in p.ids() if any(matches(pat, i) for pat in patterns)]
+        by_name = [pat for pat in patterns if pat == p.name]  # a probe's name (cpu.proc) stands for all its ids
+        ids = [i for i in p.ids() if by_name or any(matches(pat, i) for pat in patterns)]
         used.update(pat for pat in patterns for i in p.ids() if matches(pat, i))
+        used.update(by_name)
         if ids or inputs & set(p.ids()):
             chosen.append((p, ids))
     if patterns is not None:

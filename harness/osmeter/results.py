@@ -142,7 +142,7 @@ class Results:
             arrays["series_values"] = sy
             arrays["series_disturbed"] = sdist
         fname = f"{safe_name(line['id'])}.npz"
-        np.savez_compressed(self.samples_dir / fname, **arrays)
+        _write_atomic(self.samples_dir / fname, lambda f: np.savez_compressed(f, **arrays), binary=True)
         m["samples_file"] = f"samples/{fname}"
         # a rerun of the same id replaces the earlier entry
         self.doc["measurements"] = [x for x in self.measurements if x["id"] != m["id"]] + [m]
@@ -155,35 +155,112 @@ class Results:
         return write_json_atomic(self.dir / "results.json", self.doc)
 
 
-def write_json_atomic(path: Path, doc: dict) -> Path:
-    """Writes doc as JSON to path so that a reader (or a crash) sees the old
-    file or the new one, never a part: temporary file, fsync, rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+class WriteError(OSError):
+    """A results file could not be written (a full disk, a read-only file
+    system): the file's previous version is intact, no part is left."""
+
+
+def _write_atomic(path: Path, write, binary: bool = False) -> Path:
+    """Writes path so that a reader (or a crash) sees the old file or the new
+    one, never a part: temporary file, fsync, rename. write(f) fills f."""
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(_finite(doc), f, indent=1, allow_nan=False)
-            f.write("\n")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    except OSError as e:
+        raise WriteError(e.errno, f"cannot write {path}: {e.strerror}") from None
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)  # as a plain open() would make it, not mkstemp's 0600
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and not isinstance(e, WriteError):
+            raise WriteError(e.errno, f"cannot write {path}: {e.strerror} (its previous version, if any, "
+                                      f"is intact)") from None
         raise
     return path
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    return _write_atomic(path, lambda f: f.write(text.encode("utf-8", "surrogateescape")), binary=True)
+
+
+def write_json_atomic(path: Path, doc: dict) -> Path:
+    def dump(f):
+        json.dump(_finite(doc), f, indent=1, allow_nan=False)
+        f.write("\n")
+
+    return _write_atomic(path, dump)
 
 
 def load(path: Path) -> dict:
     """results.json from a results directory (or the file itself)."""
     p = path / "results.json" if path.is_dir() else path
+    if p.exists() and not p.is_file():
+        raise ValueError(f"{p} is not a file: give a results directory or its results.json")
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(p.read_bytes())
     except OSError as e:
         raise ValueError(f"cannot read {p}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{p} is not a JSON text (not UTF-8)") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{p} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if doc.get("schema") != SCHEMA:
-        raise ValueError(f"{p}: schema is {doc.get('schema')!r}, expected {SCHEMA!r}")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        raise ValueError(f"{p}: not an osmeter results file (schema is {got!r}, expected {SCHEMA!r})")
+    for key, kind in (("measurements", list), ("machine", dict), ("conditions", dict)):
+        if not isinstance(doc.get(key), kind):
+            raise ValueError(f"{p}: '{key}' is missing or not a {kind.__name__}: not a complete results file")
+    for k, m in enumerate(doc["measurements"]):
+        why = _bad_measurement(m)
+        if why:
+            name = m.get("id") if isinstance(m, dict) and isinstance(m.get("id"), str) else f"number {k}"
+            raise ValueError(f"{p}: measurement {name}: {why}")
+    if not isinstance(doc.setdefault("failures", []), list):
+        raise ValueError(f"{p}: 'failures' is not a list")
     return doc
+
+
+def _number(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def _bad_measurement(m) -> str | None:
+    """What is wrong with one entry of measurements, for every reader of a
+    loaded document (the summary, the CSV, the report, compare)."""
+    if not isinstance(m, dict):
+        return "not an object"
+    for key in ("id", "unit"):
+        if not isinstance(m.get(key), str):
+            return f"'{key}' is missing or not text"
+    for key in ("n", "mean", "median", "std", "min", "max", "dropped_disturbed", "samples_total"):
+        if not _number(m.get(key)):
+            return f"'{key}' is not a number"
+    ci = m.get("ci95")
+    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
+        return "'ci95' is not a pair of numbers"
+    for key, kind in (("params", dict), ("series", dict), ("cycles", dict), ("timer", dict),
+                      ("samples_file", str), ("description", str)):
+        if m.get(key) is not None and not isinstance(m[key], kind):
+            return f"'{key}' is not a {kind.__name__}"
+    s = m.get("series")
+    if s is not None:
+        for key in ("x", "median", "p25", "p75"):
+            if not isinstance(s.get(key, []), list) or not all(map(_number, s.get(key, []))):
+                return f"'series.{key}' is not a list of numbers"
+    return None

@@ -29,7 +29,8 @@ from . import registry, sentinel
 from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
-from .results import ProbeOutputError, Results, line_values, parse_probe_output
+from .results import (ProbeOutputError, Results, WriteError, line_values, parse_probe_output,
+                      write_text_atomic)
 
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 PR_SET_PDEATHSIG = 1
@@ -50,6 +51,7 @@ class RunOptions:
     remote: str | None = None        # USER@HOST: start a netpeer there over ssh
     fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
+    allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
     # what to run and from where (tests pass their own)
     probes: tuple | None = None      # default registry.PROBES
     derived: tuple | None = None     # default registry.DERIVED
@@ -142,8 +144,9 @@ def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
         raise RunError(str(e)) from None
     if not selection:
         raise RunError(f"preset '{opts.preset}' selects no probe")
-    if opts.fs_remote and not opts.fs_remote.is_dir():
-        raise RunError(f"--fs-remote {opts.fs_remote}: not a directory")
+    for flag, d in (("--fs-dir", opts.fs_dir), ("--fs-remote", opts.fs_remote)):
+        if d and not d.is_dir():
+            raise RunError(f"{flag} {d}: not a directory")
     needed = [p.binary for p, _ in selection if not p.external]
     needed += sentinel.binaries() if sentinels else []
     needed += ["netpeer"] if opts.remote else []
@@ -207,6 +210,14 @@ def _read_pid(path: Path) -> str:
         return "?"
 
 
+def _args(preset: tuple[str, ...], subst: dict) -> list[str]:
+    out: list[str] = []
+    for a in preset:
+        v = subst.get(a, a)
+        out += v if isinstance(v, list) else [v]
+    return out
+
+
 def _set_pdeathsig():
     """In a probe's child: die when the harness dies, even by SIGKILL."""
     try:
@@ -215,9 +226,12 @@ def _set_pdeathsig():
         pass
 
 
-def _subst(p: Plan, out: Path) -> dict[str, str]:
+def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
+    """What the placeholders in the probes' arguments stand for in this run;
+    a list stands for several arguments (or none)."""
     o = p.opts
     return {"{disk_target}": str(o.disk_target or out / "disk-target.dat"),
+            "{disk_flags}": ["--allow-destroy-data"] if o.allow_destroy_data else [],
             "{disk_size}": o.disk_size or ("1G" if o.preset == "full" else "256M"),
             "{peer}": p.peer or "",
             "{peer_host}": (p.peer.rsplit(":", 1)[0].strip("[]") if p.peer else "127.0.0.1"),
@@ -230,9 +244,10 @@ class _Launcher:
     """Starts probes pinned to the plan's CPU under its scheduling policy,
     each in its own process group, and kills a group that overstays."""
 
-    def __init__(self, p: Plan):
+    def __init__(self, p: Plan, scratch_dirs: list[Path] = ()):
         self.p = p
         self.proc: subprocess.Popen | None = None
+        self.scratch_dirs = list(scratch_dirs)
 
     def _preexec(self):
         _set_pdeathsig()
@@ -259,18 +274,39 @@ class _Launcher:
             self.kill()
             out, err = self.proc.communicate()
             rc = None
-        self.proc = None
+        self.proc = None  # (an interruption leaves it set, for kill)
+        self.clean_scratch()
         return rc, out, err
 
-    def kill(self) -> None:
+    def clean_scratch(self) -> None:
+        """Scratch files of the probes that are gone (a probe killed by its
+        timeout or a signal could not remove them itself)."""
+        from . import cleanup
+
+        for d in self.scratch_dirs:
+            cleanup.scratch(d, [])
+
+    def kill(self, grace: float = 3.0) -> None:
+        """Stops the running probe's whole process group: SIGTERM first, so
+        it can remove its scratch files, SIGKILL after `grace` seconds."""
         proc = self.proc
         if proc is None:
             return
-        try:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        proc.wait()
+        try:  # the rest of the group, if the leader went first
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait()
 
 
 def _sentinel(launch: _Launcher) -> dict[str, list[float]]:
@@ -310,10 +346,13 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         "selection": opts.patterns,
         "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "probe_warnings": [],
-        "disk_target": {"path": subst["{disk_target}"], "size": subst["{disk_size}"],
-                        "made_by_osmeter": opts.disk_target is None},
+        "disk_target": {"path": subst["{disk_target}"], "size": subst["{disk_size}"]},
         **p.extra_conditions,
     })
+    # a --disk-target that does not exist yet is made by the disk probes: osmeter removes it after
+    made_target = opts.disk_target is None or not Path(subst["{disk_target}"]).exists()
+    conditions["disk_target"]["made_by_osmeter"] = made_target
+    write_failed: WriteError | None = None
     order = list(p.selection)
     if order_seed is not None:
         random.Random(order_seed).shuffle(order)
@@ -323,7 +362,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     results.save()
     raw_dir = out / "raw"
     raw_dir.mkdir(exist_ok=True)
-    launch = _Launcher(p)
+    launch = _Launcher(p, [out, Path(subst["{fs_dir}"])])
 
     # The harness stays off the measuring CPU while the run lasts.
     affinity = os.sched_getaffinity(0)
@@ -343,7 +382,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         width = len(str(len(order)))
         for k, (probe, wanted) in enumerate(order, 1):
             say(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}", end=" ", flush=True)
-            args = [subst.get(a, a) for a in probe.presets[opts.preset]]
+            args = _args(probe.presets[opts.preset], subst)
             argv = launch.argv(probe.binary, args, probe.external)
             if argv is None:
                 why = f"{probe.binary} is not installed"
@@ -354,9 +393,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             t0 = time.monotonic()
             rc, stdout, stderr = launch.run(argv, probe.timeout)
             elapsed = time.monotonic() - t0
-            (raw_dir / f"{probe.name}.out").write_text(stdout, errors="surrogateescape")
+            write_text_atomic(raw_dir / f"{probe.name}.out", stdout)
             if stderr:
-                (raw_dir / f"{probe.name}.err").write_text(stderr, errors="surrogateescape")
+                write_text_atomic(raw_dir / f"{probe.name}.err", stderr)
             for w in (ln for ln in stderr.splitlines() if ln.strip()):
                 conditions["probe_warnings"].append(f"{probe.binary}: {w}")
             if rc is None:
@@ -380,22 +419,66 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         results.doc["complete"] = True
     except Interrupted:
         launch.kill()
+        launch.clean_scratch()
         results.doc["interrupted"] = True
         say(f"\nosmeter: {label}interrupted; kept the probes that finished")
         raise
+    except WriteError as e:
+        launch.kill()
+        write_failed = e
     finally:
         results.doc["conditions"]["wall_s"] = round(time.monotonic() - start, 3)
-        results.save()
+        results.doc["conditions"]["deschedule_check"] = _deschedule_check(results)
         os.sched_setaffinity(0, affinity)
-        if opts.disk_target is None:
+        if made_target:
             Path(subst["{disk_target}"]).unlink(missing_ok=True)  # the file osmeter made for the disk probes
-        finish(results, out, quiet)
+        try:
+            results.save()
+            finish(results, out, quiet)
+        except WriteError as e:
+            write_failed = write_failed or e
         claim.release()
+    if write_failed:
+        print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/results.json holds the "
+              "probes written before", file=sys.stderr)
+        return 1
     if results.doc["failures"]:
         say(f"osmeter: {label}{len(results.doc['failures'])} probe(s) failed; see 'failures' in results.json",
             file=sys.stderr)
         status = 1
     return status
+
+
+def clean_stale(out: Path, opts: RunOptions) -> None:
+    """What killed runs left beside `out` and in the file-system probes'
+    directory (cleanup.py), removed and named."""
+    from . import cleanup
+
+    removed = cleanup.clean(out.parent, [d for d in (opts.fs_dir,) if d])
+    if removed:
+        print(f"osmeter: removed what killed runs left: {', '.join(removed)}", file=sys.stderr)
+
+
+def _deschedule_check(results: Results) -> dict:
+    """How the probes saw deschedules inside their windows: through the
+    perf_event mmap page (no system call) or, where perf_event_open was
+    refused, getrusage around each window."""
+    seen = sorted({m["timer"].get("deschedule_check") for m in results.measurements
+                   if isinstance(m.get("timer"), dict) and m["timer"].get("deschedule_check")})
+    out = {"methods": seen}
+    if "getrusage" in seen:
+        paranoid = _read_text("/proc/sys/kernel/perf_event_paranoid")
+        out["why"] = (f"perf_event_open refused (kernel.perf_event_paranoid = {paranoid}, uid {os.geteuid()}) "
+                      "or disabled with OSM_NO_PERF: getrusage's switch counters, read outside each window, "
+                      "catch deschedules instead")
+    return out
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
 
 
 def run(opts: RunOptions) -> int:
@@ -405,6 +488,7 @@ def run(opts: RunOptions) -> int:
     p = plan(opts)
     out = opts.out or default_out(p.root)
     opts.out_used = out
+    clean_stale(out, opts)
     if not p.fifo:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
@@ -457,8 +541,8 @@ def _derive_across(results: Results, derived: list[registry.Derived], lines_seen
 
 def finish(results: Results, out: Path, quiet: bool = False) -> None:
     table = summary_table(results.doc)
-    (out / "summary.txt").write_text(table + "\n")
-    (out / "results.csv").write_text(to_csv(results.doc))
+    write_text_atomic(out / "summary.txt", table + "\n")
+    write_text_atomic(out / "results.csv", to_csv(results.doc))
     if quiet:
         return
     print()
@@ -468,6 +552,9 @@ def finish(results: Results, out: Path, quiet: bool = False) -> None:
     if dropped:
         print("disturbed samples dropped (a migration or deschedule inside the window): "
               + ", ".join(f"{i} {d}/{n}" for i, d, n in dropped))
+    why = (results.doc["conditions"].get("deschedule_check") or {}).get("why")
+    if why:
+        print(f"note: deschedules seen through getrusage, not the perf page: {why}")
     # the same warning from several probes (a non-invariant TSC, say) once
     warnings = dict.fromkeys(w.split("warning: ", 1)[-1] for w in results.doc["conditions"]["probe_warnings"])
     for w in warnings:

@@ -94,7 +94,7 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
 
 def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
     def args(qd, secs):
-        return ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", workload,
+        return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", workload,
                 "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10))
     presets = {"full": args(full_qd, 10)}
     if quick_qd:
@@ -124,9 +124,9 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         shared_method=METHOD,
         methodology="The sweep runs the 4k-random-read workload once per queue depth, 1, 2, 4 ... N.",
         presets={
-            "quick": ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", "4k-random-read",
+            "quick": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
                       "--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),
-            "full": ("--target", "{disk_target}", "--size", "{disk_size}", "--workload", "4k-random-read",
+            "full": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
                      "--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
         },
         timeout=600.0,

@@ -1,0 +1,261 @@
+"""Reliability of the harness: no traceback for a bad input, one run per
+results directory, nothing left behind by an interrupted or killed run, a
+full disk reported and survived."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, osmeter
+
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mounts)")
+
+
+def _no_traceback(r):
+    assert "Traceback" not in r.stderr + r.stdout, r.stderr
+
+
+# --- bad input: a message and a non-zero status ------------------------------------------------
+
+def _results(tmp_path: Path) -> Path:
+    from osmeter.results import Results
+
+    d = tmp_path / "good"
+    res = Results(d, {"hostname": "h"}, {"preset": "quick"})
+    res.add_line({"id": "cpu.loop", "unit": "ns", "samples": [1.0, 1.1, 0.9], "params": {}}, "cpu.loop", "x")
+    res.save()
+    return d
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda d: d.write_text("[1, 2]"), "not an osmeter results file"),
+    (lambda d: d.write_text('{"schema": "osmeter/1", "machine": {}, "conditions": {}}'), "'measurements' is missing"),
+    (lambda d: d.write_bytes(b'{"schema": "osmeter/1", "x": "\xff"}'), "not a JSON text"),
+    (lambda d: d.write_text("{"), "is not valid JSON"),
+])
+def test_damaged_results_files_are_named(tmp_path, make, words):
+    d = tmp_path / "bad"
+    d.mkdir()
+    make(d / "results.json")
+    for cmd in (("compare", str(d), str(d)), ("report", str(d)), ("export", str(d))):
+        r = osmeter(*cmd)
+        assert r.returncode == 2, (cmd, r.stderr)
+        assert words in r.stderr, (cmd, r.stderr)
+        _no_traceback(r)
+
+
+def test_more_bad_inputs_are_named(tmp_path):
+    good = _results(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    cases = [
+        (("run", "--probes", "cpu.loop", "--out", str(tmp_path / "afile")), 2, "exists and is not a directory"),
+        (("export", str(good), "--csv", str(tmp_path / "no" / "such" / "x.csv")), 2, "cannot write it"),
+        (("compare", str(good), str(good), "--plot", str(tmp_path / "x.xyz")), 2, "--plot"),
+        (("compare", str(good), str(good), "--min-change", "nan"), 2, "expected a fraction"),
+        (("report", str(good), "--estimates", "/dev/zero"), 2, "larger than"),
+        (("report", str(good), "--estimates", str(tmp_path)), 2, "is a directory"),
+        (("export", str(good / "results.json")), 0, ""),  # the file instead of the directory is fine
+    ]
+    (tmp_path / "latin1.toml").write_bytes(b'["cpu.loop"]\nnote = "caf\xe9"\ntotal = 1\n')
+    cases.append((("report", str(good), "--estimates", str(tmp_path / "latin1.toml")), 2, "not UTF-8"))
+    for args, rc, words in cases:
+        r = osmeter(*args)
+        assert r.returncode == rc, (args, r.stdout, r.stderr)
+        assert words in r.stderr, (args, r.stderr)
+        _no_traceback(r)
+    shutil.rmtree(good / "samples")  # a run whose samples are gone
+    r = osmeter("compare", str(good), str(good))
+    assert r.returncode == 2 and "cannot read the samples" in r.stderr, r.stderr
+    _no_traceback(r)
+
+
+@ROOT_ONLY
+def test_a_read_only_out_is_named(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs")
+    try:
+        r = osmeter("run", "--probes", "cpu.loop", "--out", str(ro / "run"))
+        assert r.returncode == 2 and "Read-only file system" in r.stderr, r.stderr
+        _no_traceback(r)
+    finally:
+        subprocess.run(["umount", str(ro)])
+
+
+# --- one run per results directory ---------------------------------------------------------------
+
+def test_a_second_run_on_the_same_out_is_refused(tmp_path):
+    from test_cli import fake_run
+
+    p = fake_run(tmp_path, ["slow"])
+    out = tmp_path / "out"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (out / "results.json").exists():
+        time.sleep(0.05)
+    r = osmeter("run", "--probes", "cpu.loop", "--out", str(out))
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=30)
+    assert r.returncode == 2 and "being written by another osmeter run" in r.stderr, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert [m["id"] for m in doc["measurements"]] == []  # the second run wrote nothing there
+
+
+# --- interrupted and killed runs leave nothing behind --------------------------------------------
+
+# probes of every kind that makes files or children: a disk target, fs scratch
+# files, fork children, a netpeer
+SUBSET = "cpu.proc,disk.4k-random-read.iops,fs.cache_size,fs.contention,net.bw.tcp.loopback,mem.pagefault.minor"
+RESULT_FILES = {"results.json", "samples", "raw", "summary.txt", "results.csv"}
+
+
+def _ours_alive(marker: str) -> list[str]:
+    """Processes whose command line names the test's directory."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd and "pytest" not in cmd:
+                out.append(f"{d.name}: {cmd[:120]}")
+    return out
+
+
+def _wait_gone(marker: str, seconds: float = 10.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = _ours_alive(marker)
+        if not left:
+            return []
+        time.sleep(0.1)
+    return _ours_alive(marker)
+
+
+def _start(out: Path, fs_dir: Path) -> subprocess.Popen:
+    return subprocess.Popen([str(ROOT / "osmeter"), "run", "--probes", SUBSET, "--out", str(out), "--fs-dir",
+                             str(fs_dir), "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _check_results(out: Path) -> None:
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["schema"] == "osmeter/1" and isinstance(doc["measurements"], list)
+    for m in doc["measurements"]:
+        assert (out / m["samples_file"]).exists(), m["id"]
+
+
+def test_interrupts_at_random_points_leave_a_valid_run_and_nothing_else(tmp_path):
+    """SIGINT at 10 random points of a run, SIGKILL at 3: each time a valid
+    results.json, no process left, and no file beyond the results (after a
+    SIGKILL, once the next run has cleaned up)."""
+    rng = random.Random(13)
+    fs_dir = tmp_path / "fs"
+    fs_dir.mkdir()
+    # how long the whole subset takes, to spread the signals over it
+    t0 = time.monotonic()
+    full = _start(tmp_path / "timing", fs_dir)
+    full.communicate(timeout=600)
+    span = time.monotonic() - t0
+    for k, sig in enumerate([signal.SIGINT] * 10 + [signal.SIGKILL] * 3):
+        out = tmp_path / f"r{k:02d}"
+        p = _start(out, fs_dir)
+        time.sleep(rng.uniform(0.5, max(1.0, span - 0.5)))
+        p.send_signal(sig)
+        p.communicate(timeout=120)
+        if sig == signal.SIGKILL:
+            # the next run removes what the killed one left (its lock's age is the proof it is dead)
+            lock = out / ".osmeter.lock"
+            if lock.exists():
+                os.utime(lock, (time.time() - 60, time.time() - 60))
+            r = osmeter("run", "--probes", "cpu.loop", "--out", str(tmp_path / f"after{k:02d}"), "--fs-dir",
+                        str(fs_dir), "--no-report")
+            assert r.returncode == 0, r.stderr
+        else:
+            assert p.returncode in (0, 130), p.returncode
+        assert _wait_gone(str(out)) == [], f"signal {sig} at run {k}: processes left"
+        if (out / "results.json").exists():
+            _check_results(out)
+            left = {x.name for x in out.iterdir()} - RESULT_FILES
+            assert left == set(), f"signal {sig} at run {k}: left {left}"
+            assert not [x for x in out.rglob("*.tmp")]
+        assert [x.name for x in fs_dir.iterdir()] == [], f"signal {sig} at run {k}: scratch files left"
+
+
+def test_a_killed_runs_disk_target_is_removed_by_the_next_run(tmp_path):
+    out = tmp_path / "killed"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "run", "--probes", "disk.4k-random-read.iops", "--out", str(out),
+                          "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    target = out / "disk-target.dat"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not target.exists():
+        time.sleep(0.02)
+    assert target.exists()
+    time.sleep(0.3)
+    p.kill()
+    p.wait()
+    assert _wait_gone(str(out), 5) == [], "the probe outlived the harness"
+    os.utime(out / ".osmeter.lock", (time.time() - 60, time.time() - 60))
+    r = osmeter("run", "--probes", "cpu.loop", "--out", str(tmp_path / "next"), "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert not target.exists() and not (out / ".osmeter.lock").exists()
+    assert "removed what killed runs left" in r.stderr
+
+
+def test_a_user_named_disk_target_osmeter_made_is_removed(tmp_path):
+    target = tmp_path / "mine.dat"
+    r = osmeter("run", "--probes", "disk.4k-random-read.iops", "--disk-target", str(target), "--out",
+                str(tmp_path / "run"), "--no-report")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert doc["conditions"]["disk_target"]["made_by_osmeter"] is True
+    assert not target.exists()
+    # one that was there before stays
+    target.write_bytes(b"\0" * (1 << 20))
+    r = osmeter("run", "--probes", "disk.4k-random-read.iops", "--disk-target", str(target), "--disk-size", "1M",
+                "--out", str(tmp_path / "run2"), "--no-report")
+    assert r.returncode == 0, r.stderr
+    assert target.exists()
+
+
+# --- a full disk ----------------------------------------------------------------------------------
+
+@ROOT_ONLY
+def test_a_full_disk_is_reported_and_earlier_results_stay_intact(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    img = tmp_path / "small.img"
+    subprocess.run(["dd", "if=/dev/zero", f"of={img}", "bs=1M", "count=8"], check=True, capture_output=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(img)], check=True, capture_output=True)
+    if subprocess.run(["mount", "-o", "loop", str(img), str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("cannot loop-mount a file system")
+    try:
+        first = mnt / "first"
+        r = osmeter("run", "--probes", "cpu.syscall", "--out", str(first), "--no-report")
+        assert r.returncode == 0, r.stderr
+        before = {p.relative_to(first): p.read_bytes() for p in first.rglob("*") if p.is_file()}
+        # leave a few KiB free
+        st = os.statvfs(mnt)
+        with open(mnt / "filler", "wb") as f:
+            f.write(b"\0" * max(0, st.f_bavail * st.f_frsize - 24 * 1024))
+        second = mnt / "second"
+        r = osmeter("run", "--probes", "cpu.*,timer.*", "--out", str(second), "--no-report")
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "No space left on device" in r.stderr
+        _no_traceback(r)
+        assert {p.relative_to(first): p.read_bytes() for p in first.rglob("*") if p.is_file()} == before
+        if (second / "results.json").exists():
+            _check_results(second)
+        assert not list(mnt.rglob("*.tmp"))
+    finally:
+        subprocess.run(["umount", str(mnt)])
