@@ -186,7 +186,9 @@ def test_file_target_is_filled_and_verify_catches_corruption(work, tmp_path):
     assert target.stat().st_size == 16 << 20 and target.stat().st_blocks * 512 >= 16 << 20  # not sparse
     o = results(iogen("--target", target, "--workload", "1m-seq-read", "--verify", "--transactions", 16,
                       "--ramp", 0))[0]
-    assert o["verify"] == {"blocks_checked": (16 << 20) // o["logical_block_size"], "mismatches": 0}
+    blocks = (16 << 20) // o["logical_block_size"]
+    assert o["verify"]["blocks_checked"] == o["verify"]["blocks_read"] == blocks
+    assert o["verify"]["mismatches"] == 0
     # change one byte in the middle of a block, then read everything again
     with open(target, "r+b") as f:
         f.seek((5 << 20) + 1000)
@@ -438,3 +440,27 @@ def test_batch_caps_the_requests_per_submission(ramloop):
     assert sc[1] == pytest.approx(1.0, abs=0.05)
     assert 0.2 <= sc[4] <= 0.45
     assert sc[None] < sc[4]
+
+
+def test_histograms_in_the_json_give_iogens_own_percentiles(tmp_path, ramloop):
+    """The whole run's histogram, read with the harness's bucket geometry,
+    gives iogen's percentiles; the workers' histograms merged give the total
+    (merged counts, never averaged percentiles); each bucket of the --log's
+    latencies matches."""
+    from osmeter import hist
+
+    log = tmp_path / "h.csv"
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 4, "--workers", 2,
+                      "--time", 0.5, "--ramp", 0.1, "--interval", 0.1, "--log", log))[0]
+    lat = o["lat_ns"]
+    counts = hist.counts_of(lat["hist"])
+    assert sum(counts.values()) == lat["count"] == o["reads"]
+    for key, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999)):
+        assert hist.percentile(counts, p, lat["min"], lat["max"]) == lat[key], key
+    merged = hist.merge([w["lat_ns"]["hist"] for w in o["per_worker"]])
+    assert merged == counts
+    per_interval = hist.merge([iv["lat_ns"]["hist"] for iv in o["intervals"]])
+    assert sum(per_interval.values()) <= lat["count"]
+    assert [len(w["intervals"]) for w in o["per_worker"]] == [len(o["intervals"])] * 2
+    rows = log_rows(log)
+    assert hist.from_values([r["latency_ns"] for r in rows]) == counts

@@ -69,3 +69,17 @@ def test_json_mode_reports_errors():
     r = run("--json", "tests/fixtures/bad-connrate.icf")
     assert r.returncode == 1 and r.stdout == ""
     assert "tests/fixtures/bad-connrate.icf:19: " in r.stderr and "test connection rate" in r.stderr
+
+
+def test_the_documented_option_list_is_the_programs():
+    doc = (ROOT / "docs" / "iogen.md").read_text()
+    start = doc.index("<!-- options: build/bin/iogen --options-markdown -->\n") + len(
+        "<!-- options: build/bin/iogen --options-markdown -->\n")
+    end = doc.index("<!-- end options -->")
+    r = subprocess.run([str(ROOT / "build" / "bin" / "iogen"), "--options-markdown"], capture_output=True, text=True)
+    assert r.returncode == 0
+    assert doc[start:end] == r.stdout, "docs/iogen.md: paste the output of build/bin/iogen --options-markdown"
+    helptext = subprocess.run([str(ROOT / "build" / "bin" / "iogen"), "--help"], capture_output=True, text=True).stdout
+    for line in r.stdout.splitlines():
+        if line.startswith("| `--"):
+            assert line.split("`")[1].split()[0] in helptext

@@ -167,3 +167,57 @@ def test_the_machine_figure_check_catches_what_it_should():
         assert any(rx.search(text) for rx in MACHINE_FIGURE), text
     assert not any(rx.search("a 64 MiB file in /var/tmp, read in 4 KiB blocks, 1000 files of 10 KiB")
                    for rx in MACHINE_FIGURE)
+
+
+def _object_graph(objs: list[Path]) -> dict[str, set[str]]:
+    """Which object file calls (or reads) which, from nm's defined and
+    undefined symbols."""
+    defined, needs = {}, {}
+    for o in objs:
+        out = subprocess.run(["nm", str(o)], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "U":
+                needs.setdefault(o.stem, set()).add(parts[1])
+            elif len(parts) == 3 and parts[1] in "TDBRC":
+                defined[parts[2]] = o.stem
+    return {o.stem: {defined[s] for s in needs.get(o.stem, ()) if s in defined and defined[s] != o.stem}
+            for o in objs}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                return stack[stack.index(m):] + [m]
+            if not state.get(m):
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if not state.get(n):
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def test_the_c_parts_have_no_circles():
+    """bench/common is layered (msg <- timing <- emit <- batch <- args; json
+    alone), and so are iogen's files (main -> options, run, report)."""
+    for area in ("common", "disk"):
+        objs = sorted((ROOT / "build" / "obj" / area).glob("*.o"))
+        assert objs, area
+        graph = _object_graph(objs)
+        assert _cycle(graph) is None, f"bench/{area}: " + " -> ".join(_cycle(graph))
+    common = _object_graph(sorted((ROOT / "build" / "obj" / "common").glob("*.o")))
+    assert common["msg"] == set() and common["json"] == set()

@@ -1,4 +1,5 @@
-/* args.c - the options every probe shares, pinning, and error reporting. */
+/* args.c - the options every probe shares (osm_init), strict number parsing,
+ * pinning. The top of bench/common: it sets up the timer and the output. */
 #include "osm.h"
 
 #include <errno.h>
@@ -8,43 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *osm_progname = "osmeter-probe";
-size_t osm_warmup_samples = 2;
 extern bool osm_human_output;
-
-static void vmsg(const char *kind, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "%s: %s", osm_progname, kind);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-void osm_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("error: ", fmt, ap);
-    va_end(ap);
-    exit(1);
-}
-
-void osm_usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("error: ", fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s: try '%s --help'\n", osm_progname, osm_progname);
-    exit(2);
-}
-
-void osm_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("warning: ", fmt, ap);
-    va_end(ap);
-}
 
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {

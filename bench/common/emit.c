@@ -24,6 +24,8 @@ void osm_meas_init(struct osm_meas *m, const char *id, size_t cap)
     m->cap = cap ? cap : 16;
     m->v = xrealloc(NULL, m->cap * sizeof *m->v);
     m->disturbed = xrealloc(NULL, m->cap * sizeof *m->disturbed);
+    json_to_buf(&m->params);
+    json_obj(&m->params);
 }
 
 void osm_meas_free(struct osm_meas *m)
@@ -33,6 +35,7 @@ void osm_meas_free(struct osm_meas *m)
     free(m->sx);
     free(m->sy);
     free(m->sd);
+    json_free(&m->params);
     memset(m, 0, sizeof *m);
 }
 
@@ -48,18 +51,16 @@ void osm_meas_add(struct osm_meas *m, double v, bool disturbed)
     m->n++;
 }
 
-void osm_meas_param(struct osm_meas *m, const char *fmt, ...)
+struct json *osm_param(struct osm_meas *m, const char *key)
 {
-    size_t len = strlen(m->params);
-    if (len && len + 2 < sizeof m->params) {
-        strcat(m->params, ", ");
-        len += 2;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->params + len, sizeof m->params - len, fmt, ap);
-    va_end(ap);
+    json_key(&m->params, key);
+    return &m->params;
 }
+
+void osm_param_str(struct osm_meas *m, const char *key, const char *v) { json_kstr(&m->params, key, v); }
+void osm_param_num(struct osm_meas *m, const char *key, double v) { json_knum(&m->params, key, v); }
+void osm_param_int(struct osm_meas *m, const char *key, long long v) { json_kint(&m->params, key, v); }
+void osm_param_bool(struct osm_meas *m, const char *key, bool v) { json_kbool(&m->params, key, v); }
 
 void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit, size_t nx, size_t per)
 {
@@ -72,16 +73,6 @@ void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit,
     m->sd = calloc(nx * per + 1, sizeof *m->sd);
     if (!m->sd)
         osm_die("out of memory");
-}
-
-static void put_num(double v)
-{
-    if (!isfinite(v))
-        printf("null");
-    else if (v == nearbyint(v) && fabs(v) < 9007199254740992.0)
-        printf("%.0f", v); /* whole numbers (bytes, sizes) exactly */
-    else
-        printf("%.9g", v);
 }
 
 static void emit_human(const struct osm_meas *m)
@@ -110,63 +101,71 @@ void osm_emit(const struct osm_meas *m)
         fflush(stdout);
         return;
     }
-    printf("{\"id\": \"%s\", \"unit\": \"%s\", \"tsc_hz\": ", m->id, m->unit);
-    put_num(osm_timer.hz);
-    printf(", \"timer\": {\"kind\": \"%s\", \"invariant_tsc\": %s, \"overhead_median\": ",
-           osm_timer.kind == OSM_TIMER_TSC ? "tsc-fenced" : "clock_gettime",
-           osm_timer.tsc_invariant ? "true" : "false");
-    put_num(osm_timer.overhead);
+    struct json j;
+    json_to_file(&j, stdout);
+    json_obj(&j);
+    json_kstr(&j, "id", m->id);
+    json_kstr(&j, "unit", m->unit);
+    json_knum(&j, "tsc_hz", osm_timer.hz);
+    json_key(&j, "timer");
+    json_obj(&j);
+    json_kstr(&j, "kind", osm_timer.kind == OSM_TIMER_TSC ? "tsc-fenced" : "clock_gettime");
+    json_kbool(&j, "invariant_tsc", osm_timer.tsc_invariant);
+    json_knum(&j, "overhead_median", osm_timer.overhead);
     if (osm_timer.fallback_why)
-        printf(", \"fallback\": \"%s\"", osm_timer.fallback_why);
-    printf(", \"deschedule_check\": \"%s\"", osm_deschedule_check());
-    printf("}, \"params\": {%s}, \"overhead_subtracted\": ", m->params);
-    put_num(m->overhead_subtracted);
-    printf(", \"samples\": [");
-    for (size_t i = 0; i < m->n; i++) {
-        if (i)
-            putchar(',');
-        put_num(m->v[i]);
-    }
-    printf("], \"disturbed\": [");
-    bool first = true;
-    for (size_t i = 0; i < m->n; i++) {
-        if (!m->disturbed[i])
-            continue;
-        printf(first ? "%zu" : ",%zu", i);
-        first = false;
-    }
-    printf("]");
+        json_kstr(&j, "fallback", osm_timer.fallback_why);
+    json_kstr(&j, "deschedule_check", osm_deschedule_check());
+    json_obj_end(&j);
+    /* the params object as built so far, closed */
+    char *params = xrealloc(NULL, m->params.len + 2);
+    memcpy(params, m->params.buf, m->params.len);
+    memcpy(params + m->params.len, "}", 2);
+    json_key(&j, "params");
+    json_raw(&j, params);
+    free(params);
+    json_knum(&j, "overhead_subtracted", m->overhead_subtracted);
+    json_key(&j, "samples");
+    json_arr(&j);
+    for (size_t i = 0; i < m->n; i++)
+        json_num(&j, m->v[i]);
+    json_arr_end(&j);
+    json_key(&j, "disturbed");
+    json_arr(&j);
+    for (size_t i = 0; i < m->n; i++)
+        if (m->disturbed[i])
+            json_uint(&j, i);
+    json_arr_end(&j);
     if (m->nx) {
-        printf(", \"series\": {\"x_name\": \"%s\", \"y_unit\": \"%s\", \"x\": [", m->series_x_name,
-               m->series_y_unit);
+        json_key(&j, "series");
+        json_obj(&j);
+        json_kstr(&j, "x_name", m->series_x_name);
+        json_kstr(&j, "y_unit", m->series_y_unit);
+        json_key(&j, "x");
+        json_arr(&j);
+        for (size_t i = 0; i < m->nx; i++)
+            json_num(&j, m->sx[i]);
+        json_arr_end(&j);
+        json_key(&j, "samples");
+        json_arr(&j);
         for (size_t i = 0; i < m->nx; i++) {
-            if (i)
-                putchar(',');
-            put_num(m->sx[i]);
+            json_arr(&j);
+            for (size_t k = 0; k < m->sy_per; k++)
+                json_num(&j, m->sy[i * m->sy_per + k]);
+            json_arr_end(&j);
         }
-        printf("], \"samples\": [");
+        json_arr_end(&j);
+        json_key(&j, "disturbed");
+        json_arr(&j);
         for (size_t i = 0; i < m->nx; i++) {
-            printf(i ? ",[" : "[");
-            for (size_t j = 0; j < m->sy_per; j++) {
-                if (j)
-                    putchar(',');
-                put_num(m->sy[i * m->sy_per + j]);
-            }
-            putchar(']');
+            json_arr(&j);
+            for (size_t k = 0; k < m->sy_per; k++)
+                if (m->sd[i * m->sy_per + k])
+                    json_uint(&j, k);
+            json_arr_end(&j);
         }
-        printf("], \"disturbed\": [");
-        for (size_t i = 0; i < m->nx; i++) {
-            printf(i ? ",[" : "[");
-            bool first_d = true;
-            for (size_t j = 0; j < m->sy_per; j++)
-                if (m->sd[i * m->sy_per + j]) {
-                    printf(first_d ? "%zu" : ",%zu", j);
-                    first_d = false;
-                }
-            putchar(']');
-        }
-        printf("]}");
+        json_arr_end(&j);
+        json_obj_end(&j);
     }
-    printf("}\n");
-    fflush(stdout);
+    json_obj_end(&j);
+    json_line_end(&j, "the measurement to standard output");
 }

@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "json.h"
+
 #if defined(__GNUC__) && !defined(__clang__)
 #define OSM_NOINLINE __attribute__((noinline, noipa))
 #else
@@ -205,7 +207,7 @@ struct osm_meas {
     bool *disturbed;
     size_t n, cap;
     double overhead_subtracted; /* per sample, in the sample's unit */
-    char params[1024];    /* JSON object members, without braces */
+    struct json params;   /* the "params" object, built as the probe goes (osm_param_*) */
     /* optional series: x values and, per x, a row of samples */
     const char *series_x_name;
     const char *series_y_unit;
@@ -218,7 +220,14 @@ struct osm_meas {
 void osm_meas_init(struct osm_meas *m, const char *id, size_t cap);
 void osm_meas_free(struct osm_meas *m);
 void osm_meas_add(struct osm_meas *m, double v, bool disturbed);
-void osm_meas_param(struct osm_meas *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The measurement's parameters: one member each, escaped, never cut. */
+void osm_param_str(struct osm_meas *m, const char *key, const char *v);
+void osm_param_num(struct osm_meas *m, const char *key, double v);
+void osm_param_int(struct osm_meas *m, const char *key, long long v);
+void osm_param_bool(struct osm_meas *m, const char *key, bool v);
+/* For a member whose value is an array or object: json_key is written, the
+ * caller writes the value with the json_* calls. */
+struct json *osm_param(struct osm_meas *m, const char *key);
 void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit, size_t nx, size_t per);
 void osm_emit(const struct osm_meas *m);
 

@@ -85,8 +85,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < m[k].n; i++)
             m[k].v[i] = (m[k].v[i] - loop_turn) / UNROLL;
         m[k].overhead_subtracted = (m[k].overhead_subtracted + loop_turn) / UNROLL;
-        osm_meas_param(&m[k], "\"args\": %d, \"calls_per_iteration\": %d, \"loop_per_iteration\": %.9g", k - 1,
-                       UNROLL, loop_turn);
+        osm_param_int(&m[k], "args", k - 1);
+        osm_param_int(&m[k], "calls_per_iteration", UNROLL);
+        osm_param_num(&m[k], "loop_per_iteration", loop_turn);
         osm_emit(&m[k]);
     }
     for (int k = 0; k <= 8; k++)

@@ -92,10 +92,11 @@ static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe
 static void finish(struct osm_meas *m, uint64_t rts, double pipe_cost, const char *partner)
 {
     m->overhead_subtracted = osm_timer.overhead / (double)rts / 2 + pipe_cost;
-    osm_meas_param(m,
-                   "\"partner\": \"%s\", \"roundtrips_per_sample\": %llu, \"pipe_write_read\": %.9g, "
-                   "\"cpu\": %u, \"interleaved\": true",
-                   partner, (unsigned long long)rts, pipe_cost, osm_current_cpu());
+    osm_param_str(m, "partner", partner);
+    osm_param_int(m, "roundtrips_per_sample", (long long)rts);
+    osm_param_num(m, "pipe_write_read", pipe_cost);
+    osm_param_int(m, "cpu", osm_current_cpu());
+    osm_param_bool(m, "interleaved", true);
     osm_emit(m);
     osm_meas_free(m);
 }
@@ -129,7 +130,7 @@ int main(int argc, char **argv)
     memcpy(tmp, m.v, m.n * sizeof *tmp);
     double pipe_cost = osm_median(tmp, m.n);
     free(tmp);
-    osm_meas_param(&m, "\"what\": \"1-byte write + 1-byte read on one pipe, one process\"");
+    osm_param_str(&m, "what", "1-byte write + 1-byte read on one pipe, one process");
     osm_emit(&m);
     osm_meas_free(&m);
 

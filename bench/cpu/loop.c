@@ -68,7 +68,7 @@ int main(int argc, char **argv)
             m.sy[i * per + j] = (double)(t1 - t0);
         }
     }
-    osm_meas_param(&m, "\"series_note\": \"whole window per loop count, timer overhead not subtracted\"");
+    osm_param_str(&m, "series_note", "whole window per loop count, timer overhead not subtracted");
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

@@ -84,7 +84,8 @@ int main(int argc, char **argv)
         osm_meas_add(&m, (double)(first - t0) - osm_timer.overhead, dist);
     }
     m.overhead_subtracted = osm_timer.overhead;
-    osm_meas_param(&m, "\"child_ran_first\": %zu, \"parent_rss_kib\": %ld", child_first, rss_kib());
+    osm_param_int(&m, "child_ran_first", (long long)child_first);
+    osm_param_int(&m, "parent_rss_kib", rss_kib());
     osm_emit(&m);
     osm_meas_free(&m);
 
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
             osm_meas_add(&m, (double)t - osm_timer.overhead, dist);
     }
     m.overhead_subtracted = osm_timer.overhead;
-    osm_meas_param(&m, "\"parent_rss_kib\": %ld", rss_kib());
+    osm_param_int(&m, "parent_rss_kib", rss_kib());
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

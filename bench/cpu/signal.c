@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         osm_die("sent 10 signals to myself, the handler saw %d", (int)caught);
     osm_meas_init(&m, "cpu.signal.deliver", o.samples);
     osm_run_batched(&m, body_deliver, &self, o.iterations, o.samples, 0);
-    osm_meas_param(&m, "\"signal\": \"SIGUSR1\"");
+    osm_param_str(&m, "signal", "SIGUSR1");
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

@@ -60,13 +60,11 @@ int main(int argc, char **argv)
         struct osm_meas m;
         osm_meas_init(&m, calls[k].id, o.samples);
         osm_run_batched(&m, calls[k].body, NULL, o.iterations, o.samples, 0);
-        osm_meas_param(&m, "\"entry\": \"%s\"",
 #if defined(__x86_64__)
-                       "syscall instruction"
+        osm_param_str(&m, "entry", "syscall instruction");
 #else
-                       "syscall(2)"
+        osm_param_str(&m, "entry", "syscall(2)");
 #endif
-        );
         osm_emit(&m);
         osm_meas_free(&m);
     }

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
         osm_meas_add(&m, (double)(first - t0) - osm_timer.overhead, cp != c0 || s.cpu != c0);
     }
     m.overhead_subtracted = osm_timer.overhead;
-    osm_meas_param(&m, "\"new_thread_ran_first\": %zu", thread_first);
+    osm_param_int(&m, "new_thread_ran_first", (long long)thread_first);
     osm_emit(&m);
     osm_meas_free(&m);
 

@@ -71,9 +71,9 @@ int main(int argc, char **argv)
     osm_meas_init(&m, "cpu.timer_overhead", n);
     for (size_t i = 0; i < n; i++)
         osm_meas_add(&m, ov[i], false);
-    osm_meas_param(&m, "\"method\": \"%s\", \"windows\": %zu, \"subtracted_by_probes\": %.9g",
-                   osm_timer.kind == OSM_TIMER_TSC ? "CPUID;RDTSC ... RDTSCP;CPUID" : "clock_gettime pair",
-                   n, osm_timer.overhead);
+    osm_param_str(&m, "method", osm_timer.kind == OSM_TIMER_TSC ? "CPUID;RDTSC ... RDTSCP;CPUID" : "clock_gettime pair");
+    osm_param_int(&m, "windows", (long long)n);
+    osm_param_num(&m, "subtracted_by_probes", osm_timer.overhead);
     osm_emit(&m);
     osm_meas_free(&m);
 
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < m.n; i++)
             m.v[i] /= batched[k].per_turn;
         m.overhead_subtracted /= batched[k].per_turn;
-        osm_meas_param(&m, "\"ops_per_iteration\": %g", batched[k].per_turn);
+        osm_param_num(&m, "ops_per_iteration", batched[k].per_turn);
         osm_emit(&m);
         osm_meas_free(&m);
     }

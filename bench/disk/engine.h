@@ -1,23 +1,32 @@
-/* engine.h - how a worker's requests reach the kernel. An async engine takes
- * requests one at a time (queue) and sends every queued one in one go while
- * waiting for at least one completion (submit_reap): a worker with N
- * outstanding I/Os keeps N queued or in flight. The psync engine has no
- * engine object: N threads each issue one blocking pread/pwrite (iogen.c). */
+/* engine.h - how a stream's requests reach the kernel, fio's way: every
+ * engine is a table of operations in engine_<name>.c, listed once in
+ * engine.c and looked up by name.
+ *
+ * A stream queues requests one at a time (queue) and then sends everything
+ * queued in one go while waiting for at least `min` completions
+ * (submit_reap). An asynchronous engine (io_uring, AIO) keeps all of a
+ * worker's outstanding requests in flight from one thread. A synchronous
+ * engine (sync = true: psync) does the I/O inside queue and hands it back
+ * from submit_reap; iogen then gives each outstanding request a stream and
+ * a thread of its own, so N outstanding I/Os are N blocking calls at once.
+ */
 #ifndef IOGEN_ENGINE_H
 #define IOGEN_ENGINE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct io {
     char *buf;        /* aligned, registered with the engine when it can */
     uint64_t off;     /* byte offset in the target */
     uint32_t len;
     bool write;
+    bool verify_stable; /* --verify: every block it reads was written, and no write to it was in flight */
     uint16_t line;    /* the spec line it came from */
-    unsigned slot;    /* index of this request's buffer */
-    uint64_t t_start; /* TSC ticks at submission */
+    unsigned slot;    /* index of this request among its stream's */
+    uint64_t t_start; /* ticks at submission */
     int64_t res;      /* bytes done, or -errno */
 };
 
@@ -29,8 +38,12 @@ struct engine {
 
 struct engine_ops {
     const char *name;
-    /* slots: qd requests whose buffers are bufsize bytes each */
-    int (*init)(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen);
+    const char *alias;   /* another name it answers to, or NULL */
+    const char *summary; /* one line for --help */
+    bool sync;           /* the I/O happens in queue: one request per stream */
+    unsigned max_qd;     /* the most requests one instance can hold (0 = no limit of its own) */
+    /* slots: n requests whose buffers are bufsize bytes each */
+    int (*init)(struct engine *e, int fd, struct io *slots, unsigned n, size_t bufsize, char *err, size_t errlen);
     void (*queue)(struct engine *e, struct io *io);
     /* Submits what is queued, waits for at least min completions, and
      * returns how many were stored in done[0..max), or -1 with err. */
@@ -38,6 +51,12 @@ struct engine_ops {
     void (*exit)(struct engine *e);
 };
 
-extern const struct engine_ops engine_uring, engine_aio;
+/* The engine called name (or its alias), or NULL. */
+const struct engine_ops *engine_find(const char *name);
+/* "uring, aio or psync": the names, for messages. */
+const char *engine_names(void);
+/* One line per engine: "  name  summary", or a Markdown table. */
+void engine_list(FILE *f, bool markdown);
+extern const struct engine_ops *const engine_default;
 
 #endif

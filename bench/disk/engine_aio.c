@@ -108,4 +108,13 @@ static void a_exit(struct engine *e)
     e->priv = NULL;
 }
 
-const struct engine_ops engine_aio = { "aio", a_init, a_queue, a_submit_reap, a_exit };
+const struct engine_ops engine_aio = {
+    .name = "aio",
+    .alias = "libaio",
+    .summary = "Linux native AIO (io_submit, io_getevents)",
+    .max_qd = 65536, /* the default /proc/sys/fs/aio-max-nr; io_setup says when the system's is lower */
+    .init = a_init,
+    .queue = a_queue,
+    .submit_reap = a_submit_reap,
+    .exit = a_exit,
+};

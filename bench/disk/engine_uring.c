@@ -180,4 +180,13 @@ static void u_exit(struct engine *e)
     e->priv = NULL;
 }
 
-const struct engine_ops engine_uring = { "uring", u_init, u_queue, u_submit_reap, u_exit };
+const struct engine_ops engine_uring = {
+    .name = "uring",
+    .alias = "io_uring",
+    .summary = "io_uring, registered file and buffers, one system call per batch",
+    .max_qd = 32768, /* IORING_MAX_ENTRIES */
+    .init = u_init,
+    .queue = u_queue,
+    .submit_reap = u_submit_reap,
+    .exit = u_exit,
+};

@@ -56,3 +56,32 @@ double hist_mean(const struct hist *h)
 {
     return h->count ? (double)h->sum / (double)h->count : 0.0;
 }
+
+void hist_json(struct json *j, const struct hist *h)
+{
+    json_obj(j);
+    json_kuint(j, "count", h->count);
+    json_kfixed(j, "mean", hist_mean(h), 1);
+    json_kuint(j, "min", h->count ? h->min : 0);
+    json_kuint(j, "max", h->max);
+    json_kuint(j, "p50", hist_pct(h, 0.50));
+    json_kuint(j, "p90", hist_pct(h, 0.90));
+    json_kuint(j, "p99", hist_pct(h, 0.99));
+    json_kuint(j, "p99_9", hist_pct(h, 0.999));
+    json_kuint(j, "p99_99", hist_pct(h, 0.9999));
+    json_key(j, "hist");
+    json_obj(j);
+    json_kint(j, "sub_bits", HIST_SUB_BITS);
+    json_key(j, "counts");
+    json_arr(j);
+    for (unsigned i = 0; i < HIST_BUCKETS; i++)
+        if (h->b[i]) {
+            json_arr(j);
+            json_uint(j, i);
+            json_uint(j, h->b[i]);
+            json_arr_end(j);
+        }
+    json_arr_end(j);
+    json_obj_end(j);
+    json_obj_end(j);
+}

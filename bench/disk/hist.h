@@ -1,10 +1,17 @@
 /* hist.h - a log-linear latency histogram of fixed memory (HdrHistogram's
  * idea): exact below 64, then 64 sub-buckets per power of two, so any value
- * is kept within 1/64 (1.6%) of itself. 30 KiB, no allocation. */
+ * is kept within 1/64 (1.6%) of itself. 30 KiB, no allocation.
+ *
+ * Bucket i holds: i itself when i < 64; otherwise, with e = i / 64 + 5 and
+ * s = i % 64, the values from (64 + s) << (e - 6) to that plus
+ * (1 << (e - 6)) - 1. Merging histograms adds their counts bucket by
+ * bucket; percentiles are read from the merged counts, never averaged. */
 #ifndef IOGEN_HIST_H
 #define IOGEN_HIST_H
 
 #include <stdint.h>
+
+#include "json.h"
 
 #define HIST_SUB_BITS 6
 #define HIST_SUB (1u << HIST_SUB_BITS)
@@ -21,6 +28,11 @@ void hist_merge(struct hist *dst, const struct hist *src);
  * (the upper edge of the bucket holding that rank, capped at max). */
 uint64_t hist_pct(const struct hist *h, double p);
 double hist_mean(const struct hist *h);
+/* The object {count, mean, min, max, p50, p90, p99, p99_9, p99_99, hist}
+ * where hist is {"sub_bits": 6, "counts": [[bucket, count], ...]} with the
+ * buckets that are not empty (docs/DESIGN.md, contract 7, says how a bucket
+ * number maps to its range of values). */
+void hist_json(struct json *j, const struct hist *h);
 
 static inline unsigned hist_index(uint64_t v)
 {

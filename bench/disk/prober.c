@@ -214,7 +214,7 @@ void prober_stop(struct prober *p)
     pthread_join(p->th, NULL);
 }
 
-static void rates(FILE *f, const struct snap *a, const struct snap *b, long hz)
+static void rates(struct json *j, const struct snap *a, const struct snap *b)
 {
     double dt = b->t - a->t;
     uint64_t tot = 0, d[8];
@@ -223,46 +223,50 @@ static void rates(FILE *f, const struct snap *a, const struct snap *b, long hz)
         tot += d[i];
     }
     double pc = tot ? 100.0 / (double)tot : 0;
-    (void)hz;
-    fprintf(f,
-            "{\"t\": %.3f, \"dt\": %.3f, \"cpu_busy_pct\": %.2f, \"cpu_user_pct\": %.2f, \"cpu_sys_pct\": %.2f, "
-            "\"cpu_iowait_pct\": %.2f, \"cpu_irq_pct\": %.2f, \"cpu_steal_pct\": %.2f, \"intr_per_s\": %.1f, "
-            "\"irq_lines_per_s\": %.1f, \"ctxt_per_s\": %.1f, \"disk_reads_per_s\": %.1f, "
-            "\"disk_writes_per_s\": %.1f, \"disk_util_pct\": %.2f, \"disk_queue\": %.3f, "
-            "\"pgpgin_kib_per_s\": %.1f, \"pgpgout_kib_per_s\": %.1f, \"pgmajfault_per_s\": %.1f, "
-            "\"net_rx_bytes_per_s\": %.1f, \"net_tx_bytes_per_s\": %.1f, \"mem_free_kib\": %llu, "
-            "\"mem_available_kib\": %llu, \"mem_cached_kib\": %llu}",
-            b->t, dt, (double)(tot - d[3] - d[4]) * pc, (double)(d[0] + d[1]) * pc, (double)d[2] * pc,
-            (double)d[4] * pc, (double)(d[5] + d[6]) * pc, (double)d[7] * pc, (double)(b->intr - a->intr) / dt,
-            (double)(b->irq_lines - a->irq_lines) / dt, (double)(b->ctxt - a->ctxt) / dt,
-            (double)(b->d_rd - a->d_rd) / dt, (double)(b->d_wr - a->d_wr) / dt,
-            (double)(b->d_ticks - a->d_ticks) / (dt * 10.0), (double)(b->d_queue - a->d_queue) / (dt * 1000.0),
-            (double)(b->pgin - a->pgin) / dt, (double)(b->pgout - a->pgout) / dt,
-            (double)(b->pgmajfault - a->pgmajfault) / dt, (double)(b->net_rx - a->net_rx) / dt,
-            (double)(b->net_tx - a->net_tx) / dt, (unsigned long long)b->mem_free,
-            (unsigned long long)b->mem_avail, (unsigned long long)b->mem_cached);
+    json_obj(j);
+    json_kfixed(j, "t", b->t, 3);
+    json_kfixed(j, "dt", dt, 3);
+    json_kfixed(j, "cpu_busy_pct", (double)(tot - d[3] - d[4]) * pc, 2);
+    json_kfixed(j, "cpu_user_pct", (double)(d[0] + d[1]) * pc, 2);
+    json_kfixed(j, "cpu_sys_pct", (double)d[2] * pc, 2);
+    json_kfixed(j, "cpu_iowait_pct", (double)d[4] * pc, 2);
+    json_kfixed(j, "cpu_irq_pct", (double)(d[5] + d[6]) * pc, 2);
+    json_kfixed(j, "cpu_steal_pct", (double)d[7] * pc, 2);
+    json_kfixed(j, "intr_per_s", (double)(b->intr - a->intr) / dt, 1);
+    json_kfixed(j, "irq_lines_per_s", (double)(b->irq_lines - a->irq_lines) / dt, 1);
+    json_kfixed(j, "ctxt_per_s", (double)(b->ctxt - a->ctxt) / dt, 1);
+    json_kfixed(j, "disk_reads_per_s", (double)(b->d_rd - a->d_rd) / dt, 1);
+    json_kfixed(j, "disk_writes_per_s", (double)(b->d_wr - a->d_wr) / dt, 1);
+    json_kfixed(j, "disk_util_pct", (double)(b->d_ticks - a->d_ticks) / (dt * 10.0), 2);
+    json_kfixed(j, "disk_queue", (double)(b->d_queue - a->d_queue) / (dt * 1000.0), 3);
+    json_kfixed(j, "pgpgin_kib_per_s", (double)(b->pgin - a->pgin) / dt, 1);
+    json_kfixed(j, "pgpgout_kib_per_s", (double)(b->pgout - a->pgout) / dt, 1);
+    json_kfixed(j, "pgmajfault_per_s", (double)(b->pgmajfault - a->pgmajfault) / dt, 1);
+    json_kfixed(j, "net_rx_bytes_per_s", (double)(b->net_rx - a->net_rx) / dt, 1);
+    json_kfixed(j, "net_tx_bytes_per_s", (double)(b->net_tx - a->net_tx) / dt, 1);
+    json_kuint(j, "mem_free_kib", b->mem_free);
+    json_kuint(j, "mem_available_kib", b->mem_avail);
+    json_kuint(j, "mem_cached_kib", b->mem_cached);
+    json_obj_end(j);
 }
 
-void prober_json(struct prober *p, FILE *f)
+void prober_json(const struct prober *p, struct json *j)
 {
-    fprintf(f, "\"system\": {\"disk\": \"%s\", \"interval_s\": %.3f, \"samples\": [", p ? p->disk : "",
-            p ? p->interval : 0.0);
-    if (p) {
-        for (size_t i = 1; i < p->n; i++) {
-            if (i > 1)
-                fputs(", ", f);
-            rates(f, &p->s[i - 1], &p->s[i], sysconf(_SC_CLK_TCK));
-        }
-        fputs("], \"whole_run\": ", f);
-        if (p->n >= 2)
-            rates(f, &p->s[0], &p->s[p->n - 1], sysconf(_SC_CLK_TCK));
-        else
-            fputs("null", f);
-        prober_free(p);
-    } else {
-        fputs("], \"whole_run\": null", f);
-    }
-    fputc('}', f);
+    json_key(j, "system");
+    json_obj(j);
+    json_kstr(j, "disk", p ? p->disk : "");
+    json_kfixed(j, "interval_s", p ? p->interval : 0.0, 3);
+    json_key(j, "samples");
+    json_arr(j);
+    for (size_t i = 1; p && i < p->n; i++)
+        rates(j, &p->s[i - 1], &p->s[i]);
+    json_arr_end(j);
+    json_key(j, "whole_run");
+    if (p && p->n >= 2)
+        rates(j, &p->s[0], &p->s[p->n - 1]);
+    else
+        json_null(j);
+    json_obj_end(j);
 }
 
 void prober_free(struct prober *p)

@@ -6,14 +6,14 @@
 #ifndef IOGEN_PROBER_H
 #define IOGEN_PROBER_H
 
-#include <stdio.h>
+#include "json.h"
 
 struct prober;
 /* disk: the device name as in /proc/diskstats ("vda", "loop0"), or "". */
 struct prober *prober_start(double interval_s, const char *disk);
 void prober_stop(struct prober *p);
-/* Writes "\"system\": {...}" (a JSON member) and frees p. */
-void prober_json(struct prober *p, FILE *f);
+/* Writes the member "system": {...} (p NULL: with no samples). */
+void prober_json(const struct prober *p, struct json *j);
 /* Frees p without writing anything. */
 void prober_free(struct prober *p);
 

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <math.h>
 #include <unistd.h>
 
 static const char *dir = "/var/tmp";
@@ -199,19 +200,29 @@ int main(int argc, char **argv)
         m.sx[i] = (double)pts[i].size;
         m.sy[i] = pts[i].second;
     }
-    char firsts[2048] = "", resid[2048] = "";
-    for (size_t i = 0; i < n; i++) {
-        size_t a = strlen(firsts), b = strlen(resid);
-        snprintf(firsts + a, sizeof firsts - a, "%s%.1f", i ? ", " : "", pts[i].first);
-        snprintf(resid + b, sizeof resid - b, "%s%ld", i ? ", " : "", pts[i].resident);
-    }
-    osm_meas_param(&m,
-                   "\"lower_bound\": %s, \"bracket\": [%llu, %llu], \"stopped_by\": \"%s\", \"dir\": \"%s\", "
-                   "\"filesystem\": \"%s\", \"device\": \"%s\", \"mem_available\": %llu, \"max_size\": %llu, "
-                   "\"cached_second_read_ns_per_4k\": %.1f, \"first_read_ns_per_4k\": [%s], "
-                   "\"resident_pages_after_first_read\": [%s]",
-                   found ? "false" : "true", (unsigned long long)lo, (unsigned long long)hi, stop_why, dir, fsname,
-                   dev, (unsigned long long)mem, (unsigned long long)max_size, fast, firsts, resid);
+    osm_param_bool(&m, "lower_bound", !found);
+    struct json *j = osm_param(&m, "bracket");
+    json_arr(j);
+    json_uint(j, lo);
+    json_uint(j, hi);
+    json_arr_end(j);
+    osm_param_str(&m, "stopped_by", stop_why);
+    osm_param_str(&m, "dir", dir);
+    osm_param_str(&m, "filesystem", fsname);
+    osm_param_str(&m, "device", dev);
+    osm_param_num(&m, "mem_available", (double)mem);
+    osm_param_num(&m, "max_size", (double)max_size);
+    osm_param_num(&m, "cached_second_read_ns_per_4k", round(fast * 10) / 10);
+    j = osm_param(&m, "first_read_ns_per_4k");
+    json_arr(j);
+    for (size_t i = 0; i < n; i++)
+        json_num(j, round(pts[i].first * 10) / 10);
+    json_arr_end(j);
+    j = osm_param(&m, "resident_pages_after_first_read");
+    json_arr(j);
+    for (size_t i = 0; i < n; i++)
+        json_int(j, pts[i].resident);
+    json_arr_end(j);
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

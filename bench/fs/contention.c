@@ -155,9 +155,13 @@ int main(int argc, char **argv)
         unlink(paths[i]);
     for (size_t s = 0; s < o.samples; s++)
         osm_meas_add(&m, m.sy[(levels - 1) * o.samples + s], false);
-    osm_meas_param(&m, "\"bytes_per_process\": %llu, \"block\": %llu, \"order\": \"sequential\", \"dir\": \"%s\", "
-                       "\"filesystem\": \"%s\", \"device\": \"%s\", \"samples_at\": %u",
-                   (unsigned long long)size, (unsigned long long)block, dir, fsname, dev, max_procs);
+    osm_param_num(&m, "bytes_per_process", (double)size);
+    osm_param_num(&m, "block", (double)block);
+    osm_param_str(&m, "order", "sequential");
+    osm_param_str(&m, "dir", dir);
+    osm_param_str(&m, "filesystem", fsname);
+    osm_param_str(&m, "device", dev);
+    osm_param_int(&m, "samples_at", max_procs);
     osm_emit(&m);
     osm_meas_free(&m);
     free(paths);

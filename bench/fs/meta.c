@@ -94,9 +94,12 @@ int main(int argc, char **argv)
         }
         struct osm_meas *both[2] = { &mc, &md };
         for (int b = 0; b < 2; b++) {
-            osm_meas_param(both[b], "\"file_kib\": %u, \"files_per_sample\": %u, \"dir\": \"%s\", \"filesystem\": "
-                                    "\"%s\", \"device\": \"%s\", \"synced\": false",
-                           kib[k], nfiles, dir, fsname, dev);
+            osm_param_int(both[b], "file_kib", kib[k]);
+            osm_param_int(both[b], "files_per_sample", nfiles);
+            osm_param_str(both[b], "dir", dir);
+            osm_param_str(both[b], "filesystem", fsname);
+            osm_param_str(both[b], "device", dev);
+            osm_param_bool(both[b], "synced", false);
             osm_emit(both[b]);
             osm_meas_free(both[b]);
         }

@@ -168,11 +168,14 @@ int main(int argc, char **argv)
     }
     struct osm_meas *both[2] = { &ms, &mr };
     for (int k = 0; k < 2; k++) {
-        osm_meas_param(both[k], "\"order\": \"%s\", \"block\": %llu, \"method\": \"%s\", \"dir\": \"%s\", "
-                                "\"filesystem\": \"%s\", \"device\": \"%s\", \"samples_at\": %llu",
-                       k ? "random" : "sequential", (unsigned long long)block,
-                       used == OSM_NOCACHE_DIRECT ? "O_DIRECT" : "posix_fadvise(DONTNEED) before each pass, mincore-checked",
-                       dir, fsname, dev, (unsigned long long)sizes[nsizes - 1]);
+        osm_param_str(both[k], "order", k ? "random" : "sequential");
+        osm_param_num(both[k], "block", (double)block);
+        osm_param_str(both[k], "method", used == OSM_NOCACHE_DIRECT ? "O_DIRECT"
+                                         : "posix_fadvise(DONTNEED) before each pass, mincore-checked");
+        osm_param_str(both[k], "dir", dir);
+        osm_param_str(both[k], "filesystem", fsname);
+        osm_param_str(both[k], "device", dev);
+        osm_param_num(both[k], "samples_at", (double)sizes[nsizes - 1]);
         osm_emit(both[k]);
         osm_meas_free(both[k]);
     }

@@ -252,8 +252,10 @@ static void measure_single(struct osm_meas *m, enum kernel k, size_t size, size_
         double secs = ((double)t - osm_timer.overhead) / osm_timer.hz;
         osm_meas_add(m, (double)(passes * size) / secs / 1e6, d);
     }
-    osm_meas_param(m, "\"bytes\": %zu, \"passes_per_sample\": %llu, \"threads\": 1, \"width\": \"%s\"", size,
-                   (unsigned long long)passes, k == K_COPY ? "memcpy" : width());
+    osm_param_num(m, "bytes", (double)size);
+    osm_param_num(m, "passes_per_sample", (double)passes);
+    osm_param_int(m, "threads", 1);
+    osm_param_str(m, "width", k == K_COPY ? "memcpy" : width());
     osm_buffer_free(dst, size);
     if (src)
         osm_buffer_free(src, size);
@@ -353,8 +355,10 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
     for (int i = 1; i < n; i++)
         pthread_join(w[i].th, NULL);
     osm_pin(self_cpu);
-    osm_meas_param(m, "\"bytes_per_thread\": %zu, \"threads\": %d, \"passes_per_sample\": %llu, \"width\": \"%s\"",
-                   size, n, (unsigned long long)mt.passes, k == K_COPY ? "memcpy" : width());
+    osm_param_num(m, "bytes_per_thread", (double)size);
+    osm_param_int(m, "threads", n);
+    osm_param_num(m, "passes_per_sample", (double)mt.passes);
+    osm_param_str(m, "width", k == K_COPY ? "memcpy" : width());
     pthread_barrier_destroy(&mt.start);
     pthread_barrier_destroy(&mt.stop);
     free(w);
@@ -399,7 +403,7 @@ static void emit_one(const char *id, enum kernel k, size_t size, size_t samples,
         measure_mt(&m, k, size, samples, mt_cpu);
     else
         measure_single(&m, k, size, samples);
-    osm_meas_param(&m, "\"kernel\": \"%s\"", kernel_name[k]);
+    osm_param_str(&m, "kernel", kernel_name[k]);
     osm_emit(&m);
     osm_meas_free(&m);
 }

@@ -211,14 +211,16 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < o.samples; i++) /* top level: the largest size */
         osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], m.sd[(cap - 1) * o.samples + i]);
-    osm_meas_param(&m,
-                   "\"chain\": \"%s\", \"stride\": %llu, \"pages\": \"%s\", "
-                   "\"samples_at\": %.0f, \"min\": %llu, \"max\": %llu, \"steps_per_octave\": %u, "
-                   "\"stopped_early\": %s, \"mem_available\": %llu, \"llc_sysfs\": %llu",
-                   sequential ? "sequential" : "random", (unsigned long long)stride,
-                   curve_pages == OSM_PAGES_HUGE ? "thp (MADV_HUGEPAGE)" : "4k (MADV_NOHUGEPAGE)", sizes[cap - 1],
-                   (unsigned long long)min_size, (unsigned long long)max_size, steps_per_octave,
-                   stopped_early ? "true" : "false", (unsigned long long)avail, (unsigned long long)llc);
+    osm_param_str(&m, "chain", sequential ? "sequential" : "random");
+    osm_param_num(&m, "stride", (double)stride);
+    osm_param_str(&m, "pages", curve_pages == OSM_PAGES_HUGE ? "thp (MADV_HUGEPAGE)" : "4k (MADV_NOHUGEPAGE)");
+    osm_param_num(&m, "samples_at", round(sizes[cap - 1]));
+    osm_param_num(&m, "min", (double)min_size);
+    osm_param_num(&m, "max", (double)max_size);
+    osm_param_int(&m, "steps_per_octave", steps_per_octave);
+    osm_param_bool(&m, "stopped_early", stopped_early);
+    osm_param_num(&m, "mem_available", (double)avail);
+    osm_param_num(&m, "llc_sysfs", (double)llc);
     osm_emit(&m);
     osm_meas_free(&m);
 
@@ -236,11 +238,12 @@ int main(int argc, char **argv)
         if (thp_kib <= 0)
             osm_warn("no transparent huge pages were obtained (THP mode: %s); mem.lat.dram.thp used 4 KiB pages",
                      mode);
-        osm_meas_param(&m,
-                       "\"size\": %llu, \"pages\": \"MADV_HUGEPAGE\", \"thp_mode\": \"%s\", "
-                       "\"huge_kib\": %ld, \"huge_fraction\": %.3f, \"chain\": \"%s\"",
-                       (unsigned long long)size, mode, thp_kib, (double)thp_kib * 1024 / (double)size,
-                       sequential ? "sequential" : "random");
+        osm_param_num(&m, "size", (double)size);
+        osm_param_str(&m, "pages", "MADV_HUGEPAGE");
+        osm_param_str(&m, "thp_mode", mode);
+        osm_param_int(&m, "huge_kib", thp_kib);
+        osm_param_num(&m, "huge_fraction", round((double)thp_kib * 1024 / (double)size * 1000) / 1000);
+        osm_param_str(&m, "chain", sequential ? "sequential" : "random");
         osm_emit(&m);
         osm_meas_free(&m);
         free(v);

@@ -103,8 +103,9 @@ static void minor_faults(const struct osm_opts *o, size_t page)
             osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)minor_pages, d);
     }
     m.overhead_subtracted = osm_timer.overhead / (double)minor_pages;
-    osm_meas_param(&m, "\"pages_per_sample\": %llu, \"page_size\": %zu, \"access\": \"write\"",
-                   (unsigned long long)minor_pages, page);
+    osm_param_num(&m, "pages_per_sample", (double)minor_pages);
+    osm_param_num(&m, "page_size", (double)page);
+    osm_param_str(&m, "access", "write");
     osm_emit(&m);
     osm_meas_free(&m);
 }
@@ -210,12 +211,18 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
     munmap(p, file_size);
     close(fd);
     m.overhead_subtracted = osm_timer.overhead;
-    osm_meas_param(&m,
-                   "\"dir\": \"%s\", \"filesystem\": \"%s\", \"fs_magic\": \"0x%lx\", \"device\": \"%s\", "
-                   "\"file_size\": %llu, \"page_size\": %zu, \"order\": \"random\", \"readahead\": \"off (MADV_RANDOM)\", "
-                   "\"not_major\": %zu, \"drop_caches_used\": %s",
-                   dir, osm_fs_type_name((unsigned long)sfs.f_type), (unsigned long)sfs.f_type, dev, (unsigned long long)file_size, page,
-                   not_major, used_drop ? "true" : "false");
+    char magic[32];
+    snprintf(magic, sizeof magic, "0x%lx", (unsigned long)sfs.f_type);
+    osm_param_str(&m, "dir", dir);
+    osm_param_str(&m, "filesystem", osm_fs_type_name((unsigned long)sfs.f_type));
+    osm_param_str(&m, "fs_magic", magic);
+    osm_param_str(&m, "device", dev);
+    osm_param_num(&m, "file_size", (double)file_size);
+    osm_param_num(&m, "page_size", (double)page);
+    osm_param_str(&m, "order", "random");
+    osm_param_str(&m, "readahead", "off (MADV_RANDOM)");
+    osm_param_int(&m, "not_major", (long long)not_major);
+    osm_param_bool(&m, "drop_caches_used", used_drop);
     osm_emit(&m);
     osm_meas_free(&m);
 }

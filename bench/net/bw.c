@@ -139,10 +139,13 @@ int main(int argc, char **argv)
             double v = runs[k].once(&t, buf);
             osm_meas_add(&m, v, osm_current_cpu() != c0);
         }
-        osm_meas_param(&m, "\"direction\": \"%s\", \"seconds_per_sample\": %g, \"write_size\": %llu, "
-                           "\"sndbuf\": %llu, \"rcvbuf\": %llu, \"peer\": \"%s\", \"where\": \"%s\"",
-                       runs[k].dir, seconds, (unsigned long long)wsize, (unsigned long long)sndbuf,
-                       (unsigned long long)rcvbuf, net_peer_arg ? net_peer_arg : "local netpeer", t.where);
+        osm_param_str(&m, "direction", runs[k].dir);
+        osm_param_num(&m, "seconds_per_sample", seconds);
+        osm_param_num(&m, "write_size", (double)wsize);
+        osm_param_num(&m, "sndbuf", (double)sndbuf);
+        osm_param_num(&m, "rcvbuf", (double)rcvbuf);
+        osm_param_str(&m, "peer", net_peer_arg ? net_peer_arg : "local netpeer");
+        osm_param_str(&m, "where", t.where);
         osm_emit(&m);
         osm_meas_free(&m);
     }

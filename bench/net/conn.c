@@ -82,9 +82,12 @@ int main(int argc, char **argv)
         }
     }
     const char *peer = net_peer_arg ? net_peer_arg : "local netpeer";
-    osm_meas_param(&mc, "\"peer\": \"%s\", \"where\": \"%s\"", peer, t.where);
-    osm_meas_param(&mx, "\"peer\": \"%s\", \"where\": \"%s\", \"what\": \"shutdown(SHUT_WR) until the peer's FIN\"",
-                   peer, t.where);
+    struct osm_meas *both[2] = { &mc, &mx };
+    for (int k = 0; k < 2; k++) {
+        osm_param_str(both[k], "peer", peer);
+        osm_param_str(both[k], "where", t.where);
+    }
+    osm_param_str(&mx, "what", "shutdown(SHUT_WR) until the peer's FIN");
     mc.overhead_subtracted = mx.overhead_subtracted = osm_timer.overhead;
     osm_emit(&mc);
     osm_emit(&mx);

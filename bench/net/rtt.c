@@ -81,10 +81,11 @@ static void measure(const char *id, int fd, void (*rounds)(int, uint64_t), const
         osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);
     }
     m.overhead_subtracted = osm_timer.overhead / (double)o->iterations;
-    osm_meas_param(&m, "\"protocol\": \"%s\", \"message_bytes\": %llu, \"round_trips_per_sample\": %llu, "
-                       "\"peer\": \"%s\", \"where\": \"%s\"",
-                   proto, (unsigned long long)msg_size, (unsigned long long)o->iterations, net_peer_arg ? net_peer_arg : "local netpeer",
-                   where);
+    osm_param_str(&m, "protocol", proto);
+    osm_param_num(&m, "message_bytes", (double)msg_size);
+    osm_param_num(&m, "round_trips_per_sample", (double)o->iterations);
+    osm_param_str(&m, "peer", net_peer_arg ? net_peer_arg : "local netpeer");
+    osm_param_str(&m, "where", where);
     osm_emit(&m);
     osm_meas_free(&m);
 }

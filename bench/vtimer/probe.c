@@ -69,7 +69,8 @@ int main(int argc, char **argv)
     }
     for (int j = 0; j < 5; j++) {
         m[j].overhead_subtracted = osm_timer.overhead / NT;
-        osm_meas_param(&m[j], "\"calls_per_sample\": %d, \"virtual_mode\": \"%s\"", NT, vt_mode());
+        osm_param_int(&m[j], "calls_per_sample", NT);
+        osm_param_str(&m[j], "virtual_mode", vt_mode());
         osm_emit(&m[j]);
         osm_meas_free(&m[j]);
     }

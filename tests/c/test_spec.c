@@ -389,11 +389,13 @@ static void test_json(void)
     icf_parse_file(FIX "full.icf", &job, err, sizeof err);
     char *s = json_of(&job);
     static const char *const want[] = {
-        "{\"description\":\"osmeter fixture: two workers, queue depth 1..32\",\"run_s\":90,\"ramp_s\":5,",
-        "\"cycle_qd\":true,\"qd_start\":1,\"qd_end\":32,\"qd_step\":2,\"qd_exponential\":true,\"specs\":[",
-        "{\"size\":4096,\"access\":60,\"read\":30,\"random\":100,\"delay_ms\":0,\"burst\":1,\"align\":4096}",
-        "{\"name\":\"Worker A\",\"spec\":\"OLTP 8K\",\"outstanding\":4,\"max_bytes\":1048576,\"start_bytes\":4096,"
-        "\"pattern\":\"pseudo-random\",\"fixed_seed\":true,\"seed\":42}",
+        "{\"description\": \"osmeter fixture: two workers, queue depth 1..32\", \"run_s\": 90, \"ramp_s\": 5, ",
+        "\"cycle_qd\": true, \"qd_start\": 1, \"qd_end\": 32, \"qd_step\": 2, \"qd_exponential\": true, "
+        "\"specs\": [",
+        "{\"size\": 4096, \"access\": 60, \"read\": 30, \"random\": 100, \"delay_ms\": 0, \"burst\": 1, "
+        "\"align\": 4096}",
+        "{\"name\": \"Worker A\", \"spec\": \"OLTP 8K\", \"outstanding\": 4, \"max_bytes\": 1048576, "
+        "\"start_bytes\": 4096, \"pattern\": \"pseudo-random\", \"fixed_seed\": true, \"seed\": 42}",
     };
     for (int i = 0; i < 4; i++)
         check(strstr(s, want[i]) != NULL, "json fields", "%s", want[i]);
@@ -403,8 +405,8 @@ static void test_json(void)
     job_init(&job);
     snprintf(job.description, sizeof job.description, "q\"b\\t\tn\nc\001.");
     s = json_of(&job);
-    check(strstr(s, "\"description\":\"q\\\"b\\\\t\\tn\\nc\\u0001.\"") != NULL, "json escapes", "%.60s", s);
-    check(strstr(s, "\"specs\":[],\"workers\":[]}\n") != NULL, "json empty job", "\"specs\":[],\"workers\":[]");
+    check(strstr(s, "\"description\": \"q\\\"b\\\\t\\tn\\nc\\u0001.\"") != NULL, "json escapes", "%.60s", s);
+    check(strstr(s, "\"specs\": [], \"workers\": []}\n") != NULL, "json empty job", "\"specs\": [], \"workers\": []");
     free(s);
 }
 

@@ -11,8 +11,8 @@
  * same calls with the same processes and threads against files of its own
  * and compares its times with the recorded ones. docs/iotrace.md.
  */
+#include "iotrace.h"
 #include "osm.h"
-#include "trace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,13 +31,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern const char *osm_progname;
-
-#define REPLAY_MAX_BYTES (1ll << 30) /* one call's transfer */
-#define REPLAY_MAX_FD (1 << 20)
-#define MAX_MISMATCHES 1000 /* listed; all are counted */
-#define NONE SIZE_MAX
-
 static const char usage_text[] =
     "usage: iotrace record --out TRACE [--] CMD [ARGS...]\n"
     "       iotrace replay TRACE --dir DIR [--processes N]\n"
@@ -50,7 +43,7 @@ static const char usage_text[] =
     "show    prints a summary: processes, threads, files, calls\n"
     "The trace format: docs/iotrace.md.\n";
 
-__attribute__((format(printf, 2, 3))) static _Noreturn void fail(int status, const char *fmt, ...)
+_Noreturn void fail(int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -61,14 +54,14 @@ __attribute__((format(printf, 2, 3))) static _Noreturn void fail(int status, con
     exit(status);
 }
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void *xcalloc(size_t n, size_t size)
+void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p)
@@ -76,7 +69,7 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
-static void load(const char *path, struct trace *t)
+void load(const char *path, struct trace *t)
 {
     char err[512];
     if (trace_load(path, true, false, t, err, sizeof err))
@@ -84,28 +77,14 @@ static void load(const char *path, struct trace *t)
 }
 
 /* Rows of a merged trace are on line seq + 3 (version line, header row). */
-static size_t line_of(const struct trace_rec *r) { return (size_t)r->seq + 3; }
+size_t line_of(const struct trace_rec *r) { return (size_t)r->seq + 3; }
+
+bool moves_data(enum trace_call c)
+{
+    return trace_calls[c].kind == TK_READ || trace_calls[c].kind == TK_WRITE;
+}
 
 /* --------------------------------------------- processes and threads */
-
-struct thread_rows {
-    int64_t pid, tid;
-    size_t *rows; /* in seq order */
-    size_t n;
-};
-
-struct proc_rows {
-    int64_t pid;
-    struct thread_rows *threads;
-    size_t nthreads, nrows;
-};
-
-struct layout {
-    struct proc_rows *procs;
-    struct thread_rows *threads; /* all, process by process */
-    size_t nprocs, nthreads;
-    size_t *order; /* row indices by pid, tid, seq */
-};
 
 static const struct trace *sort_trace;
 
@@ -119,7 +98,7 @@ static int by_thread(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int by_process(const void *a, const void *b)
+int by_process(const void *a, const void *b)
 {
     const struct trace_rec *x = &sort_trace->rec[*(const size_t *)a], *y = &sort_trace->rec[*(const size_t *)b];
     if (x->pid != y->pid)
@@ -127,7 +106,7 @@ static int by_process(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *))
+size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *))
 {
     size_t *idx = xcalloc(t->n, sizeof *idx);
     for (size_t i = 0; i < t->n; i++)
@@ -138,7 +117,7 @@ static size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const
 }
 
 /* Processes by pid, each with its threads by tid, each thread's rows in order. */
-static struct layout layout_of(const struct trace *t)
+struct layout layout_of(const struct trace *t)
 {
     struct layout L = {0};
     L.order = sorted_rows(t, by_thread);
@@ -158,851 +137,6 @@ static struct layout layout_of(const struct trace *t)
     return L;
 }
 
-/* ------------------------------------------------------------- record */
-
-/* build/lib/libiotrace.so beside this program's build/bin. */
-static void library_path(char *out)
-{
-    char exe[PATH_MAX], lib[PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n < 0)
-        fail(1, "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = '\0';
-    snprintf(lib, sizeof lib, "%s/../lib/libiotrace.so", exe);
-    if (!realpath(lib, out) || access(out, R_OK))
-        fail(1, "the recorder library %s is missing (make build/lib/libiotrace.so)", lib);
-    if (strpbrk(out, " :"))
-        fail(1, "the recorder library's path %s has a space or colon: LD_PRELOAD cannot name it", out);
-}
-
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[PATH_MAX + 256];
-    while (d && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
-}
-
-/* Every per-process file in dir, merged. Returns -1 (message printed) if one is bad. */
-static int merge_dir(const char *dir, struct trace *out)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "iotrace: error: cannot read %s: %s\n", dir, strerror(errno));
-        return -1;
-    }
-    struct trace *parts = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    char path[PATH_MAX + 256], err[512];
-    int rc = 0;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strncmp(e->d_name, "trace.", 6))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            parts = realloc(parts, cap * sizeof *parts);
-            if (!parts)
-                fail(1, "out of memory");
-        }
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (trace_load(path, false, true, &parts[n], err, sizeof err)) {
-            fprintf(stderr, "iotrace: error: a recorder's file is bad: %s\n", err);
-            rc = -1;
-        } else {
-            n++;
-        }
-    }
-    closedir(d);
-    if (rc == 0 && trace_merge(parts, n, out))
-        fail(1, "out of memory");
-    for (size_t i = 0; rc && i < n; i++)
-        trace_free(&parts[i]);
-    free(parts);
-    return rc;
-}
-
-static int cmd_record(int argc, char **argv)
-{
-    const char *out = NULL;
-    int i;
-    for (i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc)
-            out = argv[++i];
-        else if (!strncmp(argv[i], "--out=", 6))
-            out = argv[i] + 6;
-        else if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        } else if (argv[i][0] == '-')
-            osm_usage_error("record: unknown option or missing value '%s'", argv[i]);
-        else
-            break;
-    }
-    if (!out || !*out)
-        osm_usage_error("record needs --out TRACE");
-    if (i >= argc)
-        osm_usage_error("record needs a command: iotrace record --out TRACE -- CMD [ARGS...]");
-    char **cmd = argv + i;
-
-    char lib[PATH_MAX];
-    library_path(lib);
-    FILE *f = fopen(out, "we");
-    if (!f)
-        fail(2, "cannot write the trace %s: %s", out, strerror(errno));
-    const char *tmpdir = getenv("TMPDIR");
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/iotrace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(dir))
-        fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
-
-    /* Descendants that outlive CMD are re-parented to us; wait for them too. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int errpipe[2];
-    if (pipe2(errpipe, O_CLOEXEC))
-        fail(1, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        fail(1, "fork: %s", strerror(errno));
-    if (child == 0) {
-        char preload[2 * PATH_MAX + 2];
-        const char *old = getenv("LD_PRELOAD");
-        snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("IOTRACE_DIR", dir, 1);
-        execvp(cmd[0], cmd);
-        int e = errno;
-        if (write(errpipe[1], &e, sizeof e) < 0)
-            _exit(127);
-        _exit(127);
-    }
-    signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
-    signal(SIGQUIT, SIG_IGN);
-    close(errpipe[1]);
-    int exec_err = 0;
-    ssize_t got;
-    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
-        ;
-    close(errpipe[0]);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        ;
-    while (wait(NULL) > 0 || errno == EINTR)
-        ;
-    if (got == (ssize_t)sizeof exec_err) {
-        remove_dir(dir);
-        fclose(f);
-        unlink(out);
-        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", cmd[0], strerror(exec_err));
-        return exec_err == ENOENT ? 127 : 126;
-    }
-
-    struct trace t;
-    if (merge_dir(dir, &t)) {
-        fprintf(stderr, "iotrace: the recorder's files are kept in %s\n", dir);
-        fclose(f);
-        return 1;
-    }
-    remove_dir(dir);
-    if (trace_write(f, &t) || fclose(f))
-        fail(1, "cannot write the trace %s: %s", out, strerror(errno));
-    struct layout L = layout_of(&t);
-    fprintf(stderr, "iotrace: %zu calls from %zu processes, %zu threads -> %s\n", t.n, L.nprocs, L.nthreads, out);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
-/* --------------------------------------------------------------- show */
-
-struct tally {
-    uint64_t count, bytes, rec_ns, rep_ns, done_rec, done_rep;
-};
-
-static bool moves_data(enum trace_call c)
-{
-    return trace_calls[c].kind == TK_READ || trace_calls[c].kind == TK_WRITE;
-}
-
-static int cmd_show(int argc, char **argv)
-{
-    if (argc != 1)
-        osm_usage_error("show takes one trace: iotrace show TRACE");
-    struct trace t;
-    load(argv[0], &t);
-    struct layout L = layout_of(&t);
-    uint64_t span = 0;
-    if (t.n) {
-        uint64_t end = 0;
-        for (size_t i = 0; i < t.n; i++)
-            end = t.rec[i].t_end > end ? t.rec[i].t_end : end;
-        span = end - t.rec[0].t_start;
-    }
-    printf("trace %s (iotrace format %d)\n", argv[0], TRACE_VERSION);
-    printf("%zu calls, %zu processes, %zu threads, %.3f ms from first call to last\n\n", t.n, L.nprocs,
-           L.nthreads, (double)span / 1e6);
-
-    printf("%-10s %8s %10s\n", "process", "threads", "calls");
-    for (size_t p = 0; p < L.nprocs; p++)
-        printf("%-10lld %8zu %10zu\n", (long long)L.procs[p].pid, L.procs[p].nthreads, L.procs[p].nrows);
-
-    size_t nfiles = 0;
-    for (size_t i = 0; i < t.n; i++)
-        nfiles = (size_t)t.rec[i].file + 1 > nfiles ? (size_t)t.rec[i].file + 1 : nfiles;
-    const char **fpath = xcalloc(nfiles, sizeof *fpath);
-    struct tally *fread_ = xcalloc(nfiles, sizeof *fread_), *fwrite_ = xcalloc(nfiles, sizeof *fwrite_);
-    uint64_t *opens = xcalloc(nfiles, sizeof *opens);
-    struct tally calls[TC_NCALLS] = {{0}}, total = {0};
-    for (size_t i = 0; i < t.n; i++) {
-        const struct trace_rec *r = &t.rec[i];
-        if (!fpath[r->file])
-            fpath[r->file] = r->path;
-        enum trace_kind k = trace_calls[r->call].kind;
-        uint64_t done = r->ret > 0 && moves_data(r->call) ? (uint64_t)r->ret : 0;
-        opens[r->file] += k == TK_OPEN;
-        if (k == TK_READ)
-            fread_[r->file].done_rec += done, fread_[r->file].count++;
-        if (k == TK_WRITE)
-            fwrite_[r->file].done_rec += done, fwrite_[r->file].count++;
-        struct tally *c = &calls[r->call];
-        c->count++, c->bytes += (uint64_t)r->bytes, c->rec_ns += r->t_end - r->t_start;
-        total.count++, total.bytes += (uint64_t)r->bytes, total.rec_ns += r->t_end - r->t_start;
-    }
-    printf("\n%-6s %6s %8s %12s %8s %12s  %s\n", "file", "opens", "reads", "bytes read", "writes", "bytes written",
-           "path");
-    for (size_t f = 0; f < nfiles; f++)
-        if (fpath[f])
-            printf("f%-5zu %6llu %8llu %12llu %8llu %12llu  %s\n", f, (unsigned long long)opens[f],
-                   (unsigned long long)fread_[f].count, (unsigned long long)fread_[f].done_rec,
-                   (unsigned long long)fwrite_[f].count, (unsigned long long)fwrite_[f].done_rec, fpath[f]);
-
-    printf("\n%-12s %8s %14s %14s %12s\n", "call", "count", "bytes", "total ns", "mean ns");
-    for (int c = 0; c <= TC_NCALLS; c++) {
-        const struct tally *x = c < TC_NCALLS ? &calls[c] : &total;
-        if (c < TC_NCALLS && !x->count)
-            continue;
-        printf("%-12s %8llu %14llu %14llu %12.0f\n", c < TC_NCALLS ? trace_calls[c].name : "total",
-               (unsigned long long)x->count, (unsigned long long)x->bytes, (unsigned long long)x->rec_ns,
-               x->count ? (double)x->rec_ns / (double)x->count : 0.0);
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------------- replay */
-
-/* One open descriptor of one recorded process: the open that made it (or
- * NONE when the process inherited it over fork), the calls made on it
- * before its close. Calls on it in other threads wait for its open; its
- * close waits for those calls. */
-struct slot {
-    size_t open_row;
-    int64_t file;
-    int implicit_flags;
-    long uses;
-    /* at run time, in the replaying process */
-    atomic_int state; /* 0 not open yet, 1 open */
-    int fd;
-    atomic_long done;
-};
-
-struct mismatch {
-    size_t row;
-    int64_t ret;
-    int err;
-};
-
-struct shared { /* between the replaying processes and the parent (MAP_SHARED) */
-    pthread_mutex_t lock; /* process-shared: start waits */
-    pthread_cond_t cond;
-    atomic_int waiters;
-    atomic_ulong nmismatch;
-    struct mismatch mismatch[MAX_MISMATCHES];
-    struct tally calls[]; /* [process][call] */
-};
-
-static struct {
-    const struct trace *t;
-    const struct layout *L;
-    const char *dir;
-    atomic_long *done; /* rows replayed, per thread of the layout (MAP_SHARED) */
-    struct slot *slots;
-    size_t *row_slot;
-    struct shared *sh;
-    pthread_mutex_t lock; /* slot waits, per process */
-    pthread_cond_t cond;
-    pthread_barrier_t start;
-} R = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
-
-struct worker {
-    const struct thread_rows *rows;
-    size_t g; /* index in the layout's threads */
-    struct tally calls[TC_NCALLS];
-    char *buf;
-    struct iovec iov[IOV_MAX];
-    pthread_t th;
-};
-
-/* The replay's name for a recorded file: DIR/f<id>, never anything else. */
-static void file_path(char *out, size_t n, int64_t file) { snprintf(out, n, "%s/f%lld", R.dir, (long long)file); }
-
-static int slot_fd(struct slot *s)
-{
-    if (atomic_load(&s->state))
-        return s->fd;
-    pthread_mutex_lock(&R.lock);
-    while (!atomic_load(&s->state)) {
-        if (s->open_row == NONE) { /* inherited: open it ourselves, untimed */
-            char path[PATH_MAX];
-            file_path(path, sizeof path, s->file);
-            s->fd = open(path, s->implicit_flags, 0644);
-            atomic_store(&s->state, 1);
-        } else {
-            pthread_cond_wait(&R.cond, &R.lock);
-        }
-    }
-    pthread_mutex_unlock(&R.lock);
-    return s->fd;
-}
-
-static void slot_opened(struct slot *s, int fd)
-{
-    s->fd = fd;
-    pthread_mutex_lock(&R.lock);
-    atomic_store(&s->state, 1);
-    pthread_cond_broadcast(&R.cond);
-    pthread_mutex_unlock(&R.lock);
-}
-
-static void slot_used(struct slot *s)
-{
-    if (atomic_fetch_add(&s->done, 1) + 1 == s->uses) {
-        pthread_mutex_lock(&R.lock);
-        pthread_cond_broadcast(&R.cond);
-        pthread_mutex_unlock(&R.lock);
-    }
-}
-
-static void slot_wait_uses(struct slot *s)
-{
-    if (atomic_load(&s->done) >= s->uses)
-        return;
-    pthread_mutex_lock(&R.lock);
-    while (atomic_load(&s->done) < s->uses)
-        pthread_cond_wait(&R.cond, &R.lock);
-    pthread_mutex_unlock(&R.lock);
-}
-
-/* Splits bytes over iovcnt buffers (an invalid count goes to the kernel as recorded). */
-static int fill_iov(struct worker *w, int64_t bytes, int64_t cnt)
-{
-    if (cnt < 1 || cnt > IOV_MAX)
-        return cnt < INT_MIN ? INT_MIN : cnt > INT_MAX ? INT_MAX : (int)cnt;
-    size_t each = (size_t)bytes / (size_t)cnt, at = 0;
-    for (int64_t i = 0; i < cnt; i++) {
-        size_t len = i == cnt - 1 ? (size_t)bytes - at : each;
-        w->iov[i] = (struct iovec){w->buf + at, len};
-        at += len;
-    }
-    return (int)cnt;
-}
-
-static void replay_row(struct worker *w, size_t i)
-{
-    const struct trace_rec *r = &R.t->rec[i];
-    enum trace_kind kind = trace_calls[r->call].kind;
-    struct slot *s = R.row_slot[i] == NONE ? NULL : &R.slots[R.row_slot[i]];
-    char path[PATH_MAX];
-    int fd = -1, iovcnt = 0;
-    if (kind == TK_OPEN)
-        file_path(path, sizeof path, r->file);
-    else
-        fd = slot_fd(s);
-    if (kind == TK_CLOSE)
-        slot_wait_uses(s);
-    if (trace_calls[r->call].vector)
-        iovcnt = fill_iov(w, r->bytes, r->flags);
-    bool at = trace_calls[r->call].positioned || r->offset >= 0;
-    size_t n = (size_t)r->bytes;
-    off_t off = (off_t)r->offset;
-    int flags = (int)r->flags;
-    mode_t mode = (mode_t)r->mode;
-
-    uint64_t t0 = now_ns();
-    int64_t ret = -1;
-    switch (r->call) {
-    case TC_OPEN: case TC_OPEN64: ret = open(path, flags, mode); break;
-    case TC_OPENAT: case TC_OPENAT64: ret = openat(AT_FDCWD, path, flags, mode); break;
-    case TC_CREAT: case TC_CREAT64: ret = creat(path, mode); break;
-    case TC_CLOSE: ret = close(fd); break;
-    case TC_READ: case TC_PREAD: case TC_PREAD64:
-        ret = at ? pread(fd, w->buf, n, off) : read(fd, w->buf, n); break;
-    case TC_WRITE: case TC_PWRITE: case TC_PWRITE64:
-        ret = at ? pwrite(fd, w->buf, n, off) : write(fd, w->buf, n); break;
-    case TC_READV: ret = at ? preadv(fd, w->iov, iovcnt, off) : readv(fd, w->iov, iovcnt); break;
-    case TC_WRITEV: ret = at ? pwritev(fd, w->iov, iovcnt, off) : writev(fd, w->iov, iovcnt); break;
-    case TC_LSEEK: case TC_LSEEK64: /* to where the recorded one went, or as it failed */
-        ret = r->ret >= 0 ? lseek(fd, (off_t)r->ret, SEEK_SET) : lseek(fd, off, flags); break;
-    case TC_FSYNC: ret = fsync(fd); break;
-    case TC_FDATASYNC: ret = fdatasync(fd); break;
-    case TC_FTRUNCATE: case TC_FTRUNCATE64: ret = ftruncate(fd, off); break;
-    case TC_NCALLS: break;
-    }
-    uint64_t t1 = now_ns();
-    int err = ret == -1 ? errno : 0;
-
-    if (kind == TK_OPEN && s)
-        slot_opened(s, (int)ret);
-    else if (kind == TK_OPEN && ret >= 0)
-        close((int)ret); /* recorded as failed: do not leak it */
-    else if (kind != TK_OPEN && kind != TK_CLOSE)
-        slot_used(s);
-
-    struct tally *c = &w->calls[r->call];
-    c->count++;
-    c->bytes += (uint64_t)r->bytes;
-    c->rec_ns += r->t_end - r->t_start;
-    c->rep_ns += t1 - t0;
-    if (moves_data(r->call)) {
-        c->done_rec += r->ret > 0 ? (uint64_t)r->ret : 0;
-        c->done_rep += ret > 0 ? (uint64_t)ret : 0;
-    }
-    bool same = kind == TK_OPEN ? (ret >= 0) == (r->ret >= 0) : ret == r->ret;
-    if (!same) {
-        unsigned long k = atomic_fetch_add(&R.sh->nmismatch, 1);
-        if (k < MAX_MISMATCHES)
-            R.sh->mismatch[k] = (struct mismatch){i, ret, err};
-    }
-}
-
-static uint64_t xorshift(uint64_t *s)
-{
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return *s;
-}
-
-static void random_fill(char *buf, size_t n, uint64_t seed)
-{
-    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
-    for (size_t i = 0; i + 8 <= n; i += 8) {
-        uint64_t v = xorshift(&s);
-        memcpy(buf + i, &v, 8);
-    }
-}
-
-/* How many of thread h's calls ended before time t (a thread's calls do not overlap). */
-static long ended_before(const struct thread_rows *h, uint64_t t)
-{
-    size_t lo = 0, hi = h->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (R.t->rec[h->rows[mid]].t_end < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo;
-}
-
-static bool may_start(uint64_t t)
-{
-    for (size_t h = 0; h < R.L->nthreads; h++)
-        if (atomic_load(&R.done[h]) < ended_before(&R.L->threads[h], t))
-            return false;
-    return true;
-}
-
-/* A thread starts when every call of the other threads, in any process,
- * that ended before its first call began has been replayed: the data a
- * forked child or a new thread found is there, whatever the scheduler does. */
-static void wait_to_start(const struct worker *w)
-{
-    uint64_t t = R.t->rec[w->rows->rows[0]].t_start;
-    if (may_start(t))
-        return;
-    pthread_mutex_lock(&R.sh->lock);
-    atomic_fetch_add(&R.sh->waiters, 1);
-    while (!may_start(t))
-        pthread_cond_wait(&R.sh->cond, &R.sh->lock);
-    atomic_fetch_sub(&R.sh->waiters, 1);
-    pthread_mutex_unlock(&R.sh->lock);
-}
-
-static void replayed_one(const struct worker *w)
-{
-    atomic_fetch_add(&R.done[w->g], 1);
-    if (atomic_load(&R.sh->waiters)) {
-        pthread_mutex_lock(&R.sh->lock);
-        pthread_cond_broadcast(&R.sh->cond);
-        pthread_mutex_unlock(&R.sh->lock);
-    }
-}
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-    pthread_barrier_wait(&R.start);
-    wait_to_start(w);
-    for (size_t k = 0; k < w->rows->n; k++) {
-        replay_row(w, w->rows->rows[k]);
-        replayed_one(w);
-    }
-    return NULL;
-}
-
-/* One replaying process: its threads start together when the parent closes `go`. */
-static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int ready, int go)
-{
-    struct worker *w = xcalloc(p->nthreads, sizeof *w);
-    pthread_barrier_init(&R.start, NULL, (unsigned)p->nthreads + 1);
-    for (size_t k = 0; k < p->nthreads; k++) {
-        int64_t most = 4096;
-        for (size_t j = 0; j < p->threads[k].n; j++) {
-            const struct trace_rec *r = &R.t->rec[p->threads[k].rows[j]];
-            most = moves_data(r->call) && r->bytes > most ? r->bytes : most;
-        }
-        size_t size = ((size_t)most + 4095) & ~(size_t)4095; /* aligned, for O_DIRECT */
-        w[k].rows = &p->threads[k];
-        w[k].g = (size_t)(&p->threads[k] - R.L->threads);
-        if (posix_memalign((void **)&w[k].buf, 4096, size))
-            fail(1, "cannot allocate %zu bytes for a replay thread", size);
-        random_fill(w[k].buf, size, pi * 1000 + k + 1);
-        if (pthread_create(&w[k].th, NULL, worker_main, &w[k]))
-            fail(1, "cannot create a replay thread");
-    }
-    char c = 1;
-    if (write(ready, &c, 1) != 1 || read(go, &c, 1) < 0)
-        fail(1, "lost the replay's parent");
-    pthread_barrier_wait(&R.start);
-    struct tally *out = &R.sh->calls[pi * TC_NCALLS];
-    for (size_t k = 0; k < p->nthreads; k++) {
-        pthread_join(w[k].th, NULL);
-        for (int j = 0; j < TC_NCALLS; j++) {
-            const struct tally *x = &w[k].calls[j];
-            out[j].count += x->count, out[j].bytes += x->bytes, out[j].rec_ns += x->rec_ns;
-            out[j].rep_ns += x->rep_ns, out[j].done_rec += x->done_rec, out[j].done_rep += x->done_rep;
-        }
-    }
-    fflush(NULL);
-    _exit(0);
-}
-
-/* What the trace needs of DIR before the timed part, and slots for its descriptors. */
-struct file_need {
-    size_t first_open;
-    int64_t read_end; /* the largest offset + bytes a read got */
-    bool directory;
-};
-
-static void check_replayable(const char *name, const struct trace *t, const struct layout *L)
-{
-    for (size_t h = 0; h < L->nthreads; h++)
-        for (size_t k = 1; k < L->threads[h].n; k++) {
-            const struct trace_rec *r = &t->rec[L->threads[h].rows[k]], *prev = &t->rec[L->threads[h].rows[k - 1]];
-            if (r->t_start < prev->t_end)
-                fail(2, "%s:%zu: starts before the previous call of thread %lld (line %zu) ended", name,
-                     line_of(r), (long long)r->tid, line_of(prev));
-        }
-    for (size_t i = 0; i < t->n; i++) {
-        const struct trace_rec *r = &t->rec[i];
-        if (moves_data(r->call) && r->bytes > REPLAY_MAX_BYTES)
-            fail(2, "%s:%zu: %lld bytes in one call; replay's limit is %lld", name, line_of(r),
-                 (long long)r->bytes, REPLAY_MAX_BYTES);
-        if (r->fd >= REPLAY_MAX_FD)
-            fail(2, "%s:%zu: descriptor %lld is beyond replay's limit %d", name, line_of(r), (long long)r->fd,
-                 REPLAY_MAX_FD);
-    }
-}
-
-static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
-{
-    *nfiles = 0;
-    for (size_t i = 0; i < t->n; i++)
-        *nfiles = (size_t)t->rec[i].file + 1 > *nfiles ? (size_t)t->rec[i].file + 1 : *nfiles;
-    struct file_need *need = xcalloc(*nfiles, sizeof *need);
-    for (size_t f = 0; f < *nfiles; f++)
-        need[f].first_open = NONE;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct trace_rec *r = &t->rec[i];
-        struct file_need *fn = &need[r->file];
-        if (trace_calls[r->call].kind == TK_OPEN) {
-            if (fn->first_open == NONE)
-                fn->first_open = i;
-            if (r->ret >= 0 && (r->flags & O_DIRECTORY))
-                fn->directory = true;
-        }
-        if (trace_calls[r->call].kind == TK_READ && r->ret > 0 && r->offset >= 0 && r->offset + r->ret > fn->read_end)
-            fn->read_end = r->offset + r->ret;
-    }
-    return need;
-}
-
-/* DIR/f<id> as the program found its files: a directory where it opened
- * one; random data, up to the end of the furthest read, where the file
- * existed before its first open (no O_CREAT, or O_CREAT without O_EXCL or
- * O_TRUNC and read later); nothing where the first open created it or failed. */
-static void prepare_files(const struct trace *t, const struct file_need *need, size_t nfiles)
-{
-    char path[PATH_MAX], *buf = xcalloc(1, 1 << 20);
-    random_fill(buf, 1 << 20, 12345);
-    for (size_t f = 0; f < nfiles; f++) {
-        file_path(path, sizeof path, (int64_t)f);
-        if (unlink(path) && errno == EISDIR)
-            rmdir(path);
-        if (need[f].first_open == NONE)
-            continue;
-        const struct trace_rec *o = &t->rec[need[f].first_open];
-        if (need[f].directory) {
-            if (mkdir(path, 0755) && errno != EEXIST)
-                fail(1, "cannot make %s: %s", path, strerror(errno));
-            continue;
-        }
-        int64_t fl = o->flags;
-        bool existed = o->ret >= 0 && !(fl & O_EXCL) &&
-                       (!(fl & O_CREAT) || (!(fl & O_TRUNC) && need[f].read_end > 0));
-        if (!existed)
-            continue;
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-            fail(1, "cannot create %s: %s", path, strerror(errno));
-        int64_t size = fl & O_TRUNC ? 0 : need[f].read_end;
-        for (int64_t done = 0; done < size;) {
-            size_t n = size - done < (1 << 20) ? (size_t)(size - done) : (1 << 20);
-            ssize_t w = write(fd, buf, n);
-            if (w <= 0)
-                fail(1, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "no progress");
-            done += w;
-        }
-        if (close(fd))
-            fail(1, "cannot write %s: %s", path, strerror(errno));
-    }
-    free(buf);
-}
-
-/* Slots: per process, in trace order, which open each call's descriptor came from. */
-static void assign_slots(const struct trace *t)
-{
-    size_t *order = sorted_rows(t, by_process), nslots = 0;
-    R.slots = xcalloc(t->n, sizeof *R.slots);
-    R.row_slot = xcalloc(t->n, sizeof *R.row_slot);
-    size_t *cur = xcalloc(REPLAY_MAX_FD, sizeof *cur), *gen = xcalloc(REPLAY_MAX_FD, sizeof *gen), proc = 0;
-    for (size_t k = 0; k < t->n; k++) {
-        size_t i = order[k];
-        const struct trace_rec *r = &t->rec[i];
-        if (k && r->pid != t->rec[order[k - 1]].pid)
-            proc++;
-        R.row_slot[i] = NONE;
-        if (trace_calls[r->call].kind == TK_OPEN) {
-            if (r->ret >= 0) {
-                R.slots[nslots] = (struct slot){.open_row = i, .file = r->file};
-                cur[r->ret] = nslots++, gen[r->ret] = proc + 1;
-                R.row_slot[i] = cur[r->ret];
-            }
-            continue;
-        }
-        if (gen[r->fd] != proc + 1 || cur[r->fd] == NONE) { /* inherited over fork */
-            int flags = O_RDWR;
-            for (size_t j = i; j-- > 0;)
-                if (t->rec[j].file == r->file && trace_calls[t->rec[j].call].kind == TK_OPEN && t->rec[j].ret >= 0) {
-                    flags = (int)t->rec[j].flags & (O_ACCMODE | O_APPEND | O_DIRECT | O_SYNC | O_DSYNC);
-                    break;
-                }
-            R.slots[nslots] = (struct slot){.open_row = NONE, .file = r->file, .implicit_flags = flags | O_CREAT};
-            cur[r->fd] = nslots++, gen[r->fd] = proc + 1;
-        }
-        R.row_slot[i] = cur[r->fd];
-        if (trace_calls[r->call].kind == TK_CLOSE)
-            cur[r->fd] = NONE;
-        else
-            R.slots[R.row_slot[i]].uses++;
-    }
-    free(order), free(cur), free(gen);
-}
-
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
-static void json_tally(const struct tally *x)
-{
-    printf("{\"count\": %llu, \"bytes\": %llu, \"transferred_recorded\": %llu, \"transferred_replayed\": %llu, "
-           "\"recorded_ns\": %llu, \"replayed_ns\": %llu}",
-           (unsigned long long)x->count, (unsigned long long)x->bytes, (unsigned long long)x->done_rec,
-           (unsigned long long)x->done_rep, (unsigned long long)x->rec_ns, (unsigned long long)x->rep_ns);
-}
-
-static int by_row(const void *a, const void *b)
-{
-    const struct mismatch *x = a, *y = b;
-    return x->row < y->row ? -1 : x->row > y->row;
-}
-
-static int cmd_replay(int argc, char **argv)
-{
-    const char *path = NULL, *dir = NULL;
-    uint64_t want = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(argv[i], "--processes") && i + 1 < argc)
-            want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
-        else if (argv[i][0] == '-' || path)
-            osm_usage_error("replay: unexpected '%s'", argv[i]);
-        else
-            path = argv[i];
-    }
-    if (!path || !dir)
-        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N]");
-    struct stat st;
-    if (stat(dir, &st))
-        fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        fail(2, "--dir %s: not a directory", dir);
-    struct trace t;
-    load(path, &t);
-    struct layout L = layout_of(&t);
-    if (want && want < L.nprocs)
-        fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
-                "replays in a process of its own)", L.nprocs, (unsigned long long)want);
-    if (want > L.nprocs)
-        fprintf(stderr, "iotrace: the trace has %zu processes; the other %llu are not needed\n", L.nprocs,
-                (unsigned long long)(want - L.nprocs));
-    check_replayable(path, &t, &L);
-    R.t = &t;
-    R.L = &L;
-    R.dir = dir;
-    size_t nfiles;
-    struct file_need *need = file_needs(&t, &nfiles);
-    prepare_files(&t, need, nfiles);
-    assign_slots(&t);
-
-    size_t shsize = sizeof(struct shared) + (L.nprocs ? L.nprocs : 1) * TC_NCALLS * sizeof(struct tally);
-    R.sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    R.done = mmap(NULL, (L.nthreads + 1) * sizeof *R.done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (R.sh == MAP_FAILED || R.done == MAP_FAILED)
-        fail(1, "mmap: %s", strerror(errno));
-    pthread_mutexattr_t ma;
-    pthread_condattr_t ca;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-    pthread_mutex_init(&R.sh->lock, &ma);
-    pthread_cond_init(&R.sh->cond, &ca);
-    int ready[2], go[2];
-    if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
-        fail(1, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t *kids = xcalloc(L.nprocs, sizeof *kids);
-    for (size_t p = 0; p < L.nprocs; p++) {
-        kids[p] = fork();
-        if (kids[p] < 0)
-            fail(1, "fork: %s", strerror(errno));
-        if (kids[p] == 0) {
-            close(ready[0]), close(go[1]);
-            replay_process(&L.procs[p], p, ready[1], go[0]);
-        }
-    }
-    close(ready[1]), close(go[0]);
-    size_t started = 0;
-    char c;
-    for (ssize_t got; started < L.nprocs; started += got == 1)
-        if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
-            break; /* a replaying process died before it was ready */
-    uint64_t t0 = now_ns();
-    close(go[1]); /* go */
-    bool failed = started < L.nprocs;
-    for (size_t left = L.nprocs; left > 0;) {
-        int status;
-        pid_t k = wait(&status);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            break;
-        left--;
-        for (size_t p = 0; p < L.nprocs; p++)
-            kids[p] = kids[p] == k ? 0 : kids[p];
-        if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-            failed = true; /* the others may wait for its calls: stop them */
-            for (size_t p = 0; p < L.nprocs; p++)
-                if (kids[p])
-                    kill(kids[p], SIGKILL);
-        }
-    }
-    uint64_t wall = now_ns() - t0;
-    if (failed)
-        fail(1, "a replaying process failed");
-
-    struct tally calls[TC_NCALLS] = {{0}}, total = {0};
-    for (size_t p = 0; p < L.nprocs; p++)
-        for (int j = 0; j < TC_NCALLS; j++) {
-            const struct tally *x = &R.sh->calls[p * TC_NCALLS + j];
-            struct tally *y[2] = {&calls[j], &total};
-            for (int k = 0; k < 2; k++) {
-                y[k]->count += x->count, y[k]->bytes += x->bytes, y[k]->rec_ns += x->rec_ns;
-                y[k]->rep_ns += x->rep_ns, y[k]->done_rec += x->done_rec, y[k]->done_rep += x->done_rep;
-            }
-        }
-    uint64_t rec_wall = 0;
-    for (size_t i = 0; i < t.n; i++)
-        rec_wall = t.rec[i].t_end - t.rec[0].t_start > rec_wall ? t.rec[i].t_end - t.rec[0].t_start : rec_wall;
-
-    printf("{\"trace\": ");
-    json_str(path);
-    printf(", \"dir\": ");
-    json_str(dir);
-    printf(", \"processes\": %zu, \"threads\": %zu, \"recorded_wall_ns\": %llu, \"replayed_wall_ns\": %llu, "
-           "\"calls\": {", L.nprocs, L.nthreads, (unsigned long long)rec_wall, (unsigned long long)wall);
-    bool first = true;
-    for (int j = 0; j < TC_NCALLS; j++) {
-        if (!calls[j].count)
-            continue;
-        printf("%s\"%s\": ", first ? "" : ", ", trace_calls[j].name);
-        json_tally(&calls[j]);
-        first = false;
-    }
-    printf("}, \"total\": ");
-    json_tally(&total);
-    unsigned long nmis = atomic_load(&R.sh->nmismatch);
-    size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
-    qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);
-    printf(", \"mismatch_count\": %lu, \"mismatches\": [", nmis);
-    for (size_t k = 0; k < listed; k++) {
-        const struct mismatch *m = &R.sh->mismatch[k];
-        const struct trace_rec *r = &t.rec[m->row];
-        printf("%s{\"seq\": %llu, \"line\": %zu, \"pid\": %lld, \"tid\": %lld, \"call\": \"%s\", \"file\": \"f%lld\", "
-               "\"offset\": %lld, \"bytes\": %lld, \"recorded_ret\": %lld, \"recorded_errno\": %lld, "
-               "\"replayed_ret\": %lld, \"replayed_errno\": %d}",
-               k ? ", " : "", (unsigned long long)r->seq, line_of(r), (long long)r->pid, (long long)r->tid,
-               trace_calls[r->call].name, (long long)r->file, (long long)r->offset, (long long)r->bytes,
-               (long long)r->ret, (long long)r->err, (long long)m->ret, m->err);
-    }
-    printf("]}\n");
-    return fflush(stdout) ? 1 : 0;
-}
-
 int main(int argc, char **argv)
 {
     osm_progname = "iotrace";
@@ -1018,3 +152,4 @@ int main(int argc, char **argv)
         return cmd_show(argc - 2, argv + 2);
     osm_usage_error("unknown command '%s' (record, replay, show)", argv[1]);
 }
+

@@ -1,0 +1,47 @@
+/* engine.c - the engines iogen knows, by name. A new engine is its
+ * engine_<name>.c and one line here. */
+#include "engine.h"
+
+#include <string.h>
+
+extern const struct engine_ops engine_uring, engine_aio, engine_psync;
+
+static const struct engine_ops *const engines[] = { &engine_uring, &engine_aio, &engine_psync, NULL };
+
+const struct engine_ops *const engine_default = &engine_uring;
+
+const struct engine_ops *engine_find(const char *name)
+{
+    for (const struct engine_ops *const *e = engines; *e; e++)
+        if (!strcmp((*e)->name, name) || ((*e)->alias && !strcmp((*e)->alias, name)))
+            return *e;
+    return NULL;
+}
+
+const char *engine_names(void)
+{
+    static char buf[256];
+    if (!buf[0]) {
+        size_t n = 0;
+        for (const struct engine_ops *const *e = engines; *e; e++) {
+            size_t len = strlen((*e)->name);
+            const char *sep = !e[1] ? (e == engines ? "" : " or ") : (e == engines ? "" : ", ");
+            if (n + strlen(sep) + len + 1 >= sizeof buf)
+                break;
+            strcpy(buf + n, sep);
+            n += strlen(sep);
+            strcpy(buf + n, (*e)->name);
+            n += len;
+        }
+    }
+    return buf;
+}
+
+void engine_list(FILE *f, bool markdown)
+{
+    if (markdown)
+        fprintf(f, "| engine | how |\n|---|---|\n");
+    for (const struct engine_ops *const *e = engines; *e; e++)
+        fprintf(f, markdown ? "| `%s` | %s%s |\n" : "  %-8s %s%s\n", (*e)->name, (*e)->summary,
+                *e == engine_default ? " (default)" : "");
+}

@@ -1,0 +1,157 @@
+/* iogen.h - the parts of iogen and what they share (see iogen.c for the
+ * whole):
+ *
+ *   options.c   the option table: parsing, --help, the docs' option list;
+ *               the job built from the options and the workload file
+ *   run.c       a run: workers and their streams of requests through an
+ *               engine, the measured window, intervals, --verify
+ *   report.c    the JSON result of a run, the request log, the live line
+ *   engine.c    the engines by name (engine_<name>.c each)
+ */
+#ifndef IOGEN_IOGEN_H
+#define IOGEN_IOGEN_H
+
+#include "engine.h"
+#include "hist.h"
+#include "spec.h"
+#include "target.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/resource.h>
+
+/* ------------------------------------------------------------ options */
+
+struct iogen_opts {
+    const char *target, *workload, *spec_file, *icf_file, *spec_name, *log_file;
+    const struct engine_ops *engine;
+    unsigned qd;            /* 0 = from the job */
+    unsigned workers;       /* 0 = from the job */
+    uint64_t size;
+    double time_s, ramp_s, interval_s, rate;
+    bool time_set, ramp_set;
+    uint64_t transactions;
+    bool verify, buffered, allow_destroy, allow_signature, dump_spec;
+    const char *cycle;      /* --cycle-qd */
+    int cpu;
+    uint64_t seed;
+    unsigned batch;         /* most requests per submission; 0 = every free slot */
+};
+
+extern struct iogen_opts opt;
+
+void options_parse(int argc, char **argv);
+/* The job the options and the workload file describe; exits with a
+ * message (status 2) when it cannot be run. */
+void options_build_job(struct job *job);
+
+/* ---------------------------------------------------------------- run */
+
+/* time stamps of the generator: the TSC where there is one */
+uint64_t ticks(void);
+extern double tick_ns, tick_hz;
+extern volatile sig_atomic_t interrupted;
+
+struct logrec {
+    uint64_t start_ns, off;
+    uint32_t len, lat_ns;
+    uint8_t write;
+};
+
+/* What one stream of requests records. An async engine gives a worker one
+ * stream with all its outstanding requests; a synchronous one (psync) one
+ * stream per outstanding request, each in its own thread. */
+struct stream {
+    struct worker *w;
+    unsigned idx;
+    struct io *slots;      /* this stream's requests (qd, or 1 for a sync engine) */
+    unsigned nslots;
+    uint64_t rng;
+    int line;              /* current spec line */
+    unsigned burst_left;
+    uint64_t resume_at;    /* ticks: no new request before (delay, rate) */
+    uint64_t next_rate;
+    struct hist all, rd, wr, ival;
+    struct hist *ivals;    /* the closed intervals' histograms */
+    uint64_t *ival_bytes;  /* and their bytes */
+    uint64_t cur_ival_bytes;
+    size_t nivals, civals;
+    uint64_t ival_end;
+    uint64_t reads, writes, bytes_r, bytes_w;
+    uint64_t syscalls;     /* counted while measuring */
+    uint64_t vread, verified, bad, headerless, raced; /* --verify, in blocks */
+    struct logrec *log;
+    size_t nlog, clog;
+    bool log_full;
+    pthread_t th;
+    _Atomic bool done;     /* the thread has finished (then it is joined, once) */
+    bool started;
+};
+
+struct worker {
+    int id;
+    const struct worker_cfg *cfg;
+    const struct spec *spec;
+    struct target *t;
+    uint64_t region_start, region_len;
+    unsigned qd;
+    _Atomic uint64_t seq;  /* next sequential offset in the region */
+    struct io *slots;
+    char *bufs;
+    size_t bufsize;
+    struct stream *streams;
+    unsigned nstreams;
+    _Atomic uint64_t live_ios, live_bytes;
+    char err[512];
+    _Atomic bool failed;
+};
+
+/* The run as every worker sees it. */
+struct run_state {
+    uint64_t t_measure, t_end; /* ticks: recording starts, new requests stop */
+    uint64_t ival_ticks;
+    uint64_t transactions;
+    _Atomic uint64_t issued;   /* measured requests issued, for --transactions */
+    _Atomic int stop;
+    double rate_per_stream;    /* IOPS per stream, 0 = none */
+    unsigned lbs;
+    bool verify;
+    uint64_t verify_seed;
+    bool log;
+    int qd;
+};
+
+extern struct run_state run;
+
+/* What one run leaves for its report (and run_free). */
+struct run_result {
+    const struct job *job;
+    struct worker *ws;
+    int nw;
+    double secs;       /* the measured window */
+    struct rusage ru0, ru1;
+    struct prober *pr;
+    const struct target *t;
+};
+
+/* One run at one queue depth (0 = the job's). Returns 0, 1 on failure (a
+ * message said why), 3 when --verify found a mismatch; *out is filled in
+ * either way, for the report and then run_free. */
+int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out);
+void run_free(struct run_result *r);
+/* --verify: what this process has written, block by block, across runs. */
+int verify_setup(const struct target *t, char *err, size_t errlen);
+/* Blocks that do not hold what was written: wrong content, and, once the
+ * region shows the pattern anywhere, blocks without it. */
+uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless);
+
+/* ------------------------------------------------------------- report */
+
+void report(FILE *f, const struct run_result *in, const char *name);
+void write_log(FILE *lf, struct worker *ws, int nw);
+
+#endif

@@ -1,0 +1,283 @@
+/* options.c - iogen's options, declared once in one table that drives the
+ * parsing, --help and the option list in docs/iogen.md (iogen
+ * --options-markdown prints it; a test keeps the two equal); and the job
+ * built from the options and the workload file. */
+#include "iogen.h"
+#include "osm.h"
+#include "osmmem.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct iogen_opts opt = { .cpu = -1, .seed = 0x5eed };
+
+#define MAX_RUN_S 1e7 /* about 116 days: far beyond any run, and well inside the tick arithmetic */
+
+/* ------------------------------------------------------------ setters */
+
+static const char *cur; /* the option being set, for messages: "--time" */
+
+static double parse_num(const char *v, const char *what, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (!*v || *end || errno || !(d >= lo) || !(d <= hi))
+        osm_usage_error("%s: expected %s from %g to %g, got '%s'", cur, what, lo, hi, v);
+    return d;
+}
+
+static void set_target(const char *v) { opt.target = v; }
+static void set_source(const char *v)
+{
+    if (opt.workload || opt.spec_file || opt.icf_file)
+        osm_usage_error("give exactly one of --workload, --spec or --icf, once");
+    *(!strcmp(cur, "--workload") ? &opt.workload : !strcmp(cur, "--spec") ? &opt.spec_file : &opt.icf_file) = v;
+}
+static void set_spec_name(const char *v) { opt.spec_name = v; }
+static void set_engine(const char *v)
+{
+    opt.engine = engine_find(v);
+    if (!opt.engine)
+        osm_usage_error("--engine: expected %s, got '%s'", engine_names(), v);
+}
+static void set_qd(const char *v) { opt.qd = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
+static void set_cycle(const char *v) { opt.cycle = v; }
+static void set_workers(const char *v) { opt.workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
+static void set_size(const char *v) { opt.size = osm_parse_size(cur, v, 4096, 1ull << 50); }
+static void set_time(const char *v) { opt.time_s = parse_num(v, "seconds", 0, MAX_RUN_S); opt.time_set = true; }
+static void set_ramp(const char *v) { opt.ramp_s = parse_num(v, "seconds", 0, MAX_RUN_S); opt.ramp_set = true; }
+static void set_transactions(const char *v) { opt.transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
+static void set_interval(const char *v) { opt.interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
+static void set_rate(const char *v) { opt.rate = parse_num(v, "I/Os per second", 0, 1e9); }
+static void set_log(const char *v) { opt.log_file = v; }
+static void set_verify(const char *v) { (void)v; opt.verify = true; }
+static void set_buffered(const char *v) { (void)v; opt.buffered = true; }
+static void set_destroy(const char *v) { (void)v; opt.allow_destroy = true; }
+static void set_signature(const char *v) { (void)v; opt.allow_signature = true; }
+static void set_cpu(const char *v) { opt.cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
+static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); }
+static void set_batch(const char *v) { opt.batch = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
+static void set_dump(const char *v) { (void)v; opt.dump_spec = true; }
+static void do_help(const char *v);
+static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
+static void do_markdown(const char *v);
+
+struct option_def {
+    const char *name;    /* "--target" */
+    const char *metavar; /* "PATH"; NULL: a flag */
+    const char *help;
+    void (*set)(const char *v);
+};
+
+static const struct option_def options[] = {
+    { "--target", "PATH", "file (created and filled with --size when missing) or block device", set_target },
+    { "--workload", "NAME", "a shipped workload (iogen --list-workloads)", set_source },
+    { "--spec", "FILE", "a native spec file (docs/spec-format.md)", set_source },
+    { "--icf", "FILE", "an Iometer .icf file", set_source },
+    { "--spec-name", "NAME", "the access specification to use from a file that has no workers", set_spec_name },
+    { "--engine", "E", "how requests reach the kernel (see Engines below; default uring)", set_engine },
+    { "--qd", "N", "outstanding I/Os per worker (overrides the file)", set_qd },
+    { "--cycle-qd", "S:E[:xK|:+K]", "run once per queue depth S..E, times K (default x2) or plus K", set_cycle },
+    { "--workers", "N", "workers (copies of the first one when the file has fewer)", set_workers },
+    { "--size", "BYTES", "region used on the target (and the size of a new file)", set_size },
+    { "--time", "SECONDS", "measured time per run (default 10)", set_time },
+    { "--ramp", "SECONDS", "ramp-up before each run, not recorded (default 1)", set_ramp },
+    { "--transactions", "N", "stop a run after N I/Os instead of after a time", set_transactions },
+    { "--interval", "SECONDS", "also report every interval (0 = only the total)", set_interval },
+    { "--rate", "IOPS", "limit the total rate, in I/Os per second", set_rate },
+    { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd", set_log },
+    { "--verify", NULL, "write a checkable pattern; check every block read", set_verify },
+    { "--buffered", NULL, "through the page cache (default O_DIRECT)", set_buffered },
+    { "--allow-destroy-data", NULL, "allow writes to a block device", set_destroy },
+    { "--allow-signature", NULL, "... even one holding a file system or partition table", set_signature },
+    { "--cpu", "N", "pin every worker thread to CPU N", set_cpu },
+    { "--seed", "N", "random seed (default fixed; a .icf fixed seed wins)", set_seed },
+    { "--batch", "N", "submit at most N requests per system call (default: every free slot)", set_batch },
+    { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
+    { "--list-workloads", NULL, "the shipped workloads", do_list },
+    { "--options-markdown", NULL, "this option list as a Markdown table (docs/iogen.md)", do_markdown },
+    { "--help", NULL, "this text", do_help },
+};
+
+#define NOPTS (sizeof options / sizeof options[0])
+
+static void do_help(const char *v)
+{
+    (void)v;
+    printf("usage: iogen --target PATH (--workload NAME | --spec FILE | --icf FILE) [options]\n"
+           "Raw I/O generator: Iometer access specifications on a file or block device.\n"
+           "Prints one JSON object per run (docs/DESIGN.md, contract 7).\n\n");
+    for (size_t i = 0; i < NOPTS; i++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "%s%s%s", options[i].name, options[i].metavar ? " " : "",
+                 options[i].metavar ? options[i].metavar : "");
+        if (strlen(flag) <= 20)
+            printf("  %-20s %s\n", flag, options[i].help);
+        else
+            printf("  %s\n  %-20s %s\n", flag, "", options[i].help);
+    }
+    printf("\nEngines:\n");
+    engine_list(stdout, false);
+    exit(0);
+}
+
+static void do_markdown(const char *v)
+{
+    (void)v;
+    printf("| option | meaning |\n|---|---|\n");
+    for (size_t i = 0; i < NOPTS; i++)
+        printf("| `%s%s%s` | %s |\n", options[i].name, options[i].metavar ? " " : "",
+               options[i].metavar ? options[i].metavar : "", options[i].help);
+    printf("\n");
+    engine_list(stdout, true);
+    exit(0);
+}
+
+void options_parse(int argc, char **argv)
+{
+    opt.engine = engine_default;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t len = eq ? (size_t)(eq - a) : strlen(a);
+        const struct option_def *d = NULL;
+        for (size_t k = 0; k < NOPTS && !d; k++)
+            if (strlen(options[k].name) == len && !strncmp(options[k].name, a, len))
+                d = &options[k];
+        if (!d)
+            osm_usage_error("unknown option '%s'", a);
+        cur = d->name;
+        const char *val = NULL;
+        if (d->metavar) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else
+                osm_usage_error("%s needs a value (%s)", d->name, d->metavar);
+        } else if (eq) {
+            osm_usage_error("%s takes no value", d->name);
+        }
+        d->set(val);
+    }
+    if (!!opt.workload + !!opt.spec_file + !!opt.icf_file != 1)
+        osm_usage_error("give exactly one of --workload, --spec or --icf");
+    if (!opt.target && !opt.dump_spec)
+        osm_usage_error("--target PATH is required");
+}
+
+/* ---------------------------------------------------------------- the job */
+
+/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields. */
+static void parse_cycle(struct job *job)
+{
+    unsigned s, e, k = 2;
+    char op = 'x', extra;
+    int n = sscanf(opt.cycle, "%u:%u:%c%u%c", &s, &e, &op, &k, &extra);
+    if (n != 2 && n != 4)
+        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K, got '%s'", opt.cycle);
+    if (s < 1 || e < s || e > 65536 || (op != 'x' && op != '+') || (op == 'x' && k < 2) || k < 1)
+        osm_usage_error("--cycle-qd '%s': need 1 <= START <= END <= 65536 and a step of x2 or more, or +1 or more",
+                        opt.cycle);
+    job->cycle_qd = true;
+    job->qd_start = s;
+    job->qd_end = e;
+    job->qd_step = k;
+    job->qd_exponential = op == 'x';
+}
+
+static void one_worker(struct job *job, int spec)
+{
+    job->nworkers = 1;
+    memset(&job->workers[0], 0, sizeof job->workers[0]);
+    snprintf(job->workers[0].name, sizeof job->workers[0].name, "worker 1");
+    job->workers[0].spec = spec;
+    job->workers[0].outstanding = 1;
+}
+
+void options_build_job(struct job *job)
+{
+    char err[512];
+    job_init(job);
+    if (opt.workload) {
+        if (spec_builtin(opt.workload, &job->specs[0]) != 0)
+            osm_usage_error("--workload: no shipped workload named '%s' (iogen --list-workloads)", opt.workload);
+        job->nspecs = 1;
+    } else if (opt.spec_file ? spec_parse_file(opt.spec_file, job, err, sizeof err)
+                             : icf_parse_file(opt.icf_file, job, err, sizeof err)) {
+        osm_usage_error("%s", err);
+    }
+    if (job->nspecs == 0)
+        osm_usage_error("%s defines no access specification", opt.spec_file ? opt.spec_file : opt.icf_file);
+    if (opt.spec_name) { /* one spec by name: the workers all use it */
+        int k = -1;
+        for (int i = 0; i < job->nspecs; i++)
+            if (!strcmp(job->specs[i].name, opt.spec_name))
+                k = i;
+        if (k < 0)
+            osm_usage_error("--spec-name: no access specification named '%s' in the file", opt.spec_name);
+        for (int i = 0; i < job->nworkers; i++)
+            job->workers[i].spec = k;
+        if (job->nworkers == 0)
+            one_worker(job, k);
+    }
+    if (job->nworkers == 0) {
+        if (job->nspecs > 1)
+            osm_usage_error("the file defines %d access specifications and no worker: choose one with --spec-name",
+                            job->nspecs);
+        one_worker(job, 0);
+    }
+    if (opt.workers) {
+        for (unsigned i = (unsigned)job->nworkers; i < opt.workers; i++) {
+            job->workers[i] = job->workers[0];
+            snprintf(job->workers[i].name, sizeof job->workers[i].name, "worker %u", i + 1);
+        }
+        job->nworkers = (int)opt.workers;
+    }
+    if (opt.qd) {
+        for (int i = 0; i < job->nworkers; i++)
+            job->workers[i].outstanding = opt.qd;
+        job->cycle_qd = false;
+    }
+    if (opt.cycle)
+        parse_cycle(job);
+    if (opt.time_set || job->run_s == 0)
+        job->run_s = opt.time_set ? opt.time_s : 10;
+    if (opt.ramp_set || job->ramp_s == 0)
+        job->ramp_s = opt.ramp_set ? opt.ramp_s : 1;
+    if (opt.transactions)
+        job->transactions = opt.transactions;
+    if (job->run_s <= 0 && !job->transactions)
+        osm_usage_error("--time must be above 0 (or give --transactions)");
+    if (job->run_s > MAX_RUN_S || job->ramp_s > MAX_RUN_S)
+        osm_usage_error("a run time of %g s (ramp %g s) is beyond the %g s iogen allows", job->run_s, job->ramp_s,
+                        MAX_RUN_S);
+    for (int i = 0; i < job->nspecs; i++)
+        if (spec_validate(&job->specs[i], err, sizeof err) != 0)
+            osm_usage_error("%s", err);
+    /* what the engine can hold */
+    unsigned most = 0;
+    for (int i = 0; i < job->nworkers; i++)
+        if (job->workers[i].outstanding > most)
+            most = job->workers[i].outstanding;
+    if (job->cycle_qd && job->qd_end > most)
+        most = job->qd_end;
+    if (opt.engine->max_qd && most > opt.engine->max_qd)
+        osm_usage_error("%u outstanding I/Os per worker: the %s engine holds at most %u", most, opt.engine->name,
+                        opt.engine->max_qd);
+    if (opt.engine->sync && most > 4096)
+        osm_usage_error("%u outstanding I/Os per worker with the %s engine would be %u threads: at most 4096",
+                        most, opt.engine->name, most);
+    for (int i = 0; i < job->nworkers; i++) {
+        const struct spec *s = &job->specs[job->workers[i].spec];
+        for (int k = 0; k < s->nlines; k++)
+            if (s->line[k].reply)
+                osm_usage_error("access spec '%s' line %d has a reply size of %llu bytes: reply size is a "
+                                "network feature; osmeter's disk generator does not support it",
+                                s->name, k + 1, (unsigned long long)s->line[k].reply);
+    }
+}

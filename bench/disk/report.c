@@ -1,0 +1,194 @@
+/* report.c - what a run tells: its JSON object (docs/DESIGN.md, contract
+ * 7), the request log (--log), and the live line on a terminal. Totals,
+ * per-worker and per-interval figures all come from merged histograms. */
+#include "iogen.h"
+#include "json.h"
+#include "prober.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct totals {
+    struct hist all, rd, wr;
+    uint64_t reads, writes, bytes_r, bytes_w, syscalls, vread, verified, bad, headerless, raced;
+};
+
+static void totals_clear(struct totals *t)
+{
+    memset(t, 0, sizeof *t);
+    hist_clear(&t->all);
+    hist_clear(&t->rd);
+    hist_clear(&t->wr);
+}
+
+static void add_stream(struct totals *t, const struct stream *s)
+{
+    hist_merge(&t->all, &s->all);
+    hist_merge(&t->rd, &s->rd);
+    hist_merge(&t->wr, &s->wr);
+    t->reads += s->reads;
+    t->writes += s->writes;
+    t->bytes_r += s->bytes_r;
+    t->bytes_w += s->bytes_w;
+    t->syscalls += s->syscalls;
+    t->verified += s->verified;
+    t->bad += s->bad;
+    t->headerless += s->headerless;
+    t->vread += s->vread;
+    t->raced += s->raced;
+}
+
+static double seconds(struct timeval a, struct timeval b)
+{
+    return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_usec - a.tv_usec) * 1e-6;
+}
+
+/* The report intervals of the streams of workers [from, to): iops, mbps and
+ * latency of each, from the streams' interval histograms merged. */
+static void intervals(struct json *j, struct worker *ws, int from, int to)
+{
+    json_arr(j);
+    if (!run.ival_ticks) {
+        json_arr_end(j);
+        return;
+    }
+    size_t nint = 0;
+    for (int i = from; i < to; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            if (ws[i].streams[k].nivals > nint)
+                nint = ws[i].streams[k].nivals;
+    double iv = (double)run.ival_ticks / tick_hz;
+    for (size_t n = 0; n < nint; n++) {
+        struct hist h;
+        uint64_t bytes = 0;
+        hist_clear(&h);
+        for (int i = from; i < to; i++)
+            for (unsigned k = 0; k < ws[i].nstreams; k++)
+                if (n < ws[i].streams[k].nivals) {
+                    hist_merge(&h, &ws[i].streams[k].ivals[n]);
+                    bytes += ws[i].streams[k].ival_bytes[n];
+                }
+        json_obj(j);
+        json_kfixed(j, "t", (double)(n + 1) * iv, 3);
+        json_kfixed(j, "iops", (double)h.count / iv, 3);
+        json_kfixed(j, "mbps", (double)bytes / iv / 1e6, 3);
+        json_key(j, "lat_ns");
+        hist_json(j, &h);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+}
+
+void report(FILE *f, const struct run_result *in, const char *name)
+{
+    struct totals tot;
+    totals_clear(&tot);
+    for (int i = 0; i < in->nw; i++)
+        for (unsigned k = 0; k < in->ws[i].nstreams; k++)
+            add_stream(&tot, &in->ws[i].streams[k]);
+    const struct target *t = in->t;
+    double secs = in->secs;
+    uint64_t ios = tot.reads + tot.writes;
+    double user = seconds(in->ru0.ru_utime, in->ru1.ru_utime), sys = seconds(in->ru0.ru_stime, in->ru1.ru_stime);
+    long ctx = (in->ru1.ru_nvcsw - in->ru0.ru_nvcsw) + (in->ru1.ru_nivcsw - in->ru0.ru_nivcsw);
+    double per = ios ? 1.0 / (double)ios : 0;
+
+    struct json j;
+    json_to_file(&j, f);
+    json_obj(&j);
+    json_kstr(&j, "workload", name);
+    json_kstr(&j, "engine", opt.engine->name);
+    json_kint(&j, "qd", run.qd);
+    json_kint(&j, "workers", in->nw);
+    json_kstr(&j, "target", t->path);
+    json_kstr(&j, "target_type", t->block ? "block" : "file");
+    json_kstr(&j, "filesystem", t->fs);
+    json_kstr(&j, "device", t->device);
+    json_kbool(&j, "direct", t->direct);
+    json_kuint(&j, "logical_block_size", t->lbs);
+    json_kuint(&j, "region_bytes", in->ws[0].region_len);
+    json_kfixed(&j, "run_s", secs, 6);
+    json_kfixed(&j, "ramp_s", in->job->ramp_s, 3);
+    json_kfixed(&j, "iops", (double)ios / secs, 3);
+    json_kfixed(&j, "mbps", (double)(tot.bytes_r + tot.bytes_w) / secs / 1e6, 3);
+    json_kfixed(&j, "read_iops", (double)tot.reads / secs, 3);
+    json_kfixed(&j, "write_iops", (double)tot.writes / secs, 3);
+    json_key(&j, "lat_ns");
+    hist_json(&j, &tot.all);
+    json_key(&j, "read_lat_ns");
+    hist_json(&j, &tot.rd);
+    json_key(&j, "write_lat_ns");
+    hist_json(&j, &tot.wr);
+    json_kuint(&j, "reads", tot.reads);
+    json_kuint(&j, "writes", tot.writes);
+    json_kuint(&j, "bytes_read", tot.bytes_r);
+    json_kuint(&j, "bytes_written", tot.bytes_w);
+    json_kfixed(&j, "cpu_user_s", user, 6);
+    json_kfixed(&j, "cpu_sys_s", sys, 6);
+    json_kfixed(&j, "cpu_us_per_io", (user + sys) * 1e6 * per, 4);
+    json_kuint(&j, "syscalls", tot.syscalls);
+    json_kfixed(&j, "syscalls_per_io", (double)tot.syscalls * per, 4);
+    json_kint(&j, "ctx_switches", ctx);
+    json_kfixed(&j, "ctx_switches_per_io", (double)ctx * per, 4);
+    if (run.verify) {
+        /* every block read is accounted for: checked (a mismatch among them, or not), never
+         * written with the pattern (when no block read shows it), or read while being written */
+        bool written = tot.verified > 0;
+        json_key(&j, "verify");
+        json_obj(&j);
+        json_kuint(&j, "blocks_read", tot.vread);
+        json_kuint(&j, "blocks_checked", tot.verified + (written ? tot.headerless : 0));
+        json_kuint(&j, "mismatches", verify_mismatches(tot.verified, tot.bad, tot.headerless));
+        json_kuint(&j, "blocks_without_pattern", tot.headerless);
+        json_kuint(&j, "blocks_never_written", written ? 0 : tot.headerless);
+        json_kuint(&j, "blocks_raced", tot.raced);
+        json_obj_end(&j);
+        if (!written && tot.headerless)
+            fprintf(stderr, "iogen: warning: --verify: none of the %llu blocks read holds the pattern: the region was "
+                    "never written with --verify, so nothing could be checked\n",
+                    (unsigned long long)tot.headerless);
+    }
+    json_key(&j, "per_worker");
+    json_arr(&j);
+    for (int i = 0; i < in->nw; i++) {
+        struct worker *w = &in->ws[i];
+        struct totals wt;
+        totals_clear(&wt);
+        for (unsigned k = 0; k < w->nstreams; k++)
+            add_stream(&wt, &w->streams[k]);
+        json_obj(&j);
+        json_kstr(&j, "name", w->cfg->name);
+        json_kstr(&j, "spec", w->spec->name);
+        json_kuint(&j, "qd", w->qd);
+        json_kfixed(&j, "iops", (double)(wt.reads + wt.writes) / secs, 3);
+        json_kfixed(&j, "mbps", (double)(wt.bytes_r + wt.bytes_w) / secs / 1e6, 3);
+        json_kuint(&j, "reads", wt.reads);
+        json_kuint(&j, "writes", wt.writes);
+        json_key(&j, "lat_ns");
+        hist_json(&j, &wt.all);
+        json_key(&j, "intervals");
+        intervals(&j, in->ws, i, i + 1);
+        json_obj_end(&j);
+    }
+    json_arr_end(&j);
+    json_key(&j, "intervals");
+    intervals(&j, in->ws, 0, in->nw);
+    prober_json(in->pr, &j);
+    json_obj_end(&j);
+    json_line_end(&j, "the result to standard output");
+}
+
+void write_log(FILE *lf, struct worker *ws, int nw)
+{
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++) {
+            struct stream *s = &ws[i].streams[k];
+            for (size_t n = 0; n < s->nlog; n++)
+                fprintf(lf, "%llu,%llu,%u,%c,%u,%d,%d\n", (unsigned long long)s->log[n].start_ns,
+                        (unsigned long long)s->log[n].off, s->log[n].len, s->log[n].write ? 'W' : 'R',
+                        s->log[n].lat_ns, i + 1, run.qd);
+            if (s->log_full)
+                fprintf(stderr, "iogen: warning: the request log of worker %d stopped at %zu rows (memory)\n", i + 1,
+                        s->nlog);
+        }
+}

@@ -1,0 +1,590 @@
+/* run.c - one run of a job: workers, each with one or more streams of
+ * requests going through an engine; the ramp-up, the measured window and
+ * its report intervals; --verify.
+ *
+ * A stream's thread queues every free request slot (each request picks a
+ * spec line by % of accesses, then read or write and random or sequential by
+ * that line's own percentages), then one engine call submits them and waits
+ * for the first completion, and every completion present is reaped. The
+ * sequential position of a worker is one value shared by its streams and
+ * advanced with compare-and-swap (PenguinoMeter's current sector address),
+ * so N outstanding sequential requests are N consecutive blocks whatever
+ * the engine. Every wait (a delay line, a rate limit) ends at the run's end
+ * or at a signal.
+ */
+#include "iogen.h"
+#include "osm.h"
+#include "osmmem.h"
+#include "prober.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+uint64_t ticks(void) { return __rdtsc(); }
+#else
+uint64_t ticks(void) { return osm_clock_ns(); }
+#endif
+
+double tick_ns, tick_hz;
+volatile sig_atomic_t interrupted;
+struct run_state run;
+
+static uint64_t rnd(struct stream *s)
+{
+    return osm_rand(&s->rng);
+}
+
+/* ------------------------------------------------------------ --verify */
+
+/* Every lbs-sized block written starts with a header naming its own
+ * offset; the rest is a function of (offset, seed). A read of a block this
+ * process wrote must match it exactly, header included: a misplaced, lost
+ * or corrupted block cannot. Per block, 16 bits: the top one says it was
+ * written, the rest count writes to it in flight. */
+#define VMAGIC 0x4f534d5659464931ull /* "OSMVYFI1" */
+#define VWRITTEN 0x8000u
+#define VMAX_BLOCKS (1ull << 29)
+
+static _Atomic uint16_t *vstate;
+static uint64_t vblocks;
+
+int verify_setup(const struct target *t, char *err, size_t errlen)
+{
+    vblocks = t->size / run.lbs;
+    if (vblocks > VMAX_BLOCKS) {
+        snprintf(err, errlen, "--verify keeps two bytes per %u-byte block: %llu blocks is too many; verify a smaller "
+                 "region with --size", run.lbs, (unsigned long long)vblocks);
+        return -1;
+    }
+    vstate = calloc(vblocks ? vblocks : 1, sizeof *vstate);
+    if (!vstate) {
+        snprintf(err, errlen, "--verify: no memory for %llu block states", (unsigned long long)vblocks);
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t vword(uint64_t off, uint64_t seed, uint64_t i)
+{
+    uint64_t x = off * 0x9E3779B97F4A7C15ull ^ seed ^ (i * 0xBF58476D1CE4E5B9ull);
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 29);
+}
+
+static void verify_fill(char *buf, uint64_t off, uint32_t len)
+{
+    for (uint32_t b = 0; b < len; b += run.lbs) {
+        uint64_t *w = (uint64_t *)(buf + b), at = off + b;
+        w[0] = VMAGIC;
+        w[1] = at;
+        for (uint32_t i = 2; i < run.lbs / 8; i++)
+            w[i] = vword(at, run.verify_seed, i);
+    }
+}
+
+/* At issue: a write marks its blocks in flight; a read notes whether all it
+ * reads was written before and is not being written now. */
+static void verify_issue(struct io *io)
+{
+    uint64_t first = io->off / run.lbs, n = io->len / run.lbs;
+    if (io->write) {
+        for (uint64_t b = first; b < first + n; b++)
+            atomic_fetch_add_explicit(&vstate[b], 1, memory_order_relaxed);
+        return;
+    }
+    io->verify_stable = true;
+    for (uint64_t b = first; b < first + n && io->verify_stable; b++)
+        io->verify_stable = atomic_load_explicit(&vstate[b], memory_order_relaxed) == VWRITTEN;
+}
+
+static void verify_done(struct stream *s, struct io *io, bool ok)
+{
+    uint64_t first = io->off / run.lbs;
+    for (uint32_t b = 0; b < io->len; b += run.lbs) {
+        uint64_t blk = first + b / run.lbs;
+        if (io->write) {
+            uint16_t v = atomic_load_explicit(&vstate[blk], memory_order_relaxed), nv;
+            do
+                nv = (uint16_t)(((v & ~VWRITTEN) - 1) | (ok ? VWRITTEN : (v & VWRITTEN)));
+            while (!atomic_compare_exchange_weak_explicit(&vstate[blk], &v, nv, memory_order_relaxed,
+                                                          memory_order_relaxed));
+            continue;
+        }
+        if (!ok)
+            continue;
+        s->vread++;
+        uint16_t now = atomic_load_explicit(&vstate[blk], memory_order_relaxed);
+        if (now & ~VWRITTEN || (io->verify_stable && now != VWRITTEN)) {
+            s->raced++; /* a write to it was in flight: either content would be right */
+            continue;
+        }
+        const uint64_t *w = (const uint64_t *)(io->buf + b);
+        uint64_t at = io->off + b;
+        if (w[0] != VMAGIC && !(now & VWRITTEN)) {
+            s->headerless++; /* never written with the pattern, as far as this process knows */
+            continue;
+        }
+        bool same = w[0] == VMAGIC && w[1] == at;
+        for (uint32_t i = 2; same && i < run.lbs / 8; i++)
+            same = w[i] == vword(at, run.verify_seed, i);
+        s->verified++;
+        if (!same)
+            s->bad++;
+    }
+}
+
+uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless)
+{
+    /* once the region shows the pattern anywhere, a block without it lost its write */
+    return bad + (checked ? headerless : 0);
+}
+
+/* ------------------------------------------------------------ requests */
+
+/* Chooses the next request of a stream: line by % of accesses, then read or
+ * write, random or sequential, by that line's own percentages. */
+static void next_io(struct stream *s, struct io *io, uint64_t now)
+{
+    struct worker *w = s->w;
+    const struct spec *sp = w->spec;
+    if (s->burst_left == 0) {
+        unsigned r = (unsigned)(rnd(s) % 100), acc = 0;
+        s->line = sp->nlines - 1;
+        for (int i = 0; i < sp->nlines; i++) {
+            acc += sp->line[i].access;
+            if (r < acc) {
+                s->line = i;
+                break;
+            }
+        }
+        s->burst_left = sp->line[s->line].burst;
+    }
+    const struct spec_line *ln = &sp->line[s->line];
+    io->line = (uint16_t)s->line;
+    io->len = (uint32_t)ln->size;
+    io->write = rnd(s) % 100 >= ln->read;
+    uint64_t off;
+    if (rnd(s) % 100 < ln->random) {
+        uint64_t align = ln->align ? ln->align : run.lbs;
+        uint64_t positions = (w->region_len - ln->size) / align + 1;
+        off = rnd(s) % positions * align;
+    } else { /* the worker's shared sequential position, advanced atomically */
+        uint64_t cur = atomic_load_explicit(&w->seq, memory_order_relaxed), nxt;
+        do {
+            off = cur + ln->size > w->region_len ? 0 : cur;
+            nxt = off + ln->size;
+        } while (!atomic_compare_exchange_weak_explicit(&w->seq, &cur, nxt, memory_order_relaxed,
+                                                        memory_order_relaxed));
+    }
+    io->off = w->region_start + off;
+    if (io->off + io->len > w->t->size || io->off < w->region_start) {
+        /* unreachable by construction; never write outside the target */
+        fprintf(stderr, "iogen: internal error: offset %llu+%u outside the target\n",
+                (unsigned long long)io->off, io->len);
+        abort();
+    }
+    if (run.verify) {
+        if (io->write)
+            verify_fill(io->buf, io->off, io->len);
+        verify_issue(io);
+    }
+    if (--s->burst_left == 0 && ln->delay_ms)
+        s->resume_at = now + (uint64_t)((double)ln->delay_ms * 1e6 / tick_ns);
+    if (run.rate_per_stream > 0) {
+        uint64_t step = (uint64_t)(tick_hz / run.rate_per_stream);
+        s->next_rate = (s->next_rate > now ? s->next_rate : now) + step;
+        if (s->next_rate - step > s->resume_at)
+            s->resume_at = s->next_rate - step;
+    }
+}
+
+static bool run_over(uint64_t now)
+{
+    return atomic_load_explicit(&run.stop, memory_order_relaxed) || interrupted ||
+           (!run.transactions && now >= run.t_end);
+}
+
+/* May the stream issue a new request now? (--transactions, delay, rate) */
+static bool may_issue(struct stream *s, uint64_t now)
+{
+    if (run_over(now))
+        return false;
+    if (run.transactions && now >= run.t_measure &&
+        atomic_fetch_add_explicit(&run.issued, 1, memory_order_relaxed) >= run.transactions) {
+        atomic_store(&run.stop, 1);
+        return false;
+    }
+    return now >= s->resume_at;
+}
+
+/* Sleeps until `at`, but no longer than the run lasts or a signal allows. */
+static void nap_until(uint64_t at)
+{
+    for (;;) {
+        uint64_t now = ticks();
+        if (at <= now || run_over(now))
+            return;
+        double ns = (double)(at - now) * tick_ns;
+        if (ns > 10e6)
+            ns = 10e6;
+        struct timespec d = { 0, (long)ns };
+        nanosleep(&d, NULL);
+    }
+}
+
+static void close_intervals(struct stream *s, uint64_t now)
+{
+    while (run.ival_ticks && now >= s->ival_end) {
+        if (s->nivals == s->civals) {
+            size_t c = s->civals ? 2 * s->civals : 16;
+            struct hist *n = realloc(s->ivals, c * sizeof *n);
+            if (n)
+                s->ivals = n;
+            uint64_t *b = realloc(s->ival_bytes, c * sizeof *b);
+            if (b)
+                s->ival_bytes = b;
+            if (!n || !b)
+                return;
+            s->civals = c;
+        }
+        s->ival_bytes[s->nivals] = s->cur_ival_bytes;
+        s->ivals[s->nivals++] = s->ival;
+        hist_clear(&s->ival);
+        s->cur_ival_bytes = 0;
+        s->ival_end += run.ival_ticks;
+    }
+}
+
+/* A request came back: check it, and record it if it belongs to the
+ * measured window. Returns false on an I/O error. */
+static bool complete(struct stream *s, struct io *io, uint64_t now)
+{
+    struct worker *w = s->w;
+    bool ok = io->res == (int64_t)io->len;
+    if (run.verify)
+        verify_done(s, io, ok);
+    if (!ok) {
+        snprintf(w->err, sizeof w->err, "%s of %u bytes at offset %llu: %s", io->write ? "write" : "read",
+                 io->len, (unsigned long long)io->off,
+                 io->res < 0 ? strerror((int)-io->res) : "short transfer");
+        return false;
+    }
+    atomic_fetch_add_explicit(&w->live_ios, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->live_bytes, io->len, memory_order_relaxed);
+    if (io->t_start < run.t_measure || (!run.transactions && now > run.t_end))
+        return true;
+    uint64_t lat = (uint64_t)((double)(now - io->t_start) * tick_ns);
+    hist_add(&s->all, lat);
+    hist_add(io->write ? &s->wr : &s->rd, lat);
+    close_intervals(s, now);
+    hist_add(&s->ival, lat);
+    s->cur_ival_bytes += io->len;
+    if (io->write) {
+        s->writes++;
+        s->bytes_w += io->len;
+    } else {
+        s->reads++;
+        s->bytes_r += io->len;
+    }
+    if (run.log && !s->log_full) {
+        if (s->nlog == s->clog) {
+            size_t c = s->clog ? 2 * s->clog : 4096;
+            struct logrec *n = c <= (64u << 20) ? realloc(s->log, c * sizeof *n) : NULL;
+            if (!n) {
+                s->log_full = true;
+                return true;
+            }
+            s->log = n;
+            s->clog = c;
+        }
+        s->log[s->nlog++] = (struct logrec){ (uint64_t)((double)(io->t_start - run.t_measure) * tick_ns),
+                                             io->off, io->len, (uint32_t)(lat > UINT32_MAX ? UINT32_MAX : lat),
+                                             io->write };
+    }
+    return true;
+}
+
+static void fail(struct stream *s)
+{
+    atomic_store(&s->w->failed, true);
+    atomic_store(&run.stop, 1);
+}
+
+/* ------------------------------------------------------------ a stream */
+
+static void *run_stream(void *arg)
+{
+    struct stream *s = arg;
+    struct worker *w = s->w;
+    if (opt.cpu >= 0 && osm_pin(opt.cpu) != 0) {
+        snprintf(w->err, sizeof w->err, "cannot pin to CPU %d", opt.cpu);
+        fail(s);
+        atomic_store(&s->done, true);
+        return NULL;
+    }
+    struct engine e = { .ops = opt.engine };
+    if (e.ops->init(&e, w->t->fd, s->slots, s->nslots, w->bufsize, w->err, sizeof w->err) != 0) {
+        fail(s);
+        atomic_store(&s->done, true);
+        return NULL;
+    }
+    unsigned *free_slots = malloc(s->nslots * sizeof *free_slots);
+    struct io **done = malloc(s->nslots * sizeof *done);
+    if (!free_slots || !done) {
+        snprintf(w->err, sizeof w->err, "out of memory");
+        fail(s);
+    }
+    unsigned nfree = s->nslots, inflight = 0;
+    for (unsigned i = 0; free_slots && i < s->nslots; i++)
+        free_slots[i] = i;
+    bool broken = !free_slots || !done;
+    while (!broken) {
+        uint64_t now = ticks();
+        uint64_t sc = e.syscalls; /* a synchronous engine makes its call in queue */
+        bool issuing = true;
+        unsigned queued = 0;
+        bool more = false; /* a batch went out with free slots left: submit without waiting */
+        while (nfree && (issuing = may_issue(s, now))) {
+            struct io *io = &s->slots[free_slots[--nfree]];
+            next_io(s, io, now);
+            io->t_start = ticks();
+            e.ops->queue(&e, io);
+            inflight++;
+            if (opt.batch && ++queued == opt.batch && nfree) {
+                more = true;
+                break;
+            }
+        }
+        if (!inflight) {
+            if (!issuing && run_over(now))
+                break;
+            nap_until(s->resume_at); /* a delay or a rate limit with nothing in flight */
+            continue;
+        }
+        int n = e.ops->submit_reap(&e, more ? 0 : 1, done, s->nslots, w->err, sizeof w->err);
+        uint64_t t = ticks();
+        if (t >= run.t_measure)
+            s->syscalls += e.syscalls - sc;
+        if (n < 0) {
+            fail(s);
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!complete(s, done[i], t))
+                fail(s);
+            free_slots[nfree++] = done[i]->slot;
+            inflight--;
+        }
+        if (atomic_load(&w->failed) && !inflight)
+            break;
+    }
+    close_intervals(s, run.t_end);
+    free(free_slots);
+    free(done);
+    e.ops->exit(&e);
+    atomic_store(&s->done, true);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ a run */
+
+static void fill_buffer(char *b, size_t n, enum data_pattern p, uint64_t seed)
+{
+    if (p == DATA_REPEATING) {
+        memset(b, 0xA5, n);
+        return;
+    }
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v = osm_rand(&seed);
+        memcpy(b + i, &v, 8);
+    }
+}
+
+static void setup_worker(struct worker *w, int i, const struct job *job, struct target *t, unsigned qd_override)
+{
+    w->id = i;
+    w->cfg = &job->workers[i];
+    w->spec = &job->specs[w->cfg->spec];
+    w->t = t;
+    w->qd = qd_override ? qd_override : (w->cfg->outstanding ? w->cfg->outstanding : 1);
+    w->region_start = w->cfg->start_bytes;
+    w->region_len = w->cfg->max_bytes ? w->cfg->max_bytes : t->size - w->region_start;
+    w->region_len -= w->region_len % t->lbs;
+    size_t maxsz = 0;
+    for (int k = 0; k < w->spec->nlines; k++)
+        if (w->spec->line[k].size > maxsz)
+            maxsz = w->spec->line[k].size;
+    w->bufsize = (maxsz + 4095) & ~(size_t)4095;
+    if (posix_memalign((void **)&w->bufs, 4096, w->bufsize * w->qd) != 0)
+        osm_die("cannot allocate %u buffers of %zu bytes", w->qd, w->bufsize);
+    fill_buffer(w->bufs, w->bufsize * w->qd, w->cfg->pattern, opt.seed + (uint64_t)i);
+    w->slots = calloc(w->qd, sizeof *w->slots);
+    w->nstreams = opt.engine->sync ? w->qd : 1;
+    w->streams = calloc(w->nstreams, sizeof *w->streams);
+    if (!w->slots || !w->streams)
+        osm_die("out of memory");
+    unsigned per = w->qd / w->nstreams;
+    for (unsigned k = 0; k < w->nstreams; k++) {
+        struct stream *s = &w->streams[k];
+        s->w = w;
+        s->idx = k;
+        s->slots = w->slots + (size_t)k * per;
+        s->nslots = per;
+        for (unsigned j = 0; j < per; j++) /* a slot's number is its place in its stream */
+            s->slots[j] = (struct io){ .buf = w->bufs + ((size_t)k * per + j) * w->bufsize, .slot = j };
+        uint64_t seed = (w->cfg->fixed_seed ? w->cfg->seed : opt.seed) * 0x9E3779B97F4A7C15ull;
+        s->rng = (seed ^ ((uint64_t)(i + 1) << 32) ^ (k + 1)) | 1;
+        hist_clear(&s->all);
+        hist_clear(&s->rd);
+        hist_clear(&s->wr);
+        hist_clear(&s->ival);
+    }
+}
+
+static void display(struct worker *ws, int nw, uint64_t *last_ios, uint64_t *last_bytes, double dt, double t, double total)
+{
+    uint64_t ios = 0, bytes = 0;
+    for (int i = 0; i < nw; i++) {
+        ios += atomic_load_explicit(&ws[i].live_ios, memory_order_relaxed);
+        bytes += atomic_load_explicit(&ws[i].live_bytes, memory_order_relaxed);
+    }
+    fprintf(stderr, "\r\033[K[qd %d] %10.0f IOPS %9.1f MB/s  %5.1f/%.0f s", run.qd,
+            (double)(ios - *last_ios) / dt, (double)(bytes - *last_bytes) / dt / 1e6, t, total);
+    *last_ios = ios;
+    *last_bytes = bytes;
+}
+
+static bool all_done(struct worker *ws, int nw)
+{
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            if (ws[i].streams[k].started && !atomic_load(&ws[i].streams[k].done))
+                return false;
+    return true;
+}
+
+int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out)
+{
+    int nw = job->nworkers;
+    struct worker *ws = calloc((size_t)nw, sizeof *ws);
+    if (!ws)
+        osm_die("out of memory");
+    memset(out, 0, sizeof *out);
+    out->job = job;
+    out->ws = ws;
+    out->nw = nw;
+    out->t = t;
+    run.qd = qd_override ? (int)qd_override : (int)job->workers[0].outstanding;
+    unsigned total_streams = 0;
+    for (int i = 0; i < nw; i++) {
+        setup_worker(&ws[i], i, job, t, qd_override);
+        total_streams += ws[i].nstreams;
+    }
+    run.rate_per_stream = opt.rate > 0 ? opt.rate / total_streams : 0;
+    atomic_store(&run.stop, 0);
+    atomic_store(&run.issued, 0);
+    uint64_t now = ticks();
+    run.t_measure = now + (uint64_t)(job->ramp_s * tick_hz);
+    run.t_end = run.transactions ? UINT64_MAX : run.t_measure + (uint64_t)(job->run_s * tick_hz);
+    run.ival_ticks = opt.interval_s > 0 ? (uint64_t)(opt.interval_s * tick_hz) : 0;
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            ws[i].streams[k].ival_end = run.t_measure + run.ival_ticks;
+
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++) {
+            struct stream *s = &ws[i].streams[k];
+            if (pthread_create(&s->th, NULL, run_stream, s) != 0) {
+                snprintf(ws[i].err, sizeof ws[i].err, "cannot start thread %u of worker %d", k + 1, i + 1);
+                atomic_store(&ws[i].failed, true);
+                atomic_store(&run.stop, 1);
+                break;
+            }
+            s->started = true;
+        }
+
+    bool live = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+    bool measuring = false;
+    uint64_t last_ios = 0, last_bytes = 0;
+    double total = run.transactions ? 0 : job->ramp_s + job->run_s;
+    uint64_t start = now, last_disp = now;
+    /* wait for every stream to say it is done; each thread is joined once, after */
+    while (!all_done(ws, nw)) {
+        now = ticks();
+        if (!measuring && now >= run.t_measure) {
+            getrusage(RUSAGE_SELF, &out->ru0);
+            const char *dev = strrchr(t->device, '/');
+            out->pr = prober_start(opt.interval_s > 0 ? opt.interval_s : 1.0, dev ? dev + 1 : "");
+            measuring = true;
+        }
+        if (interrupted)
+            atomic_store(&run.stop, 1);
+        if (live && (double)(now - last_disp) * tick_ns >= 5e8) {
+            display(ws, nw, &last_ios, &last_bytes, (double)(now - last_disp) * tick_ns * 1e-9,
+                    (double)(now - start) * tick_ns * 1e-9, total);
+            last_disp = now;
+        }
+        struct timespec d = { 0, 20 * 1000 * 1000 };
+        nanosleep(&d, NULL);
+    }
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            if (ws[i].streams[k].started)
+                pthread_join(ws[i].streams[k].th, NULL);
+    uint64_t end = ticks();
+    if (!measuring)
+        getrusage(RUSAGE_SELF, &out->ru0);
+    getrusage(RUSAGE_SELF, &out->ru1);
+    prober_stop(out->pr);
+    if (live)
+        fputs("\r\033[K", stderr);
+
+    int rc = 0;
+    for (int i = 0; i < nw; i++)
+        if (atomic_load(&ws[i].failed)) {
+            fprintf(stderr, "iogen: worker '%s': %s\n", ws[i].cfg->name, ws[i].err);
+            rc = 1;
+        }
+    uint64_t stop_at = run.transactions || interrupted ? end : run.t_end;
+    out->secs = stop_at > run.t_measure ? (double)(stop_at - run.t_measure) / tick_hz : 0;
+    if (!rc && out->secs <= 0) {
+        fprintf(stderr, "iogen: error: the run %s before its measured window began: nothing was measured\n",
+                interrupted ? "was interrupted" : "ended");
+        rc = 1;
+    }
+    uint64_t checked = 0, bad = 0, headerless = 0;
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++) {
+            checked += ws[i].streams[k].verified;
+            bad += ws[i].streams[k].bad;
+            headerless += ws[i].streams[k].headerless;
+        }
+    if (!rc && verify_mismatches(checked, bad, headerless))
+        rc = 3;
+    return rc;
+}
+
+void run_free(struct run_result *r)
+{
+    for (int i = 0; i < r->nw; i++) {
+        for (unsigned k = 0; k < r->ws[i].nstreams; k++) {
+            struct stream *s = &r->ws[i].streams[k];
+            free(s->ivals);
+            free(s->ival_bytes);
+            free(s->log);
+        }
+        free(r->ws[i].streams);
+        free(r->ws[i].slots);
+        free(r->ws[i].bufs);
+    }
+    free(r->ws);
+    prober_free(r->pr);
+    memset(r, 0, sizeof *r);
+}

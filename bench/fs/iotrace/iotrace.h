@@ -1,0 +1,59 @@
+/* iotrace.h - what the parts of the iotrace command share: iotrace.c (the
+ * command, loading a trace, its processes and threads), record.c, show.c,
+ * replay.c. The trace format itself is trace.h. */
+#ifndef IOTRACE_IOTRACE_H
+#define IOTRACE_IOTRACE_H
+
+#include "trace.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REPLAY_MAX_BYTES (1ll << 30) /* one call's transfer */
+#define REPLAY_MAX_FD (1 << 20)
+#define MAX_MISMATCHES 1000 /* listed; all are counted */
+#define NONE SIZE_MAX
+
+struct thread_rows {
+    int64_t pid, tid;
+    size_t *rows; /* in seq order */
+    size_t n;
+};
+
+struct proc_rows {
+    int64_t pid;
+    struct thread_rows *threads;
+    size_t nthreads, nrows;
+};
+
+struct layout {
+    struct proc_rows *procs;
+    struct thread_rows *threads; /* all, process by process */
+    size_t nprocs, nthreads;
+    size_t *order; /* row indices by pid, tid, seq */
+};
+
+struct tally {
+    uint64_t count, bytes, rec_ns, rep_ns, done_rec, done_rep;
+};
+
+/* an error: message on stderr, exit with status */
+_Noreturn void fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t now_ns(void);
+void *xcalloc(size_t n, size_t size);
+void load(const char *path, struct trace *t);
+/* Rows of a merged trace are on line seq + 3 (version line, header row). */
+size_t line_of(const struct trace_rec *r);
+/* The trace's rows by process and thread. */
+struct layout layout_of(const struct trace *t);
+/* Row indices sorted by cmp; by_process: pid, then seq. */
+size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *));
+int by_process(const void *a, const void *b);
+bool moves_data(enum trace_call c);
+
+int cmd_record(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+
+#endif

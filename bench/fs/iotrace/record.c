@@ -1,0 +1,188 @@
+/* record.c - record: run a command with the recorder preloaded, merge its
+ * per-process traces into one (docs/iotrace.md). */
+#include "iotrace.h"
+#include "osm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- record */
+
+/* build/lib/libiotrace.so beside this program's build/bin. */
+static void library_path(char *out)
+{
+    char exe[PATH_MAX], lib[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n < 0)
+        fail(1, "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(lib, sizeof lib, "%s/../lib/libiotrace.so", exe);
+    if (!realpath(lib, out) || access(out, R_OK))
+        fail(1, "the recorder library %s is missing (make build/lib/libiotrace.so)", lib);
+    if (strpbrk(out, " :"))
+        fail(1, "the recorder library's path %s has a space or colon: LD_PRELOAD cannot name it", out);
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[PATH_MAX + 256];
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* Every per-process file in dir, merged. Returns -1 (message printed) if one is bad. */
+static int merge_dir(const char *dir, struct trace *out)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "iotrace: error: cannot read %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct trace *parts = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    char path[PATH_MAX + 256], err[512];
+    int rc = 0;
+    while (rc == 0 && (e = readdir(d))) {
+        if (strncmp(e->d_name, "trace.", 6))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            parts = realloc(parts, cap * sizeof *parts);
+            if (!parts)
+                fail(1, "out of memory");
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (trace_load(path, false, true, &parts[n], err, sizeof err)) {
+            fprintf(stderr, "iotrace: error: a recorder's file is bad: %s\n", err);
+            rc = -1;
+        } else {
+            n++;
+        }
+    }
+    closedir(d);
+    if (rc == 0 && trace_merge(parts, n, out))
+        fail(1, "out of memory");
+    for (size_t i = 0; rc && i < n; i++)
+        trace_free(&parts[i]);
+    free(parts);
+    return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    const char *out = NULL;
+    int i;
+    for (i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strncmp(argv[i], "--out=", 6))
+            out = argv[i] + 6;
+        else if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        } else if (argv[i][0] == '-')
+            osm_usage_error("record: unknown option or missing value '%s'", argv[i]);
+        else
+            break;
+    }
+    if (!out || !*out)
+        osm_usage_error("record needs --out TRACE");
+    if (i >= argc)
+        osm_usage_error("record needs a command: iotrace record --out TRACE -- CMD [ARGS...]");
+    char **cmd = argv + i;
+
+    char lib[PATH_MAX];
+    library_path(lib);
+    FILE *f = fopen(out, "we");
+    if (!f)
+        fail(2, "cannot write the trace %s: %s", out, strerror(errno));
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/iotrace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir))
+        fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
+
+    /* Descendants that outlive CMD are re-parented to us; wait for them too. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC))
+        fail(1, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        fail(1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        char preload[2 * PATH_MAX + 2];
+        const char *old = getenv("LD_PRELOAD");
+        snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+        setenv("LD_PRELOAD", preload, 1);
+        setenv("IOTRACE_DIR", dir, 1);
+        execvp(cmd[0], cmd);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
+    signal(SIGQUIT, SIG_IGN);
+    close(errpipe[1]);
+    int exec_err = 0;
+    ssize_t got;
+    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+        ;
+    close(errpipe[0]);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    while (wait(NULL) > 0 || errno == EINTR)
+        ;
+    if (got == (ssize_t)sizeof exec_err) {
+        remove_dir(dir);
+        fclose(f);
+        unlink(out);
+        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", cmd[0], strerror(exec_err));
+        return exec_err == ENOENT ? 127 : 126;
+    }
+
+    struct trace t;
+    if (merge_dir(dir, &t)) {
+        fprintf(stderr, "iotrace: the recorder's files are kept in %s\n", dir);
+        fclose(f);
+        return 1;
+    }
+    remove_dir(dir);
+    if (trace_write(f, &t) || fclose(f))
+        fail(1, "cannot write the trace %s: %s", out, strerror(errno));
+    struct layout L = layout_of(&t);
+    fprintf(stderr, "iotrace: %zu calls from %zu processes, %zu threads -> %s\n", t.n, L.nprocs, L.nthreads, out);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}

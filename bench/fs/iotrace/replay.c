@@ -1,0 +1,630 @@
+/* replay.c - replay: the trace's calls again, with the same processes and
+ * threads, on files of its own; recorded against replayed times as JSON. */
+#include "iotrace.h"
+#include "osm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- replay */
+
+/* One open descriptor of one recorded process: the open that made it (or
+ * NONE when the process inherited it over fork), the calls made on it
+ * before its close. Calls on it in other threads wait for its open; its
+ * close waits for those calls. */
+struct slot {
+    size_t open_row;
+    int64_t file;
+    int implicit_flags;
+    long uses;
+    /* at run time, in the replaying process */
+    atomic_int state; /* 0 not open yet, 1 open */
+    int fd;
+    atomic_long done;
+};
+
+struct mismatch {
+    size_t row;
+    int64_t ret;
+    int err;
+};
+
+struct shared { /* between the replaying processes and the parent (MAP_SHARED) */
+    pthread_mutex_t lock; /* process-shared: start waits */
+    pthread_cond_t cond;
+    atomic_int waiters;
+    atomic_ulong nmismatch;
+    struct mismatch mismatch[MAX_MISMATCHES];
+    struct tally calls[]; /* [process][call] */
+};
+
+static struct {
+    const struct trace *t;
+    const struct layout *L;
+    const char *dir;
+    atomic_long *done; /* rows replayed, per thread of the layout (MAP_SHARED) */
+    struct slot *slots;
+    size_t *row_slot;
+    struct shared *sh;
+    pthread_mutex_t lock; /* slot waits, per process */
+    pthread_cond_t cond;
+    pthread_barrier_t start;
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+struct worker {
+    const struct thread_rows *rows;
+    size_t g; /* index in the layout's threads */
+    struct tally calls[TC_NCALLS];
+    char *buf;
+    struct iovec iov[IOV_MAX];
+    pthread_t th;
+};
+
+/* The replay's name for a recorded file: DIR/f<id>, never anything else. */
+static void file_path(char *out, size_t n, int64_t file) { snprintf(out, n, "%s/f%lld", R.dir, (long long)file); }
+
+static int slot_fd(struct slot *s)
+{
+    if (atomic_load(&s->state))
+        return s->fd;
+    pthread_mutex_lock(&R.lock);
+    while (!atomic_load(&s->state)) {
+        if (s->open_row == NONE) { /* inherited: open it ourselves, untimed */
+            char path[PATH_MAX];
+            file_path(path, sizeof path, s->file);
+            s->fd = open(path, s->implicit_flags, 0644);
+            atomic_store(&s->state, 1);
+        } else {
+            pthread_cond_wait(&R.cond, &R.lock);
+        }
+    }
+    pthread_mutex_unlock(&R.lock);
+    return s->fd;
+}
+
+static void slot_opened(struct slot *s, int fd)
+{
+    s->fd = fd;
+    pthread_mutex_lock(&R.lock);
+    atomic_store(&s->state, 1);
+    pthread_cond_broadcast(&R.cond);
+    pthread_mutex_unlock(&R.lock);
+}
+
+static void slot_used(struct slot *s)
+{
+    if (atomic_fetch_add(&s->done, 1) + 1 == s->uses) {
+        pthread_mutex_lock(&R.lock);
+        pthread_cond_broadcast(&R.cond);
+        pthread_mutex_unlock(&R.lock);
+    }
+}
+
+static void slot_wait_uses(struct slot *s)
+{
+    if (atomic_load(&s->done) >= s->uses)
+        return;
+    pthread_mutex_lock(&R.lock);
+    while (atomic_load(&s->done) < s->uses)
+        pthread_cond_wait(&R.cond, &R.lock);
+    pthread_mutex_unlock(&R.lock);
+}
+
+/* Splits bytes over iovcnt buffers (an invalid count goes to the kernel as recorded). */
+static int fill_iov(struct worker *w, int64_t bytes, int64_t cnt)
+{
+    if (cnt < 1 || cnt > IOV_MAX)
+        return cnt < INT_MIN ? INT_MIN : cnt > INT_MAX ? INT_MAX : (int)cnt;
+    size_t each = (size_t)bytes / (size_t)cnt, at = 0;
+    for (int64_t i = 0; i < cnt; i++) {
+        size_t len = i == cnt - 1 ? (size_t)bytes - at : each;
+        w->iov[i] = (struct iovec){w->buf + at, len};
+        at += len;
+    }
+    return (int)cnt;
+}
+
+static void replay_row(struct worker *w, size_t i)
+{
+    const struct trace_rec *r = &R.t->rec[i];
+    enum trace_kind kind = trace_calls[r->call].kind;
+    struct slot *s = R.row_slot[i] == NONE ? NULL : &R.slots[R.row_slot[i]];
+    char path[PATH_MAX];
+    int fd = -1, iovcnt = 0;
+    if (kind == TK_OPEN)
+        file_path(path, sizeof path, r->file);
+    else
+        fd = slot_fd(s);
+    if (kind == TK_CLOSE)
+        slot_wait_uses(s);
+    if (trace_calls[r->call].vector)
+        iovcnt = fill_iov(w, r->bytes, r->flags);
+    bool at = trace_calls[r->call].positioned || r->offset >= 0;
+    size_t n = (size_t)r->bytes;
+    off_t off = (off_t)r->offset;
+    int flags = (int)r->flags;
+    mode_t mode = (mode_t)r->mode;
+
+    uint64_t t0 = now_ns();
+    int64_t ret = -1;
+    switch (r->call) {
+    case TC_OPEN: case TC_OPEN64: ret = open(path, flags, mode); break;
+    case TC_OPENAT: case TC_OPENAT64: ret = openat(AT_FDCWD, path, flags, mode); break;
+    case TC_CREAT: case TC_CREAT64: ret = creat(path, mode); break;
+    case TC_CLOSE: ret = close(fd); break;
+    case TC_READ: case TC_PREAD: case TC_PREAD64:
+        ret = at ? pread(fd, w->buf, n, off) : read(fd, w->buf, n); break;
+    case TC_WRITE: case TC_PWRITE: case TC_PWRITE64:
+        ret = at ? pwrite(fd, w->buf, n, off) : write(fd, w->buf, n); break;
+    case TC_READV: ret = at ? preadv(fd, w->iov, iovcnt, off) : readv(fd, w->iov, iovcnt); break;
+    case TC_WRITEV: ret = at ? pwritev(fd, w->iov, iovcnt, off) : writev(fd, w->iov, iovcnt); break;
+    case TC_LSEEK: case TC_LSEEK64: /* to where the recorded one went, or as it failed */
+        ret = r->ret >= 0 ? lseek(fd, (off_t)r->ret, SEEK_SET) : lseek(fd, off, flags); break;
+    case TC_FSYNC: ret = fsync(fd); break;
+    case TC_FDATASYNC: ret = fdatasync(fd); break;
+    case TC_FTRUNCATE: case TC_FTRUNCATE64: ret = ftruncate(fd, off); break;
+    case TC_NCALLS: break;
+    }
+    uint64_t t1 = now_ns();
+    int err = ret == -1 ? errno : 0;
+
+    if (kind == TK_OPEN && s)
+        slot_opened(s, (int)ret);
+    else if (kind == TK_OPEN && ret >= 0)
+        close((int)ret); /* recorded as failed: do not leak it */
+    else if (kind != TK_OPEN && kind != TK_CLOSE)
+        slot_used(s);
+
+    struct tally *c = &w->calls[r->call];
+    c->count++;
+    c->bytes += (uint64_t)r->bytes;
+    c->rec_ns += r->t_end - r->t_start;
+    c->rep_ns += t1 - t0;
+    if (moves_data(r->call)) {
+        c->done_rec += r->ret > 0 ? (uint64_t)r->ret : 0;
+        c->done_rep += ret > 0 ? (uint64_t)ret : 0;
+    }
+    bool same = kind == TK_OPEN ? (ret >= 0) == (r->ret >= 0) : ret == r->ret;
+    if (!same) {
+        unsigned long k = atomic_fetch_add(&R.sh->nmismatch, 1);
+        if (k < MAX_MISMATCHES)
+            R.sh->mismatch[k] = (struct mismatch){i, ret, err};
+    }
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+static void random_fill(char *buf, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v = xorshift(&s);
+        memcpy(buf + i, &v, 8);
+    }
+}
+
+/* How many of thread h's calls ended before time t (a thread's calls do not overlap). */
+static long ended_before(const struct thread_rows *h, uint64_t t)
+{
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (R.t->rec[h->rows[mid]].t_end < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (long)lo;
+}
+
+static bool may_start(uint64_t t)
+{
+    for (size_t h = 0; h < R.L->nthreads; h++)
+        if (atomic_load(&R.done[h]) < ended_before(&R.L->threads[h], t))
+            return false;
+    return true;
+}
+
+/* A thread starts when every call of the other threads, in any process,
+ * that ended before its first call began has been replayed: the data a
+ * forked child or a new thread found is there, whatever the scheduler does. */
+static void wait_to_start(const struct worker *w)
+{
+    uint64_t t = R.t->rec[w->rows->rows[0]].t_start;
+    if (may_start(t))
+        return;
+    pthread_mutex_lock(&R.sh->lock);
+    atomic_fetch_add(&R.sh->waiters, 1);
+    while (!may_start(t))
+        pthread_cond_wait(&R.sh->cond, &R.sh->lock);
+    atomic_fetch_sub(&R.sh->waiters, 1);
+    pthread_mutex_unlock(&R.sh->lock);
+}
+
+static void replayed_one(const struct worker *w)
+{
+    atomic_fetch_add(&R.done[w->g], 1);
+    if (atomic_load(&R.sh->waiters)) {
+        pthread_mutex_lock(&R.sh->lock);
+        pthread_cond_broadcast(&R.sh->cond);
+        pthread_mutex_unlock(&R.sh->lock);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    pthread_barrier_wait(&R.start);
+    wait_to_start(w);
+    for (size_t k = 0; k < w->rows->n; k++) {
+        replay_row(w, w->rows->rows[k]);
+        replayed_one(w);
+    }
+    return NULL;
+}
+
+/* One replaying process: its threads start together when the parent closes `go`. */
+static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int ready, int go)
+{
+    struct worker *w = xcalloc(p->nthreads, sizeof *w);
+    pthread_barrier_init(&R.start, NULL, (unsigned)p->nthreads + 1);
+    for (size_t k = 0; k < p->nthreads; k++) {
+        int64_t most = 4096;
+        for (size_t j = 0; j < p->threads[k].n; j++) {
+            const struct trace_rec *r = &R.t->rec[p->threads[k].rows[j]];
+            most = moves_data(r->call) && r->bytes > most ? r->bytes : most;
+        }
+        size_t size = ((size_t)most + 4095) & ~(size_t)4095; /* aligned, for O_DIRECT */
+        w[k].rows = &p->threads[k];
+        w[k].g = (size_t)(&p->threads[k] - R.L->threads);
+        if (posix_memalign((void **)&w[k].buf, 4096, size))
+            fail(1, "cannot allocate %zu bytes for a replay thread", size);
+        random_fill(w[k].buf, size, pi * 1000 + k + 1);
+        if (pthread_create(&w[k].th, NULL, worker_main, &w[k]))
+            fail(1, "cannot create a replay thread");
+    }
+    char c = 1;
+    if (write(ready, &c, 1) != 1 || read(go, &c, 1) < 0)
+        fail(1, "lost the replay's parent");
+    pthread_barrier_wait(&R.start);
+    struct tally *out = &R.sh->calls[pi * TC_NCALLS];
+    for (size_t k = 0; k < p->nthreads; k++) {
+        pthread_join(w[k].th, NULL);
+        for (int j = 0; j < TC_NCALLS; j++) {
+            const struct tally *x = &w[k].calls[j];
+            out[j].count += x->count, out[j].bytes += x->bytes, out[j].rec_ns += x->rec_ns;
+            out[j].rep_ns += x->rep_ns, out[j].done_rec += x->done_rec, out[j].done_rep += x->done_rep;
+        }
+    }
+    fflush(NULL);
+    _exit(0);
+}
+
+/* What the trace needs of DIR before the timed part, and slots for its descriptors. */
+struct file_need {
+    size_t first_open;
+    int64_t read_end; /* the largest offset + bytes a read got */
+    bool directory;
+};
+
+static void check_replayable(const char *name, const struct trace *t, const struct layout *L)
+{
+    for (size_t h = 0; h < L->nthreads; h++)
+        for (size_t k = 1; k < L->threads[h].n; k++) {
+            const struct trace_rec *r = &t->rec[L->threads[h].rows[k]], *prev = &t->rec[L->threads[h].rows[k - 1]];
+            if (r->t_start < prev->t_end)
+                fail(2, "%s:%zu: starts before the previous call of thread %lld (line %zu) ended", name,
+                     line_of(r), (long long)r->tid, line_of(prev));
+        }
+    for (size_t i = 0; i < t->n; i++) {
+        const struct trace_rec *r = &t->rec[i];
+        if (moves_data(r->call) && r->bytes > REPLAY_MAX_BYTES)
+            fail(2, "%s:%zu: %lld bytes in one call; replay's limit is %lld", name, line_of(r),
+                 (long long)r->bytes, REPLAY_MAX_BYTES);
+        if (r->fd >= REPLAY_MAX_FD)
+            fail(2, "%s:%zu: descriptor %lld is beyond replay's limit %d", name, line_of(r), (long long)r->fd,
+                 REPLAY_MAX_FD);
+    }
+}
+
+static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
+{
+    *nfiles = 0;
+    for (size_t i = 0; i < t->n; i++)
+        *nfiles = (size_t)t->rec[i].file + 1 > *nfiles ? (size_t)t->rec[i].file + 1 : *nfiles;
+    struct file_need *need = xcalloc(*nfiles, sizeof *need);
+    for (size_t f = 0; f < *nfiles; f++)
+        need[f].first_open = NONE;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct trace_rec *r = &t->rec[i];
+        struct file_need *fn = &need[r->file];
+        if (trace_calls[r->call].kind == TK_OPEN) {
+            if (fn->first_open == NONE)
+                fn->first_open = i;
+            if (r->ret >= 0 && (r->flags & O_DIRECTORY))
+                fn->directory = true;
+        }
+        if (trace_calls[r->call].kind == TK_READ && r->ret > 0 && r->offset >= 0 && r->offset + r->ret > fn->read_end)
+            fn->read_end = r->offset + r->ret;
+    }
+    return need;
+}
+
+/* DIR/f<id> as the program found its files: a directory where it opened
+ * one; random data, up to the end of the furthest read, where the file
+ * existed before its first open (no O_CREAT, or O_CREAT without O_EXCL or
+ * O_TRUNC and read later); nothing where the first open created it or failed. */
+static void prepare_files(const struct trace *t, const struct file_need *need, size_t nfiles)
+{
+    char path[PATH_MAX], *buf = xcalloc(1, 1 << 20);
+    random_fill(buf, 1 << 20, 12345);
+    for (size_t f = 0; f < nfiles; f++) {
+        file_path(path, sizeof path, (int64_t)f);
+        if (unlink(path) && errno == EISDIR)
+            rmdir(path);
+        if (need[f].first_open == NONE)
+            continue;
+        const struct trace_rec *o = &t->rec[need[f].first_open];
+        if (need[f].directory) {
+            if (mkdir(path, 0755) && errno != EEXIST)
+                fail(1, "cannot make %s: %s", path, strerror(errno));
+            continue;
+        }
+        int64_t fl = o->flags;
+        bool existed = o->ret >= 0 && !(fl & O_EXCL) &&
+                       (!(fl & O_CREAT) || (!(fl & O_TRUNC) && need[f].read_end > 0));
+        if (!existed)
+            continue;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            fail(1, "cannot create %s: %s", path, strerror(errno));
+        int64_t size = fl & O_TRUNC ? 0 : need[f].read_end;
+        for (int64_t done = 0; done < size;) {
+            size_t n = size - done < (1 << 20) ? (size_t)(size - done) : (1 << 20);
+            ssize_t w = write(fd, buf, n);
+            if (w <= 0)
+                fail(1, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "no progress");
+            done += w;
+        }
+        if (close(fd))
+            fail(1, "cannot write %s: %s", path, strerror(errno));
+    }
+    free(buf);
+}
+
+/* Slots: per process, in trace order, which open each call's descriptor came from. */
+static void assign_slots(const struct trace *t)
+{
+    size_t *order = sorted_rows(t, by_process), nslots = 0;
+    R.slots = xcalloc(t->n, sizeof *R.slots);
+    R.row_slot = xcalloc(t->n, sizeof *R.row_slot);
+    size_t *cur = xcalloc(REPLAY_MAX_FD, sizeof *cur), *gen = xcalloc(REPLAY_MAX_FD, sizeof *gen), proc = 0;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t i = order[k];
+        const struct trace_rec *r = &t->rec[i];
+        if (k && r->pid != t->rec[order[k - 1]].pid)
+            proc++;
+        R.row_slot[i] = NONE;
+        if (trace_calls[r->call].kind == TK_OPEN) {
+            if (r->ret >= 0) {
+                R.slots[nslots] = (struct slot){.open_row = i, .file = r->file};
+                cur[r->ret] = nslots++, gen[r->ret] = proc + 1;
+                R.row_slot[i] = cur[r->ret];
+            }
+            continue;
+        }
+        if (gen[r->fd] != proc + 1 || cur[r->fd] == NONE) { /* inherited over fork */
+            int flags = O_RDWR;
+            for (size_t j = i; j-- > 0;)
+                if (t->rec[j].file == r->file && trace_calls[t->rec[j].call].kind == TK_OPEN && t->rec[j].ret >= 0) {
+                    flags = (int)t->rec[j].flags & (O_ACCMODE | O_APPEND | O_DIRECT | O_SYNC | O_DSYNC);
+                    break;
+                }
+            R.slots[nslots] = (struct slot){.open_row = NONE, .file = r->file, .implicit_flags = flags | O_CREAT};
+            cur[r->fd] = nslots++, gen[r->fd] = proc + 1;
+        }
+        R.row_slot[i] = cur[r->fd];
+        if (trace_calls[r->call].kind == TK_CLOSE)
+            cur[r->fd] = NONE;
+        else
+            R.slots[R.row_slot[i]].uses++;
+    }
+    free(order), free(cur), free(gen);
+}
+
+static void json_tally(struct json *j, const struct tally *x)
+{
+    json_obj(j);
+    json_kuint(j, "count", x->count);
+    json_kuint(j, "bytes", x->bytes);
+    json_kuint(j, "transferred_recorded", x->done_rec);
+    json_kuint(j, "transferred_replayed", x->done_rep);
+    json_kuint(j, "recorded_ns", x->rec_ns);
+    json_kuint(j, "replayed_ns", x->rep_ns);
+    json_obj_end(j);
+}
+
+static int by_row(const void *a, const void *b)
+{
+    const struct mismatch *x = a, *y = b;
+    return x->row < y->row ? -1 : x->row > y->row;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    const char *path = NULL, *dir = NULL;
+    uint64_t want = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--processes") && i + 1 < argc)
+            want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
+        else if (argv[i][0] == '-' || path)
+            osm_usage_error("replay: unexpected '%s'", argv[i]);
+        else
+            path = argv[i];
+    }
+    if (!path || !dir)
+        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N]");
+    struct stat st;
+    if (stat(dir, &st))
+        fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        fail(2, "--dir %s: not a directory", dir);
+    struct trace t;
+    load(path, &t);
+    struct layout L = layout_of(&t);
+    if (want && want < L.nprocs)
+        fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
+                "replays in a process of its own)", L.nprocs, (unsigned long long)want);
+    if (want > L.nprocs)
+        fprintf(stderr, "iotrace: the trace has %zu processes; the other %llu are not needed\n", L.nprocs,
+                (unsigned long long)(want - L.nprocs));
+    check_replayable(path, &t, &L);
+    R.t = &t;
+    R.L = &L;
+    R.dir = dir;
+    size_t nfiles;
+    struct file_need *need = file_needs(&t, &nfiles);
+    prepare_files(&t, need, nfiles);
+    assign_slots(&t);
+
+    size_t shsize = sizeof(struct shared) + (L.nprocs ? L.nprocs : 1) * TC_NCALLS * sizeof(struct tally);
+    R.sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    R.done = mmap(NULL, (L.nthreads + 1) * sizeof *R.done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (R.sh == MAP_FAILED || R.done == MAP_FAILED)
+        fail(1, "mmap: %s", strerror(errno));
+    pthread_mutexattr_t ma;
+    pthread_condattr_t ca;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&R.sh->lock, &ma);
+    pthread_cond_init(&R.sh->cond, &ca);
+    int ready[2], go[2];
+    if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
+        fail(1, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t *kids = xcalloc(L.nprocs, sizeof *kids);
+    for (size_t p = 0; p < L.nprocs; p++) {
+        kids[p] = fork();
+        if (kids[p] < 0)
+            fail(1, "fork: %s", strerror(errno));
+        if (kids[p] == 0) {
+            close(ready[0]), close(go[1]);
+            replay_process(&L.procs[p], p, ready[1], go[0]);
+        }
+    }
+    close(ready[1]), close(go[0]);
+    size_t started = 0;
+    char c;
+    for (ssize_t got; started < L.nprocs; started += got == 1)
+        if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
+            break; /* a replaying process died before it was ready */
+    uint64_t t0 = now_ns();
+    close(go[1]); /* go */
+    bool failed = started < L.nprocs;
+    for (size_t left = L.nprocs; left > 0;) {
+        int status;
+        pid_t k = wait(&status);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            break;
+        left--;
+        for (size_t p = 0; p < L.nprocs; p++)
+            kids[p] = kids[p] == k ? 0 : kids[p];
+        if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+            failed = true; /* the others may wait for its calls: stop them */
+            for (size_t p = 0; p < L.nprocs; p++)
+                if (kids[p])
+                    kill(kids[p], SIGKILL);
+        }
+    }
+    uint64_t wall = now_ns() - t0;
+    if (failed)
+        fail(1, "a replaying process failed");
+
+    struct tally calls[TC_NCALLS] = {{0}}, total = {0};
+    for (size_t p = 0; p < L.nprocs; p++)
+        for (int j = 0; j < TC_NCALLS; j++) {
+            const struct tally *x = &R.sh->calls[p * TC_NCALLS + j];
+            struct tally *y[2] = {&calls[j], &total};
+            for (int k = 0; k < 2; k++) {
+                y[k]->count += x->count, y[k]->bytes += x->bytes, y[k]->rec_ns += x->rec_ns;
+                y[k]->rep_ns += x->rep_ns, y[k]->done_rec += x->done_rec, y[k]->done_rep += x->done_rep;
+            }
+        }
+    uint64_t rec_wall = 0;
+    for (size_t i = 0; i < t.n; i++)
+        rec_wall = t.rec[i].t_end - t.rec[0].t_start > rec_wall ? t.rec[i].t_end - t.rec[0].t_start : rec_wall;
+
+    struct json j;
+    json_to_file(&j, stdout);
+    json_obj(&j);
+    json_kstr(&j, "trace", path);
+    json_kstr(&j, "dir", dir);
+    json_kuint(&j, "processes", L.nprocs);
+    json_kuint(&j, "threads", L.nthreads);
+    json_kuint(&j, "recorded_wall_ns", rec_wall);
+    json_kuint(&j, "replayed_wall_ns", wall);
+    json_key(&j, "calls");
+    json_obj(&j);
+    for (int c = 0; c < TC_NCALLS; c++)
+        if (calls[c].count) {
+            json_key(&j, trace_calls[c].name);
+            json_tally(&j, &calls[c]);
+        }
+    json_obj_end(&j);
+    json_key(&j, "total");
+    json_tally(&j, &total);
+    unsigned long nmis = atomic_load(&R.sh->nmismatch);
+    size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
+    qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);
+    json_kuint(&j, "mismatch_count", nmis);
+    json_key(&j, "mismatches");
+    json_arr(&j);
+    for (size_t k = 0; k < listed; k++) {
+        const struct mismatch *m = &R.sh->mismatch[k];
+        const struct trace_rec *r = &t.rec[m->row];
+        char file[32];
+        snprintf(file, sizeof file, "f%lld", (long long)r->file);
+        json_obj(&j);
+        json_kuint(&j, "seq", r->seq);
+        json_kuint(&j, "line", line_of(r));
+        json_kint(&j, "pid", r->pid);
+        json_kint(&j, "tid", r->tid);
+        json_kstr(&j, "call", trace_calls[r->call].name);
+        json_kstr(&j, "file", file);
+        json_kint(&j, "offset", r->offset);
+        json_kint(&j, "bytes", r->bytes);
+        json_kint(&j, "recorded_ret", r->ret);
+        json_kint(&j, "recorded_errno", r->err);
+        json_kint(&j, "replayed_ret", m->ret);
+        json_kint(&j, "replayed_errno", m->err);
+        json_obj_end(&j);
+    }
+    json_arr_end(&j);
+    json_obj_end(&j);
+    json_line_end(&j, "the replay's result to standard output");
+    return 0;
+}
