@@ -3,6 +3,7 @@
 #   make run      set up .venv, build, run the quick suite, write results/ and the report
 #   make report   the report of the newest results directory, with the PDF
 #   make test     build, then every test (what CI runs)
+#   make fuzz     the parsers fuzzed under ASan and UBSan (FUZZ_SECONDS in all, default 60)
 #   make clean    remove build/ (results/ and .venv/ stay)
 
 CC      ?= cc
@@ -33,7 +34,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv report
+.PHONY: all run test clean venv report fuzz
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
@@ -127,6 +128,10 @@ report: venv
 
 test: all venv
 	$(PY) -m pytest -q tests
+
+FUZZ_SECONDS ?= 60
+fuzz: all venv
+	$(PY) tests/fuzz/run_fuzzers.py $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD)

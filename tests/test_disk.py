@@ -7,8 +7,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -464,3 +466,79 @@ def test_histograms_in_the_json_give_iogens_own_percentiles(tmp_path, ramloop):
     assert [len(w["intervals"]) for w in o["per_worker"]] == [len(o["intervals"])] * 2
     rows = log_rows(log)
     assert hist.from_values([r["latency_ns"] for r in rows]) == counts
+
+
+# --- reliability: what iogen leaves behind, and what it opens --------------
+
+def test_back_to_back_writes_to_a_block_device_find_it_free(ramloop):
+    """A ring torn down by a kernel worker used to keep the O_EXCL claim on the
+    device for a moment: the next run said "in use" 8 times in 10."""
+    for _ in range(10):
+        iogen("--target", ramloop, "--workload", "4k-random-write", "--allow-destroy-data", "--time", 0.1,
+              "--ramp", 0, "--qd", 8)
+
+
+def test_a_target_that_cannot_be_filled_is_not_left_behind(tmp_path):
+    import resource
+    import signal as sig
+
+    target = tmp_path / "big.dat"
+    r = iogen("--target", target, "--size", "1000000G", "--workload", "4k-random-read", "--time", 0.1, check=False)
+    assert r.returncode == 2 and "does not fit" in r.stderr and not target.exists()
+
+    def small_files():  # writes beyond 4 MiB fail with EFBIG, as on a full disk
+        sig.signal(sig.SIGXFSZ, sig.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
+
+    r = subprocess.run([IOGEN, "--target", str(target), "--size", "16M", "--workload", "4k-random-read", "--time",
+                        "0.1"], capture_output=True, text=True, timeout=60, preexec_fn=small_files)
+    assert r.returncode == 2 and "filling" in r.stderr, r.stderr
+    assert not target.exists(), "the partial target was left behind"
+
+
+def test_a_read_only_workload_opens_the_file_read_only(tmp_path):
+    target = tmp_path / "ro.dat"
+    iogen("--target", target, "--size", "8M", "--workload", "4k-random-read", "--time", 0.1, "--ramp", 0)
+    # a file nobody may write to, root included (immutable), that a reading workload can still use
+    if subprocess.run(["chattr", "+i", str(target)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not possible here")
+    try:
+        r = iogen("--target", target, "--workload", "4k-random-read", "--time", 0.1, "--ramp", 0, check=False)
+        assert r.returncode == 0, r.stderr
+        r = iogen("--target", target, "--workload", "4k-random-write", "--time", 0.1, "--ramp", 0, check=False)
+        assert r.returncode == 2 and "not permitted" in r.stderr
+    finally:
+        subprocess.run(["chattr", "-i", str(target)], capture_output=True)
+    r = iogen("--target", target, "--size", "16M", "--workload", "4k-random-read", "--time", 0.1, check=False)
+    assert r.returncode == 2 and "does not grow a file it did not make" in r.stderr
+    assert target.stat().st_size == 8 << 20
+
+
+@pytest.mark.parametrize("spec, args", [
+    ("[spec f]\n4K 100 100 100\n[spec s]\n4K 100 100 100 300 1\n[worker A]\nspec = f\n[worker B]\nspec = s\n",
+     ("--time", 1, "--ramp", 0)),
+    ("[spec f]\n4K 100 100 100\n[test]\ncycle_outstanding = 1 64 2 exponential\n", ("--time", 0.2, "--ramp", 0)),
+    ("[spec f]\n4K 100 100 100\n", ("--workers", 2, "--cycle-qd", "1:16", "--time", 0.1, "--ramp", 0)),
+    ("[spec d]\n4K 100 100 100 4000000000 1\n", ("--time", 0.3, "--ramp", 0)),
+])
+def test_runs_that_used_to_hang_end_on_time(tmp_path, ramloop, spec, args):
+    """Workers that finish at different times, queue-depth cycling, and a
+    delay of 4e9 ms: each run ends on time."""
+    f = spec_file(tmp_path, spec)
+    t0 = time.monotonic()
+    for _ in range(3):
+        r = iogen("--target", ramloop, "--spec", f, *args, timeout=60, check=False)
+        assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 40
+
+
+def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
+    f = spec_file(tmp_path, "[spec d]\n4K 100 100 100 4000000000 1\n")
+    p = subprocess.Popen([IOGEN, "--target", ramloop, "--spec", str(f), "--time", "100", "--ramp", "0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=10)
+    assert time.monotonic() - t0 < 1.0
+    assert p.returncode == 130

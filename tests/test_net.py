@@ -218,3 +218,62 @@ def test_osmeter_run_with_a_peer_adds_remote_ids(netns, tmp_path):
             "net.connect.remote", "net.close.remote"} <= ids
     if "net.rtt.icmp.remote" not in ids:  # only when ping is installed
         assert any(s["probe"] == "net.icmp.remote" for s in doc.get("skipped", []))
+
+
+def test_silent_clients_cannot_lock_others_out(peer):
+    """1,100 clients send a valid header and then nothing: a normal client is
+    still served within 1 s (the quietest connection gives up its place)."""
+    host, port = peer.rsplit(":", 1)
+    port = int(port)
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1300:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    silent = []
+    try:
+        for _ in range(1100):
+            s = socket.create_connection((host, port), timeout=5)
+            s.sendall(b"OSMPE\0\0\0")
+            silent.append(s)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        with socket.create_connection((host, port), timeout=2) as s:
+            s.settimeout(1.0)
+            s.sendall(b"OSMPE\0\0\0hello")
+            got = b""
+            while len(got) < 5:
+                got += s.recv(5 - len(got))
+        assert got == b"hello"
+        assert time.monotonic() - t0 < 1.0
+    finally:
+        for s in silent:
+            s.close()
+
+
+def test_a_peer_that_never_answers_fails_with_a_clear_message():
+    """A peer that accepts and then says nothing: every network probe gives up
+    after --timeout, naming it, instead of waiting for the harness's limit."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(64)
+    port = lsock.getsockname()[1]
+    try:
+        for binary in ("net_rtt", "net_bw", "net_conn"):
+            t0 = time.monotonic()
+            r = subprocess.run([str(BIN / binary), "--peer", f"127.0.0.1:{port}", "--timeout", "1000",
+                                "--samples", "1", "--cpu", "0"], capture_output=True, text=True, timeout=30)
+            assert r.returncode == 1, (binary, r.stderr)
+            assert "no answer from the peer within 1000 ms" in r.stderr, (binary, r.stderr)
+            assert time.monotonic() - t0 < 8, binary
+    finally:
+        lsock.close()
+
+
+def test_a_timed_out_connect_is_named(netns):
+    """An address that never answers: net_conn's own blocking connect says
+    so (it used to print 'Operation now in progress')."""
+    t0 = time.monotonic()
+    r = in_a(netns, BIN / "net_conn", "--peer", f"10.231.{netns['net']}.99:9", "--timeout", "500", "--samples", "1")
+    assert r.returncode == 1 and "no answer" in r.stderr and "in progress" not in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 10

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,17 +76,39 @@ int osm_net_connect(const struct osm_addr *a, int type, int timeout_ms, char *er
             snprintf(err, errlen, "connecting to %s: no answer within %d ms (host unreachable or filtered?)", a->text,
                      timeout_ms);
         else
-            snprintf(err, errlen, "connecting to %s: %s%s", a->text, strerror(soerr ? soerr : errno),
-                     soerr == ECONNREFUSED ? " (is netpeer running there?)" : "");
+            snprintf(err, errlen, "connecting to %s: %s", a->text, osm_net_why(soerr ? soerr : errno, timeout_ms));
         close(fd);
         return -1;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    osm_net_deadline(fd, timeout_ms);
     if (type == SOCK_STREAM) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     }
     return fd;
+}
+
+void osm_net_deadline(int fd, int timeout_ms)
+{
+    struct timeval tv = { (time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+const char *osm_net_why(int err, int timeout_ms)
+{
+    static char buf[160];
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINPROGRESS || err == ETIMEDOUT)
+        snprintf(buf, sizeof buf, "no answer from the peer within %d ms (a silent or stalled peer; --timeout MS "
+                 "gives it longer)", timeout_ms);
+    else if (err == ECONNREFUSED)
+        snprintf(buf, sizeof buf, "%s (is netpeer running there?)", strerror(err));
+    else if (err == 0)
+        snprintf(buf, sizeof buf, "the peer closed the connection");
+    else
+        snprintf(buf, sizeof buf, "%s", strerror(err));
+    return buf;
 }
 
 int osm_net_hello(int fd, char mode)
@@ -140,6 +164,7 @@ int osm_net_local_peer(struct osm_addr *a, pid_t *pid, char *err, size_t errlen)
     if (*pid < 0)
         return snprintf(err, errlen, "fork: %s", strerror(errno)), -1;
     if (*pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a netpeer never outlives the probe that started it */
         dup2(p[1], STDOUT_FILENO);
         close(p[0]);
         close(p[1]);

@@ -30,9 +30,13 @@ struct osm_addr {
 
 /* "HOST:PORT", "[V6]:PORT". 0, or -1 with a message in err. */
 int osm_net_parse(const char *hostport, struct osm_addr *a, char *err, size_t errlen);
-/* A connected TCP socket (TCP_NODELAY set), or -1 with a message; the
- * connect gives up after timeout_ms. */
+/* A connected socket (TCP_NODELAY set on TCP), or -1 with a message; the
+ * connect, and every later wait on it, gives up after timeout_ms. */
 int osm_net_connect(const struct osm_addr *a, int type, int timeout_ms, char *err, size_t errlen);
+/* Every later read or write on fd gives up after timeout_ms (EAGAIN). */
+void osm_net_deadline(int fd, int timeout_ms);
+/* A failed network call's errno in words, a timeout named as such. */
+const char *osm_net_why(int err, int timeout_ms);
 /* Sends the 8-byte header for mode. */
 int osm_net_hello(int fd, char mode);
 /* Reads or writes exactly n bytes; -1 on error or end of stream. */

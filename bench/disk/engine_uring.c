@@ -172,6 +172,11 @@ static void u_exit(struct engine *e)
     struct uring *u = e->priv;
     if (!u)
         return;
+    /* Drop the ring's reference to the target now: freeing a ring is
+     * deferred to a kernel worker, and until then a block device opened with
+     * O_EXCL stays claimed, so the next run would find it "in use". */
+    sys_register(u->ring_fd, IORING_UNREGISTER_FILES, NULL, 0);
+    sys_register(u->ring_fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
     munmap(u->sqes, u->sqes_len);
     munmap(u->cq_ptr, u->cq_len);
     munmap(u->sq_ptr, u->sq_len);

@@ -1,6 +1,7 @@
 /* target.c - see target.h. */
 #include "target.h"
 #include "osmfs.h"
+#include "osmscratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -171,6 +173,12 @@ int target_open(struct target *t, const char *path, const struct target_opts *o,
         }
         int flags = (o->writes ? O_RDWR | O_EXCL : O_RDONLY) | (o->direct ? O_DIRECT : 0);
         t->fd = open(path, flags);
+        for (int tries = 0; t->fd < 0 && errno == EBUSY && !mounted(st.st_rdev, NULL, 0) && tries < 20; tries++) {
+            /* a program that just let it go (its io_uring torn down in a kernel worker) may still hold the
+             * claim for a moment */
+            usleep(50000);
+            t->fd = open(path, flags);
+        }
         if (t->fd < 0)
             return fail(err, errlen, "%s: %s", path,
                         errno == EBUSY ? "the device is in use (mounted or held by another program)" : strerror(errno));
@@ -222,38 +230,55 @@ int target_open(struct target *t, const char *path, const struct target_opts *o,
                     path, t->fs);
     if (!exists && !o->size)
         return fail(err, errlen, "%s: %s", path, "does not exist; give --size to create it");
-    t->fd = open(path, O_RDWR | O_CREAT, 0644);
-    if (t->fd < 0)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (exists && o->size > (uint64_t)st.st_size) {
+        snprintf(err, errlen, "%s holds %llu bytes, fewer than --size %llu: iogen does not grow a file it did not "
+                 "make (give a smaller --size, or remove the file and let iogen create it)",
+                 path, (unsigned long long)st.st_size, (unsigned long long)o->size);
+        return -1;
+    }
+    if (!exists) {
+        /* real data, never sparse: reading a hole measures nothing; first check it fits */
+        struct statvfs sv;
+        uint64_t avail = statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize : UINT64_MAX;
+        if (o->size > avail) {
+            snprintf(err, errlen, "%s: --size %llu does not fit: %s has %llu bytes free", path,
+                     (unsigned long long)o->size, dir, (unsigned long long)avail);
+            return -1;
+        }
+        t->fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0644);
+        if (t->fd < 0)
+            return fail(err, errlen, "%s: %s", path, strerror(errno));
+        osm_scratch_file(path); /* until it is whole: a full disk or a signal leaves no part of it */
+        if (fill_file(t->fd, 0, o->size, err, errlen, path) != 0) {
+            target_close(t);
+            osm_scratch_remove(path);
+            return -1;
+        }
+        osm_scratch_done(path);
+        t->created = true;
+        close(t->fd);
+        t->fd = -1;
+    }
+    /* a workload that only reads opens the file read-only: a readable file that is not writable will do */
+    int mode = o->writes ? O_RDWR : O_RDONLY;
+    t->fd = open(path, mode | (o->direct ? O_DIRECT : 0));
+    if (t->fd < 0) {
+        if (o->direct && errno == EINVAL)
+            snprintf(err, errlen, "%s: O_DIRECT open failed: %s (the file system may not support it; try --buffered)",
+                     path, strerror(errno));
+        else
+            snprintf(err, errlen, "%s: %s%s", path, strerror(errno),
+                     errno == EACCES && o->writes ? " (the workload writes: it needs a writable file)" : "");
+        return -1;
+    }
     fstat(t->fd, &st);
-    uint64_t have = (uint64_t)st.st_size;
     t->lbs = dev_lbs(st.st_dev);
     dev_name(st.st_dev, t->device, sizeof t->device);
     snprintf(t->dev_sysfs, sizeof t->dev_sysfs, "%u:%u", major(st.st_dev), minor(st.st_dev));
-    if (o->size > have) {
-        /* real data, never sparse: reading a hole measures nothing */
-        if (fill_file(t->fd, have, o->size, err, errlen, path) != 0) {
-            target_close(t);
-            return -1;
-        }
-        t->created = !exists;
-        have = o->size;
-    }
-    t->size = o->size ? o->size : have;
+    t->size = o->size ? o->size : (uint64_t)st.st_size;
     if (t->size == 0) {
         target_close(t);
         return fail(err, errlen, "%s: %s", path, "is empty; give --size");
-    }
-    if (o->direct) { /* reopen with O_DIRECT now that it holds data */
-        int fd = open(path, O_RDWR | O_DIRECT);
-        if (fd < 0) {
-            snprintf(err, errlen, "%s: O_DIRECT open failed: %s (the file system may not support it; try --buffered)",
-                     path, strerror(errno));
-            target_close(t);
-            return -1;
-        }
-        close(t->fd);
-        t->fd = fd;
     }
     return 0;
 }

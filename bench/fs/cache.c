@@ -19,6 +19,7 @@
  */
 #include "osm.h"
 #include "osmfs.h"
+#include "osmscratch.h"
 #include "osmmem.h"
 
 #include <errno.h>
@@ -142,6 +143,7 @@ int main(int argc, char **argv)
 
     char path[4096];
     snprintf(path, sizeof path, "%s/osmeter-fscache-%d", dir, (int)getpid());
+    osm_scratch_file(path); /* removed however the probe ends */
     char *buf = osm_fs_buffer(1 << 20);
     struct point pts[128];
     size_t n = 0;
@@ -187,7 +189,7 @@ int main(int argc, char **argv)
         lo = n ? pts[n - 1].size : 0;
         stop_why = timed_out ? "the time limit" : "the largest size allowed";
     }
-    unlink(path);
+    osm_scratch_remove(path);
     free(buf);
     qsort(pts, n, sizeof *pts, cmp_point);
 

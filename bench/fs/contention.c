@@ -11,12 +11,15 @@
  */
 #include "osm.h"
 #include "osmfs.h"
+#include "osmscratch.h"
 #include "osmmem.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
     char (*paths)[4096] = calloc(max_procs, sizeof *paths);
     for (unsigned i = 0; i < max_procs; i++) {
         snprintf(paths[i], sizeof paths[i], "%s/osmeter-contention-%d-%u", dir, (int)getpid(), i);
+        osm_scratch_file(paths[i]); /* removed however the probe ends */
         if (osm_fs_make_file(paths[i], size, err, sizeof err) != 0) {
             for (unsigned k = 0; k <= i; k++)
                 unlink(paths[k]);
@@ -122,6 +126,7 @@ int main(int argc, char **argv)
             for (unsigned i = 0; i < n; i++) {
                 pids[i] = fork();
                 if (pids[i] == 0) {
+                    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the probe */
                     close(start[1]);
                     close(res[0]);
                     reader(paths[i], start[0], res[1]);

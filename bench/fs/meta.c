@@ -9,6 +9,7 @@
  */
 #include "osm.h"
 #include "osmfs.h"
+#include "osmscratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,7 @@ int main(int argc, char **argv)
     snprintf(top, sizeof top, "%s/osmeter-meta-%d", dir, (int)getpid());
     if (mkdir(top, 0755) != 0)
         osm_usage_error("--dir %s: cannot make a directory there: %s", dir, strerror(errno));
+    osm_scratch_dir(top); /* removed, with what is in it, however the probe ends */
     static const unsigned kib[] = { 0, 1, 4, 10 };
     char *data = osm_fs_buffer(10 * 1024);
     char (*names)[64] = malloc((size_t)nfiles * sizeof *names);
@@ -104,7 +106,7 @@ int main(int argc, char **argv)
             osm_meas_free(both[b]);
         }
     }
-    rmdir(top);
+    osm_scratch_remove(top);
     free(names);
     free(data);
     return 0;

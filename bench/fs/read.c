@@ -16,6 +16,7 @@
  */
 #include "osm.h"
 #include "osmfs.h"
+#include "osmscratch.h"
 #include "osmmem.h"
 
 #include <errno.h>
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < nsizes; k++) {
         char path[4096], err[512];
         snprintf(path, sizeof path, "%s/osmeter-fsread-%d-%zu", dir, (int)getpid(), k);
+        osm_scratch_file(path); /* until it is unlinked below */
         if (osm_fs_make_file(path, sizes[k], err, sizeof err) != 0)
             osm_die("%s", err);
         int fd = osm_fs_open_nocache(path, method, &used, err, sizeof err);
@@ -139,7 +141,7 @@ int main(int argc, char **argv)
             unlink(path);
             osm_die("%s", err);
         }
-        unlink(path); /* gone however we exit; the open fd keeps it */
+        osm_scratch_remove(path); /* gone however we exit; the open fd keeps it */
         uint64_t nb = sizes[k] / block, *order = malloc(nb * sizeof *order), s = 0x5151 + k;
         if (!order)
             osm_die("out of memory");

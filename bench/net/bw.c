@@ -78,13 +78,14 @@ static double send_once(struct net_target *t, char *buf)
     uint64_t sent = 0, t0 = osm_clock_ns(), end = t0 + (uint64_t)(seconds * 1e9);
     while (osm_clock_ns() < end) {
         if (osm_net_write_full(fd, buf, wsize) != 0)
-            osm_die("sending: %s", strerror(errno));
+            osm_die("sending: %s", osm_net_why(errno, (int)net_timeout_ms));
         sent += wsize;
     }
     shutdown(fd, SHUT_WR);
     unsigned char le[8];
+    errno = 0;
     if (osm_net_read_full(fd, le, 8) != 0)
-        osm_die("the peer did not report what it received");
+        osm_die("the peer did not report what it received: %s", osm_net_why(errno, (int)net_timeout_ms));
     uint64_t t1 = osm_clock_ns(), got = 0;
     for (int i = 0; i < 8; i++)
         got |= (uint64_t)le[i] << (8 * i);
@@ -100,13 +101,14 @@ static double recv_once(struct net_target *t, char *buf)
     set_bufs(fd);
     if (osm_net_hello(fd, OSM_NET_SOURCE) != 0)
         osm_die("sending the source header failed");
+    errno = 0;
     if (osm_net_read_full(fd, buf, 1) != 0)
-        osm_die("the peer sent nothing");
+        osm_die("the peer sent nothing: %s", osm_net_why(errno, (int)net_timeout_ms));
     uint64_t got = 0, t0 = osm_clock_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1 = t0;
     while ((t1 = osm_clock_ns()) < end) {
         ssize_t r = read(fd, buf, wsize);
         if (r <= 0)
-            osm_die("receiving: %s", r < 0 ? strerror(errno) : "the peer closed early");
+            osm_die("receiving: %s", r < 0 ? osm_net_why(errno, (int)net_timeout_ms) : "the peer closed early");
         got += (uint64_t)r;
     }
     close(fd);

@@ -17,7 +17,7 @@ static unsigned net_timeout_ms = 3000;
 /* Options for osm_probe_info.extra: every probe lists these first. */
 #define NET_EXTRA_OPTS                                                                              \
     { "peer", true, "HOST:PORT of a running netpeer (default: start one on 127.0.0.1)" },          \
-    { "timeout", true, "give up connecting after this many ms (default 3000)" }
+    { "timeout", true, "give up on the peer after this many ms without an answer (default 3000)" }
 
 static inline int net_common_opt(const char *name, const char *v)
 {

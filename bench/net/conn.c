@@ -62,7 +62,7 @@ int main(int argc, char **argv)
         uint64_t tc = osm_window_close(&w, true, &d1);
         if (r != 0) {
             net_target_close(&t);
-            osm_die("connecting to %s: %s", t.addr.text, strerror(errno));
+            osm_die("connecting to %s: %s", t.addr.text, osm_net_why(errno, (int)net_timeout_ms));
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -75,7 +75,8 @@ int main(int argc, char **argv)
         uint64_t tx = osm_window_close(&w, true, &d2);
         close(fd);
         if (n != 0)
-            osm_die("teardown: expected the peer's end of stream, got %s", n < 0 ? strerror(errno) : "data");
+            osm_die("teardown: expected the peer's end of stream, got %s",
+                    n < 0 ? osm_net_why(errno, (int)net_timeout_ms) : "data");
         if (i >= o.warmup) {
             osm_meas_add(&mc, (double)tc - osm_timer.overhead, d1);
             osm_meas_add(&mx, (double)tx - osm_timer.overhead, d2);

@@ -7,7 +7,10 @@
  * connection gets a thread and says what it wants in an 8-byte header
  * (echo, sink, source, close-watch: see bench/common/osmnet.h); UDP
  * datagrams are echoed. A connection that sends no valid header within 5 s,
- * sends garbage, or vanishes is dropped without disturbing the others.
+ * sends garbage, vanishes, or goes quiet for IDLE_S is dropped without
+ * disturbing the others; when MAX_CONN are open, a new one takes the place
+ * of the one that has been quiet longest, so silent clients cannot lock the
+ * others out.
  */
 #include "osm.h"
 #include "osmnet.h"
@@ -22,24 +25,80 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CONN 1024
+#define IDLE_S 60  /* a connection quiet this long is dropped */
 #define BUF (256 * 1024)
 
-static _Atomic int nconn;
+/* The open connections, and when each last moved: the quietest one gives
+ * its place to a new one when all places are taken. */
+static struct conn {
+    int fd;                  /* -1: a free place */
+    _Atomic uint64_t active; /* CLOCK_MONOTONIC ns of the last read, write or accept */
+} conns[MAX_CONN];
+static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A place for fd: a free one, or the quietest connection's, which is shut
+ * down (its thread sees the end and leaves). */
+static struct conn *conn_take(int fd)
+{
+    pthread_mutex_lock(&conns_mu);
+    struct conn *c = NULL, *quiet = NULL;
+    for (int i = 0; i < MAX_CONN && !c; i++)
+        if (conns[i].fd < 0)
+            c = &conns[i];
+        else if (!quiet || atomic_load(&conns[i].active) < atomic_load(&quiet->active))
+            quiet = &conns[i];
+    if (!c) {
+        shutdown(quiet->fd, SHUT_RDWR); /* its thread closes it */
+        quiet->fd = -2;                 /* taken over: the old thread must not free it */
+        c = quiet;
+    }
+    c->fd = fd;
+    atomic_store(&c->active, now_ns());
+    pthread_mutex_unlock(&conns_mu);
+    return c;
+}
+
+static void conn_free(struct conn *c, int fd)
+{
+    pthread_mutex_lock(&conns_mu);
+    if (c->fd == fd) /* not taken over meanwhile */
+        c->fd = -1;
+    pthread_mutex_unlock(&conns_mu);
+    close(fd);
+}
+
+struct job {
+    struct conn *c;
+    int fd;
+};
 
 static void *serve(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
+    struct job job = *(struct job *)arg;
+    free(arg);
+    int fd = job.fd;
+    struct conn *c = job.c;
     char *buf = malloc(BUF);
     char h[8];
     struct timeval tv = { 5, 0 };
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (!buf || osm_net_read_full(fd, h, sizeof h) != 0 || memcmp(h, OSM_NET_MAGIC, 4) != 0)
         goto out; /* garbage or silence: drop it */
-    struct timeval none = { 0, 0 };
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+    struct timeval idle = { IDLE_S, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof idle);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &idle, sizeof idle);
+    atomic_store(&c->active, now_ns());
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     switch (h[4]) {
@@ -48,6 +107,7 @@ static void *serve(void *arg)
             ssize_t r = read(fd, buf, BUF);
             if (r <= 0 || osm_net_write_full(fd, buf, (size_t)r) != 0)
                 break;
+            atomic_store_explicit(&c->active, now_ns(), memory_order_relaxed);
         }
         break;
     case OSM_NET_SINK: {
@@ -59,6 +119,7 @@ static void *serve(void *arg)
             if (r <= 0)
                 break;
             total += (uint64_t)r;
+            atomic_store_explicit(&c->active, now_ns(), memory_order_relaxed);
         }
         unsigned char le[8];
         for (int i = 0; i < 8; i++)
@@ -69,19 +130,18 @@ static void *serve(void *arg)
     case OSM_NET_SOURCE:
         memset(buf, 0x5A, BUF);
         while (osm_net_write_full(fd, buf, BUF) == 0)
-            ;
+            atomic_store_explicit(&c->active, now_ns(), memory_order_relaxed);
         break;
     case OSM_NET_CLOSE:
         while (read(fd, buf, BUF) > 0)
-            ;
+            atomic_store_explicit(&c->active, now_ns(), memory_order_relaxed);
         break;
     default:
         break; /* unknown mode: drop */
     }
 out:
     free(buf);
-    close(fd);
-    atomic_fetch_sub(&nconn, 1);
+    conn_free(c, fd);
     return NULL;
 }
 
@@ -99,19 +159,21 @@ static void *accept_loop(void *arg)
             }
             return NULL; /* the socket was closed: shutting down */
         }
-        if (atomic_fetch_add(&nconn, 1) >= MAX_CONN) {
-            atomic_fetch_sub(&nconn, 1);
+        struct job *job = malloc(sizeof *job);
+        if (!job) {
             close(fd);
             continue;
         }
+        job->fd = fd;
+        job->c = conn_take(fd);
         pthread_t th;
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
         pthread_attr_setstacksize(&at, 64 * 1024);
-        if (pthread_create(&th, &at, serve, (void *)(intptr_t)fd) != 0) {
-            atomic_fetch_sub(&nconn, 1);
-            close(fd);
+        if (pthread_create(&th, &at, serve, job) != 0) {
+            conn_free(job->c, fd);
+            free(job);
         }
         pthread_attr_destroy(&at);
     }
@@ -183,6 +245,8 @@ int main(int argc, char **argv)
             osm_usage_error("unknown or incomplete option '%s'", argv[i]);
         }
     }
+    for (int i = 0; i < MAX_CONN; i++)
+        conns[i].fd = -1;
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);

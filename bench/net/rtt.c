@@ -51,14 +51,14 @@ static void tcp_rounds(int fd, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)
         if (osm_net_write_full(fd, buf, msg_size) != 0 || osm_net_read_full(fd, buf, msg_size) != 0)
-            osm_die("TCP echo failed: %s", errno ? strerror(errno) : "the peer closed the connection");
+            osm_die("TCP echo failed: %s", osm_net_why(errno, (int)net_timeout_ms));
 }
 
 static void udp_rounds(int fd, uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++) {
         if (send(fd, buf, msg_size, 0) != (ssize_t)msg_size)
-            osm_die("UDP send: %s", strerror(errno));
+            osm_die("UDP send: %s", osm_net_why(errno, (int)net_timeout_ms));
         ssize_t r = recv(fd, buf, msg_size, 0);
         if (r != (ssize_t)msg_size)
             osm_die("UDP echo: %s", r < 0 ? (errno == EAGAIN ? "no answer within 1 s (datagram lost?)" : strerror(errno))

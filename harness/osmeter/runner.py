@@ -396,8 +396,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             write_text_atomic(raw_dir / f"{probe.name}.out", stdout)
             if stderr:
                 write_text_atomic(raw_dir / f"{probe.name}.err", stderr)
-            for w in (ln for ln in stderr.splitlines() if ln.strip()):
-                conditions["probe_warnings"].append(f"{probe.binary}: {w}")
+            for w in (ln for ln in stderr.splitlines() if ln.strip()):  # "name: warning: ..." as printed
+                conditions["probe_warnings"].append(w if w.startswith(f"{probe.binary}: ") else f"{probe.binary}: {w}")
             if rc is None:
                 results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
                 ok = False
