@@ -259,3 +259,73 @@ def test_a_full_disk_is_reported_and_earlier_results_stay_intact(tmp_path):
         assert not list(mnt.rglob("*.tmp"))
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+# --- small ones ------------------------------------------------------------------------------------
+
+def test_iogen_limits_and_messages(tmp_path):
+    iogen = ROOT / "build" / "bin" / "iogen"
+    spec = tmp_path / "deep.spec"
+    spec.write_text("[spec a]\n4K 100 100 100\n[worker w]\nspec = a\noutstanding = 65535\n")
+    t0 = time.monotonic()
+    r = subprocess.run([str(iogen), "--target", str(tmp_path / "t.dat"), "--size", "8M", "--spec", str(spec),
+                        "--time", "1"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "the uring engine holds at most 32768" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 2 and not (tmp_path / "t.dat").exists()
+    r = subprocess.run([str(iogen), "--target", "x", "--workload", "4k-random-read", "--rate", "fast"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "I/Os per second" in r.stderr and "seconds" not in r.stderr
+
+
+def test_probe_warnings_are_named_once_and_the_perf_fallback_is_in_conditions(tmp_path):
+    out = tmp_path / "r"
+    r = subprocess.run([str(ROOT / "osmeter"), "run", "--probes", "cpu.syscall,fs.create.0k", "--fs-dir", "/dev/shm",
+                        "--out", str(out), "--no-report"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OSM_NO_PERF="1"))
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["conditions"]["deschedule_check"]["methods"] == ["getrusage"]
+    assert "perf_event_open" in doc["conditions"]["deschedule_check"]["why"]
+    assert "deschedules seen through getrusage" in r.stdout
+    assert not any(w.startswith("fs_meta: fs_meta:") for w in doc["conditions"]["probe_warnings"])
+
+
+def test_huge_estimates_print_as_numbers_a_person_reads():
+    from osmeter.present import fmt_value
+
+    assert fmt_value(1e300, "MB/s") == "1e+300 MB/s"
+    assert fmt_value(1e300, "ns") == "1e+291 s"
+    assert fmt_value(3 * 2**30, "bytes") == "3 GiB"
+
+
+def test_the_cache_levels_follow_the_hardware_on_a_noisy_curve():
+    """A curve with a bump in the L2 plateau: the free search could find four
+    caches (an unregistered mem.lat.l4) or two (no l3); cut by the three
+    caches sysfs names, the ids are always l1, l2, l3 and dram."""
+    import numpy as np
+
+    from osmeter.probes.mem import mem_levels
+
+    x = 2.0 ** np.arange(10, 28, 0.5)
+    y = np.where(x <= 48e3, 1.0, np.where(x <= 1e6, 3.5, np.where(x <= 8e6, 15.0, 150.0)))
+    y = y * np.where((x > 200e3) & (x < 400e3), 1.4, 1.0)  # the bump
+    line = {"id": "mem.lat.curve", "unit": "ns", "samples": [1.0],
+            "series": {"x": x.tolist(), "samples": [[v] * 3 for v in y]}, "params": {}}
+    machine = {"caches": [{"level": 1, "type": "Data", "size": 48 << 10},
+                          {"level": 1, "type": "Instruction", "size": 32 << 10},
+                          {"level": 2, "type": "Unified", "size": 1 << 20},
+                          {"level": 3, "type": "Unified", "size": 32 << 20}]}
+    got = [o["id"] for o in mem_levels([line], machine)]
+    assert got == ["mem.lat.l1", "mem.lat.l2", "mem.lat.l3", "mem.lat.dram"]
+
+
+def test_ctrl_c_while_the_report_is_made(tmp_path):
+    out = tmp_path / "r"
+    assert osmeter("run", "--probes", "cpu.loop,mem.bw.read", "--out", str(out), "--no-report").returncode == 0
+    for delay in (0.3, 1.0, 2.0):
+        p = subprocess.Popen([str(ROOT / "osmeter"), "report", str(out), "--pdf"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode in (0, 130), (delay, p.returncode, err)
+        _no_traceback(subprocess.CompletedProcess([], p.returncode, "", err))
