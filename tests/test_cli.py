@@ -142,7 +142,7 @@ def test_sigint_keeps_the_finished_probes(tmp_path):
     assert (tmp_path / "out" / doc["measurements"][0]["samples_file"]).exists()
     assert "interrupted" in out
     # the probe's process group was killed, not left behind
-    r = subprocess.run(["pgrep", "-f", f"sleep 60"], capture_output=True, text=True)
+    r = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True, text=True)
     leftover = [pid for pid in r.stdout.split() if Path(f"/proc/{pid}/cwd").exists()
                 and str(tmp_path) in " ".join(Path(f"/proc/{pid}/cmdline").read_text().split("\0"))]
     assert leftover == []

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, osmeter
+from conftest import BIN, ROOT
 
 # a directory name with everything a path may hold that JSON must escape
 NASTY = b'we"ird \\ na\nme \xc3\xa9 \xff'

@@ -9,11 +9,9 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from conftest import ROOT, osmeter

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import shutil
 import subprocess

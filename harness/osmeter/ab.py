@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded

@@ -26,7 +26,7 @@ import numpy as np
 from .errors import Interrupted, RunError
 from .results import load as load_results
 from .results import write_json_atomic
-from .runner import clean_stale, Plan, ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
 from .stats import runs_needed
 
 SCHEMA = "osmeter-campaign/1"

@@ -335,7 +335,7 @@ def text(c: Comparison) -> str:
         out.append(f"Conditions that differ between {la} and {lb}:")
         out += [f"  {k}: {va}  ->  {vb}" for k, va, vb in c.conditions]
     else:
-        out.append(f"Conditions: the same on both sides (every recorded one).")
+        out.append("Conditions: the same on both sides (every recorded one).")
     if c.notes:
         out += ["", "Notes:"] + [f"  {n}" for n in c.notes]
     out.append("")
@@ -352,7 +352,11 @@ def text(c: Comparison) -> str:
 
 
 def _pct_change(g: float) -> str:
-    return "no change" if abs(g - 1) < 5e-4 else f"{abs(g - 1):.1%} {'slower' if g > 1 else 'faster'}"
+    if abs(g - 1) < 5e-4:
+        return "no change"
+    if g >= 1.5 or g <= 1 / 1.5:  # a large change reads better as a factor
+        return f"{max(g, 1 / g):.3g}x {'slower' if g > 1 else 'faster'}"
+    return f"{abs(g - 1):.1%} {'slower' if g > 1 else 'faster'}"
 
 
 CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",

@@ -7,6 +7,7 @@ every probe that finished.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import SCHEMA
+from .errors import RunError
 from .stats import series_summary, summarize
 
 REQUIRED_LINE_KEYS = ("id", "unit", "samples")
@@ -264,3 +266,50 @@ def _bad_measurement(m) -> str | None:
             if not isinstance(s.get(key, []), list) or not all(map(_number, s.get(key, []))):
                 return f"'series.{key}' is not a list of numbers"
     return None
+
+
+class ResultsDir:
+    """An exclusive claim on a results directory for the length of a run:
+    a second run given the same --out is refused, not interleaved."""
+
+    LOCK = ".osmeter.lock"
+
+    def __init__(self, out: Path, what: str = "results.json"):
+        self.out = out
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise RunError(f"--out {out}: exists and is not a directory") from None
+        except OSError as e:
+            raise RunError(f"--out {out}: cannot create it: {e.strerror}") from None
+        try:
+            self.fd = os.open(out / self.LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise RunError(f"--out {out}: cannot write there: {e.strerror}") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise RunError(f"{out} is being written by another osmeter run (pid "
+                           f"{_read_pid(out / self.LOCK)}); choose another --out") from None
+        if (out / what).exists():
+            self.release()
+            raise RunError(f"{out} already holds a {what}; choose another --out (nothing was overwritten)")
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                os.unlink(self.out / self.LOCK)
+            except OSError:
+                pass
+            os.close(self.fd)
+            self.fd = None
+
+
+def _read_pid(path: Path) -> str:
+    try:
+        return path.read_text().strip() or "?"
+    except OSError:
+        return "?"

@@ -11,13 +11,9 @@ A campaign (campaign.py) is one plan and several executions.
 """
 from __future__ import annotations
 
-import ctypes
 import datetime as dt
-import fcntl
 import os
 import random
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -29,11 +25,10 @@ from . import registry, sentinel
 from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
-from .results import (ProbeOutputError, Results, WriteError, line_values, parse_probe_output,
+from .launch import RT_PRIORITY, Launcher
+from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, parse_probe_output,
                       write_text_atomic)
 
-RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
-PR_SET_PDEATHSIG = 1
 
 __all__ = ["RunError", "RunOptions", "Plan", "plan", "execute", "run", "repo_root"]
 
@@ -163,67 +158,12 @@ def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
 
 # --------------------------------------------------------------- execute
 
-class ResultsDir:
-    """An exclusive claim on a results directory for the length of a run:
-    a second run given the same --out is refused, not interleaved."""
-
-    LOCK = ".osmeter.lock"
-
-    def __init__(self, out: Path, what: str = "results.json"):
-        self.out = out
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            raise RunError(f"--out {out}: exists and is not a directory") from None
-        except OSError as e:
-            raise RunError(f"--out {out}: cannot create it: {e.strerror}") from None
-        try:
-            self.fd = os.open(out / self.LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError as e:
-            raise RunError(f"--out {out}: cannot write there: {e.strerror}") from None
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self.fd)
-            raise RunError(f"{out} is being written by another osmeter run (pid "
-                           f"{_read_pid(out / self.LOCK)}); choose another --out") from None
-        if (out / what).exists():
-            self.release()
-            raise RunError(f"{out} already holds a {what}; choose another --out (nothing was overwritten)")
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, f"{os.getpid()}\n".encode())
-
-    def release(self) -> None:
-        if self.fd is not None:
-            try:
-                os.unlink(self.out / self.LOCK)
-            except OSError:
-                pass
-            os.close(self.fd)
-            self.fd = None
-
-
-def _read_pid(path: Path) -> str:
-    try:
-        return path.read_text().strip() or "?"
-    except OSError:
-        return "?"
-
-
 def _args(preset: tuple[str, ...], subst: dict) -> list[str]:
     out: list[str] = []
     for a in preset:
         v = subst.get(a, a)
         out += v if isinstance(v, list) else [v]
     return out
-
-
-def _set_pdeathsig():
-    """In a probe's child: die when the harness dies, even by SIGKILL."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
@@ -240,76 +180,7 @@ def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
             "{fs_remote}": str(o.fs_remote or "")}
 
 
-class _Launcher:
-    """Starts probes pinned to the plan's CPU under its scheduling policy,
-    each in its own process group, and kills a group that overstays."""
-
-    def __init__(self, p: Plan, scratch_dirs: list[Path] = ()):
-        self.p = p
-        self.proc: subprocess.Popen | None = None
-        self.scratch_dirs = list(scratch_dirs)
-
-    def _preexec(self):
-        _set_pdeathsig()
-        os.sched_setaffinity(0, {self.p.cpu})
-        if self.p.fifo:
-            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-
-    def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
-        if external:
-            exe = shutil.which(probe_binary)
-            return [exe, *args] if exe else None
-        return [str(self.p.bin_dir / probe_binary), "--cpu", str(self.p.cpu), *args]
-
-    def run(self, argv: list[str], timeout: float) -> tuple[int | None, str, str]:
-        """(exit status or None when it timed out, stdout, stderr)."""
-        env = dict(os.environ, LC_ALL="C")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     errors="surrogateescape", preexec_fn=self._preexec, start_new_session=True,
-                                     env=env)
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-            rc = self.proc.returncode
-        except subprocess.TimeoutExpired:
-            self.kill()
-            out, err = self.proc.communicate()
-            rc = None
-        self.proc = None  # (an interruption leaves it set, for kill)
-        self.clean_scratch()
-        return rc, out, err
-
-    def clean_scratch(self) -> None:
-        """Scratch files of the probes that are gone (a probe killed by its
-        timeout or a signal could not remove them itself)."""
-        from . import cleanup
-
-        for d in self.scratch_dirs:
-            cleanup.scratch(d, [])
-
-    def kill(self, grace: float = 3.0) -> None:
-        """Stops the running probe's whole process group: SIGTERM first, so
-        it can remove its scratch files, SIGKILL after `grace` seconds."""
-        proc = self.proc
-        if proc is None:
-            return
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        proc.wait()
-        try:  # the rest of the group, if the leader went first
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _sentinel(launch: _Launcher) -> dict[str, list[float]]:
+def _sentinel(launch: Launcher) -> dict[str, list[float]]:
     """One pass of the sentinel probes: per id, the median (ns) of each of
     sentinel.REPEATS processes."""
     import numpy as np
@@ -362,7 +233,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     results.save()
     raw_dir = out / "raw"
     raw_dir.mkdir(exist_ok=True)
-    launch = _Launcher(p, [out, Path(subst["{fs_dir}"])])
+    launch = Launcher(p.bin_dir, p.cpu, p.fifo, [out, Path(subst["{fs_dir}"])])
 
     # The harness stays off the measuring CPU while the run lasts.
     affinity = os.sched_getaffinity(0)

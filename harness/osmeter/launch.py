@@ -1,0 +1,96 @@
+"""Starting a probe the way every measurement needs it: pinned to one CPU,
+under the run's scheduling policy (SCHED_FIFO when permitted), in a
+process group of its own that dies with the harness (PR_SET_PDEATHSIG),
+with a timeout; stopped with SIGTERM, then SIGKILL; its scratch files
+removed when it could not remove them itself."""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
+PR_SET_PDEATHSIG = 1
+
+
+def _set_pdeathsig():
+    """In a probe's child: die when the harness dies, even by SIGKILL."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+
+class Launcher:
+    """Starts probes pinned to the plan's CPU under its scheduling policy,
+    each in its own process group, and kills a group that overstays."""
+
+    def __init__(self, bin_dir: Path, cpu: int, fifo: bool, scratch_dirs: list[Path] = ()):
+        self.bin_dir = bin_dir
+        self.cpu = cpu
+        self.fifo = fifo
+        self.proc: subprocess.Popen | None = None
+        self.scratch_dirs = list(scratch_dirs)
+
+    def _preexec(self):
+        _set_pdeathsig()
+        os.sched_setaffinity(0, {self.cpu})
+        if self.fifo:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+
+    def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
+        if external:
+            exe = shutil.which(probe_binary)
+            return [exe, *args] if exe else None
+        return [str(self.bin_dir / probe_binary), "--cpu", str(self.cpu), *args]
+
+    def run(self, argv: list[str], timeout: float) -> tuple[int | None, str, str]:
+        """(exit status or None when it timed out, stdout, stderr)."""
+        env = dict(os.environ, LC_ALL="C")
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     errors="surrogateescape", preexec_fn=self._preexec, start_new_session=True,
+                                     env=env)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+            rc = self.proc.returncode
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, err = self.proc.communicate()
+            rc = None
+        self.proc = None  # (an interruption leaves it set, for kill)
+        self.clean_scratch()
+        return rc, out, err
+
+    def clean_scratch(self) -> None:
+        """Scratch files of the probes that are gone (a probe killed by its
+        timeout or a signal could not remove them itself)."""
+        from . import cleanup
+
+        for d in self.scratch_dirs:
+            cleanup.scratch(d, [])
+
+    def kill(self, grace: float = 3.0) -> None:
+        """Stops the running probe's whole process group: SIGTERM first, so
+        it can remove its scratch files, SIGKILL after `grace` seconds."""
+        proc = self.proc
+        if proc is None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        proc.wait()
+        try:  # the rest of the group, if the leader went first
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
