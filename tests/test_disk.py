@@ -431,20 +431,21 @@ def test_the_harness_keeps_disk_figures_per_interval(quick_run):
 
 
 def test_batch_caps_the_requests_per_submission(ramloop):
-    """By default every free slot goes out in one io_uring_enter; --batch 1
-    submits each request alone (one call per I/O), --batch 4 about a quarter.
+    """By default (--batch 4) at most four requests go out per io_uring_enter,
+    about a quarter of a call per I/O; --batch 1 submits each request alone
+    (one call per I/O); --batch 0 every free slot at once, never more calls.
     (Pinned, as the harness runs it: unpinned, iogen can share a CPU with the
     loop device's worker, and then each call reaps one completion.)"""
     sc = {}
     cpu = max(os.sched_getaffinity(0))
-    for batch in (None, 4, 1):
-        extra = ("--batch", batch) if batch else ()
+    for batch in (None, 4, 1, 0):
+        extra = ("--batch", batch) if batch is not None else ()
         o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.5,
                           "--ramp", 0.1, "--cpu", cpu, *extra))[0]
         sc[batch] = o["syscalls_per_io"]
     assert sc[1] == pytest.approx(1.0, abs=0.05)
-    assert 0.2 <= sc[4] <= 0.45
-    assert sc[None] < sc[4]
+    assert 0.2 <= sc[4] <= 0.45 and 0.2 <= sc[None] <= 0.45
+    assert sc[0] <= sc[4]
 
 
 def test_histograms_in_the_json_give_iogens_own_percentiles(tmp_path, ramloop):
@@ -545,3 +546,103 @@ def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
     p.communicate(timeout=10)
     assert time.monotonic() - t0 < 1.0
     assert p.returncode == 130
+
+
+# --- submission modes, the no-device ceiling, steady state, percentiles ----
+
+@pytest.mark.parametrize("opts, setup", [
+    (("--sqpoll", 0), "sqpoll"),
+    (("--register-ring",), "registered ring"),
+    (("--batch-complete", 8), "task work"),
+])
+def test_io_uring_submission_modes(ramloop, opts, setup):
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.3, "--ramp", 0,
+                      "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=30))[0]
+    assert setup in o["engine_setup"] and o["reads"] > 0
+    if "--batch-complete" in opts:
+        assert o["batch_complete"] == 8
+    if "--sqpoll" in opts:  # submissions are the poll thread's: calls only to wait
+        assert o["syscalls_per_io"] < 0.5
+
+
+def test_iopoll_is_refused_where_the_device_cannot_poll(ramloop):
+    t0 = time.monotonic()
+    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--iopoll", "--time", 1, check=False)
+    assert r.returncode == 2 and "cannot be polled" in r.stderr and time.monotonic() - t0 < 5
+    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--engine", "aio", "--sqpoll", 0, check=False)
+    assert r.returncode == 2 and "io_uring's" in r.stderr
+
+
+def test_the_nop_engine_measures_iogen_alone():
+    o = results(iogen("--engine", "nop", "--workload", "4k-random-read", "--qd", 32, "--time", 0.3, "--ramp", 0))[0]
+    assert o["engine"] == "nop" and o["target"] == "(none)" and o["reads"] > 1000
+    assert o["cpu_us_per_io"] < 2.0  # no device at all: iogen's and io_uring's own cost
+    r = iogen("--engine", "nop", "--target", "/dev/null", "--workload", "4k-random-read", check=False)
+    assert r.returncode == 2 and "give no --target" in r.stderr
+
+
+def test_steady_state_ends_a_run_early_and_says_when(ramloop):
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 8, "--time", 20, "--ramp", 0.1,
+                      "--interval", 0.1, "--steady", "iops:50%:1s", timeout=60))[0]
+    assert o["steady"]["reached"] is True and o["steady"]["criterion"] == "range"
+    assert 1.0 <= o["steady"]["at_s"] < 20 and o["run_s"] < 20
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 8, "--time", 1.5, "--ramp", 0,
+                      "--interval", 0.1, "--steady", "iops_slope:0.0001%:1s"))[0]
+    assert o["steady"]["reached"] is False and o["steady"]["at_s"] is None
+    assert o["run_s"] == pytest.approx(1.5, abs=0.05)
+    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--steady", "iops:2", check=False)
+    assert r.returncode == 2 and "METRIC:BOUND%:WINDOW" in r.stderr
+
+
+def test_precondition_writes_the_region_twice(tmp_path):
+    o = results(iogen("--target", tmp_path / "p.dat", "--size", "16M", "--workload", "4k-random-write",
+                      "--precondition", "--time", 0.2, "--ramp", 0))[0]
+    assert o["precondition"] == {"passes": 2, "bytes_written": 32 << 20, "seconds": o["precondition"]["seconds"]}
+
+
+def test_percentiles_are_those_of_the_logged_latencies(tmp_path, ramloop):
+    """A bimodal latency (4 KiB and 1 MiB reads mixed on one device): p50 to
+    p99.99 recomputed from every request of --log are iogen's, exactly with
+    its bucket geometry, and within one bucket (1/64) of the exact order
+    statistics of the raw latencies."""
+    import numpy as np
+
+    from osmeter import hist
+
+    f = spec_file(tmp_path, """
+        [spec mix]
+        4K 80 100 100
+        1M 20 100 100
+    """)
+    log = tmp_path / "bimodal.csv"
+    o = results(iogen("--target", ramloop, "--spec", f, "--qd", 4, "--time", 1, "--ramp", 0.1, "--log", log))[0]
+    lat = np.array([r["latency_ns"] for r in log_rows(log)])
+    assert lat.size == o["reads"] and np.percentile(lat, 90) > 5 * np.percentile(lat, 10)  # two modes
+    counts = hist.from_values(lat)
+    for key, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999)):
+        mine = hist.percentile(counts, p, int(lat.min()), int(lat.max()))
+        assert mine == o["lat_ns"][key], key
+        exact = np.sort(lat)[max(0, min(lat.size - 1, int(p * lat.size + 0.5) - 1))]
+        assert abs(o["lat_ns"][key] - exact) <= exact / 64 + 1, (key, o["lat_ns"][key], exact)
+
+
+def test_the_live_line_shows_on_a_terminal_only(ramloop):
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(str(IOGEN), [str(IOGEN), "--target", str(ramloop), "--workload", "4k-random-read", "--time", "1.2",
+                              "--ramp", "0"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    assert b"\r\x1b[K[qd 1]" in out and b"IOPS" in out
+    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--time", 0.6, "--ramp", 0)
+    assert "\x1b[K" not in r.stdout + r.stderr

@@ -4,9 +4,9 @@
 
 #include <string.h>
 
-extern const struct engine_ops engine_uring, engine_aio, engine_psync;
+extern const struct engine_ops engine_uring, engine_aio, engine_psync, engine_nop;
 
-static const struct engine_ops *const engines[] = { &engine_uring, &engine_aio, &engine_psync, NULL };
+static const struct engine_ops *const engines[] = { &engine_uring, &engine_aio, &engine_psync, &engine_nop, NULL };
 
 const struct engine_ops *const engine_default = &engine_uring;
 

@@ -30,10 +30,21 @@ struct io {
     int64_t res;      /* bytes done, or -errno */
 };
 
+/* How to drive the kernel, where an engine offers a choice (io_uring's
+ * engines do; others refuse these). */
+struct engine_opts {
+    int sqpoll_cpu;          /* >= 0: a kernel thread on this CPU polls the submissions */
+    bool iopoll;             /* completions polled from the device */
+    bool register_ring;      /* io_uring_enter through a registered ring descriptor */
+    unsigned batch_complete; /* wait for at least this many completions (default 1) */
+};
+
 struct engine {
     const struct engine_ops *ops;
+    const struct engine_opts *opts;
     void *priv;
     uint64_t syscalls; /* system calls the engine made */
+    char setup[96];    /* what the engine set up, for the report */
 };
 
 struct engine_ops {
@@ -41,6 +52,8 @@ struct engine_ops {
     const char *alias;   /* another name it answers to, or NULL */
     const char *summary; /* one line for --help */
     bool sync;           /* the I/O happens in queue: one request per stream */
+    bool tunable;        /* takes engine_opts (--sqpoll, --iopoll, --register-ring, --batch-complete) */
+    bool no_target;      /* does no I/O: needs no --target (nop) */
     unsigned max_qd;     /* the most requests one instance can hold (0 = no limit of its own) */
     /* slots: n requests whose buffers are bufsize bytes each */
     int (*init)(struct engine *e, int fd, struct io *slots, unsigned n, size_t bufsize, char *err, size_t errlen);

@@ -1,9 +1,21 @@
 /* engine_uring.c - io_uring through its raw system calls and the kernel's
- * uapi header: one ring per worker sized to its queue depth, the target
+ * uapi header: one ring per stream sized to its queue depth, the target
  * registered as fixed file 0 and every request buffer registered, so a
  * request is READ_FIXED/WRITE_FIXED with no per-I/O file lookup or page
- * pinning. All queued SQEs go in one io_uring_enter that also waits for the
- * first completion; every completion present is reaped at once. */
+ * pinning. All queued SQEs go in one io_uring_enter that also waits for
+ * the first completion (or --batch-complete N of them); every completion
+ * present is reaped at once.
+ *
+ * The ring is set up single-issuer with deferred task work where the kernel
+ * has it (6.1+): completions are run when the stream asks for them, not by
+ * interrupting it. Options (engine_opts): --sqpoll CPU (a kernel thread on
+ * CPU polls the submission queue: no system call to submit), --iopoll
+ * (completions polled from the device, where its driver has poll queues),
+ * --register-ring (io_uring_enter through a registered ring descriptor).
+ *
+ * engine_nop is the same machinery with every request an IORING_OP_NOP: no
+ * device at all, so it measures iogen's own cost per request.
+ */
 #include "engine.h"
 
 #include <errno.h>
@@ -19,9 +31,14 @@
 
 struct uring {
     int ring_fd;
+    int enter_fd;         /* ring_fd, or the registered ring's index */
+    unsigned enter_flags; /* IORING_ENTER_REGISTERED_RING when registered */
     unsigned qd;
+    bool nop, sqpoll, iopoll, defer;
+    unsigned batch_complete;
+    unsigned inflight;    /* queued or submitted, not yet reaped */
     /* submission queue */
-    unsigned *sq_head, *sq_tail, *sq_mask, *sq_array;
+    unsigned *sq_head, *sq_tail, *sq_mask, *sq_array, *sq_flags;
     struct io_uring_sqe *sqes;
     unsigned to_submit;
     /* completion queue */
@@ -47,22 +64,66 @@ static int sys_register(int fd, unsigned op, void *arg, unsigned n)
     return (int)syscall(__NR_io_uring_register, fd, op, arg, n);
 }
 
-static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+/* The ring, with the best task-work mode this kernel accepts. */
+static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, struct io_uring_params *p, char *setup,
+                 size_t setuplen)
 {
+    struct { unsigned flags; const char *name; } modes[] = {
+        { IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, "single-issuer, deferred task work" },
+        { IORING_SETUP_COOP_TASKRUN, "cooperative task work" },
+        { 0, "plain" },
+    };
+    unsigned extra = 0;
+    if (o && o->sqpoll_cpu >= 0)
+        extra |= IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF;
+    if (o && o->iopoll)
+        extra |= IORING_SETUP_IOPOLL;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        if ((extra & IORING_SETUP_SQPOLL) && (modes[m].flags & IORING_SETUP_DEFER_TASKRUN))
+            continue; /* deferred task work needs the task itself to submit */
+        memset(p, 0, sizeof *p);
+        p->flags = modes[m].flags | extra;
+        if (extra & IORING_SETUP_SQPOLL) {
+            p->sq_thread_cpu = (unsigned)o->sqpoll_cpu;
+            p->sq_thread_idle = 1000; /* ms before the poll thread sleeps */
+        }
+        int fd = sys_setup(qd, p);
+        if (fd >= 0) {
+            u->defer = modes[m].flags & IORING_SETUP_DEFER_TASKRUN;
+            snprintf(setup, setuplen, "%s%s%s", modes[m].name, extra & IORING_SETUP_SQPOLL ? ", sqpoll" : "",
+                     extra & IORING_SETUP_IOPOLL ? ", iopoll" : "");
+            return fd;
+        }
+        if (errno != EINVAL)
+            return -1;
+    }
+    return -1;
+}
+
+static int init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, bool nop, char *err,
+                size_t errlen)
+{
+    const struct engine_opts *o = e->opts;
     struct uring *u = calloc(1, sizeof *u);
     if (!u)
         return snprintf(err, errlen, "out of memory"), -1;
     struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    u->ring_fd = sys_setup(qd, &p);
+    u->ring_fd = setup(u, qd, o, &p, e->setup, sizeof e->setup);
     if (u->ring_fd < 0) {
         snprintf(err, errlen, "io_uring_setup: %s%s", strerror(errno),
-                 errno == ENOSYS || errno == EPERM ? " (io_uring unavailable here: try --engine aio)" : "");
+                 errno == ENOSYS || errno == EPERM ? " (io_uring unavailable here: try --engine aio)"
+                 : errno == EINVAL && o && o->sqpoll_cpu >= 0 ? " (--sqpoll: is that CPU online and allowed?)"
+                                                               : "");
         free(u);
         return -1;
     }
     u->qd = qd;
     u->slots = slots;
+    u->nop = nop;
+    u->sqpoll = o && o->sqpoll_cpu >= 0;
+    u->iopoll = o && o->iopoll;
+    u->batch_complete = o && o->batch_complete ? o->batch_complete : 1;
+    u->enter_fd = u->ring_fd;
     u->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
     u->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
     u->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
@@ -83,36 +144,61 @@ static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_
     u->sq_tail = (unsigned *)(sq + p.sq_off.tail);
     u->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
     u->sq_array = (unsigned *)(sq + p.sq_off.array);
+    u->sq_flags = (unsigned *)(sq + p.sq_off.flags);
     u->cq_head = (unsigned *)(cq + p.cq_off.head);
     u->cq_tail = (unsigned *)(cq + p.cq_off.tail);
     u->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
     u->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+    e->syscalls++;
 
-    if (sys_register(u->ring_fd, IORING_REGISTER_FILES, &fd, 1) != 0) {
-        snprintf(err, errlen, "io_uring: registering the file: %s", strerror(errno));
-        goto fail;
+    if (!nop) {
+        if (sys_register(u->ring_fd, IORING_REGISTER_FILES, &fd, 1) != 0) {
+            snprintf(err, errlen, "io_uring: registering the file: %s", strerror(errno));
+            goto fail;
+        }
+        struct iovec *iov = calloc(qd, sizeof *iov);
+        if (!iov)
+            goto fail;
+        for (unsigned i = 0; i < qd; i++) {
+            iov[i].iov_base = slots[i].buf;
+            iov[i].iov_len = bufsize;
+        }
+        int r = sys_register(u->ring_fd, IORING_REGISTER_BUFFERS, iov, qd);
+        free(iov);
+        if (r != 0) {
+            snprintf(err, errlen, "io_uring: registering %u buffers of %zu bytes: %s%s", qd, bufsize, strerror(errno),
+                     errno == ENOMEM ? " (RLIMIT_MEMLOCK too low?)" : "");
+            goto fail;
+        }
+        e->syscalls += 2;
     }
-    struct iovec *iov = calloc(qd, sizeof *iov);
-    if (!iov)
-        goto fail;
-    for (unsigned i = 0; i < qd; i++) {
-        iov[i].iov_base = slots[i].buf;
-        iov[i].iov_len = bufsize;
-    }
-    int r = sys_register(u->ring_fd, IORING_REGISTER_BUFFERS, iov, qd);
-    free(iov);
-    if (r != 0) {
-        snprintf(err, errlen, "io_uring: registering %u buffers of %zu bytes: %s%s", qd, bufsize, strerror(errno),
-                 errno == ENOMEM ? " (RLIMIT_MEMLOCK too low?)" : "");
-        goto fail;
+    if (o && o->register_ring) {
+        struct io_uring_rsrc_update up = { .offset = -1U, .data = (uint64_t)u->ring_fd };
+        if (sys_register(u->ring_fd, IORING_REGISTER_RING_FDS, &up, 1) != 1) {
+            snprintf(err, errlen, "io_uring: --register-ring: %s (kernel 5.18 or newer)", strerror(errno));
+            goto fail;
+        }
+        u->enter_fd = (int)up.offset;
+        u->enter_flags = IORING_ENTER_REGISTERED_RING;
+        e->syscalls++;
+        strncat(e->setup, ", registered ring", sizeof e->setup - strlen(e->setup) - 1);
     }
     e->priv = u;
-    e->syscalls += 3;
     return 0;
 fail:
     close(u->ring_fd);
     free(u);
     return -1;
+}
+
+static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+{
+    return init(e, fd, slots, qd, bufsize, false, err, errlen);
+}
+
+static int n_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+{
+    return init(e, fd, slots, qd, bufsize, true, err, errlen);
 }
 
 static void u_queue(struct engine *e, struct io *io)
@@ -122,16 +208,32 @@ static void u_queue(struct engine *e, struct io *io)
     unsigned idx = tail & *u->sq_mask;
     struct io_uring_sqe *sqe = &u->sqes[idx];
     memset(sqe, 0, sizeof *sqe);
-    sqe->opcode = io->write ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED;
-    sqe->flags = IOSQE_FIXED_FILE;
-    sqe->fd = 0; /* index into the registered files */
-    sqe->off = io->off;
-    sqe->addr = (uint64_t)(uintptr_t)io->buf;
-    sqe->len = io->len;
-    sqe->buf_index = (uint16_t)io->slot;
+    if (u->nop) {
+        sqe->opcode = IORING_OP_NOP;
+    } else {
+        sqe->opcode = io->write ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED;
+        sqe->flags = IOSQE_FIXED_FILE;
+        sqe->fd = 0; /* index into the registered files */
+        sqe->off = io->off;
+        sqe->addr = (uint64_t)(uintptr_t)io->buf;
+        sqe->len = io->len;
+        sqe->buf_index = (uint16_t)io->slot;
+    }
     sqe->user_data = io->slot;
     u->sq_array[idx] = idx;
     u->to_submit++;
+    u->inflight++;
+}
+
+static int enter(struct engine *e, unsigned submit, unsigned min, unsigned flags)
+{
+    struct uring *u = e->priv;
+    int r;
+    do
+        r = sys_enter(u->enter_fd, submit, min, flags | u->enter_flags);
+    while (r < 0 && errno == EINTR);
+    e->syscalls++;
+    return r;
 }
 
 static int u_submit_reap(struct engine *e, unsigned min, struct io **done, unsigned max, char *err, size_t errlen)
@@ -141,28 +243,52 @@ static int u_submit_reap(struct engine *e, unsigned min, struct io **done, unsig
         atomic_store_explicit((_Atomic unsigned *)u->sq_tail, *u->sq_tail + u->to_submit, memory_order_release);
     unsigned head = *u->cq_head;
     unsigned tail = atomic_load_explicit((_Atomic unsigned *)u->cq_tail, memory_order_acquire);
-    if (u->to_submit || (tail == head && min)) {
-        unsigned need = tail - head >= min ? 0 : min;
-        int r;
-        do
-            r = sys_enter(u->ring_fd, u->to_submit, need, need ? IORING_ENTER_GETEVENTS : 0);
-        while (r < 0 && errno == EINTR);
-        e->syscalls++;
-        if (r < 0) {
-            snprintf(err, errlen, "io_uring_enter: %s", strerror(errno));
-            return -1;
-        }
-        u->to_submit -= (unsigned)r < u->to_submit ? (unsigned)r : u->to_submit;
-        tail = atomic_load_explicit((_Atomic unsigned *)u->cq_tail, memory_order_acquire);
+    if (min && u->batch_complete > min) { /* --batch-complete: more per wait, never more than in flight */
+        min = u->batch_complete;
+        if (min > u->inflight)
+            min = u->inflight;
+        if (min > max)
+            min = max;
     }
+    bool need_wait = min && tail - head < min;
+    int r = 0;
+    if (u->sqpoll) {
+        /* the poll thread takes the submissions; it only needs a nudge when it has gone to sleep */
+        unsigned flags = 0;
+        if (u->to_submit && (atomic_load_explicit((_Atomic unsigned *)u->sq_flags, memory_order_acquire) &
+                             IORING_SQ_NEED_WAKEUP))
+            flags |= IORING_ENTER_SQ_WAKEUP;
+        if (need_wait || u->iopoll)
+            flags |= IORING_ENTER_GETEVENTS;
+        if (flags)
+            r = enter(e, u->to_submit, need_wait ? min : 0, flags);
+        u->to_submit = 0;
+    } else if (u->to_submit || need_wait || (u->defer && min) || u->iopoll) {
+        /* deferred task work runs only when we ask for events; polled completions only when we poll */
+        unsigned want = need_wait ? min : 0;
+        r = enter(e, u->to_submit, want, (want || u->defer || u->iopoll) ? IORING_ENTER_GETEVENTS : 0);
+        if (r >= 0)
+            u->to_submit -= (unsigned)r < u->to_submit ? (unsigned)r : u->to_submit;
+    }
+    if (r < 0) {
+        snprintf(err, errlen, "io_uring_enter: %s", strerror(errno));
+        return -1;
+    }
+    tail = atomic_load_explicit((_Atomic unsigned *)u->cq_tail, memory_order_acquire);
     unsigned n = 0;
     while (head != tail && n < max) {
         struct io_uring_cqe *c = &u->cqes[head & *u->cq_mask];
         struct io *io = &u->slots[c->user_data];
-        io->res = c->res;
+        io->res = u->nop && c->res == 0 ? (int64_t)io->len : (int64_t)c->res;
+        if (u->iopoll && c->res == -EOPNOTSUPP) {
+            snprintf(err, errlen, "--iopoll: the device refused a polled request (its driver has no poll queues)");
+            atomic_store_explicit((_Atomic unsigned *)u->cq_head, head + 1, memory_order_release);
+            return -1;
+        }
         done[n++] = io;
         head++;
     }
+    u->inflight -= n;
     atomic_store_explicit((_Atomic unsigned *)u->cq_head, head, memory_order_release);
     return (int)n;
 }
@@ -175,8 +301,10 @@ static void u_exit(struct engine *e)
     /* Drop the ring's reference to the target now: freeing a ring is
      * deferred to a kernel worker, and until then a block device opened with
      * O_EXCL stays claimed, so the next run would find it "in use". */
-    sys_register(u->ring_fd, IORING_UNREGISTER_FILES, NULL, 0);
-    sys_register(u->ring_fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
+    if (!u->nop) {
+        sys_register(u->ring_fd, IORING_UNREGISTER_FILES, NULL, 0);
+        sys_register(u->ring_fd, IORING_UNREGISTER_BUFFERS, NULL, 0);
+    }
     munmap(u->sqes, u->sqes_len);
     munmap(u->cq_ptr, u->cq_len);
     munmap(u->sq_ptr, u->sq_len);
@@ -189,8 +317,21 @@ const struct engine_ops engine_uring = {
     .name = "uring",
     .alias = "io_uring",
     .summary = "io_uring, registered file and buffers, one system call per batch",
+    .tunable = true,
     .max_qd = 32768, /* IORING_MAX_ENTRIES */
     .init = u_init,
+    .queue = u_queue,
+    .submit_reap = u_submit_reap,
+    .exit = u_exit,
+};
+
+const struct engine_ops engine_nop = {
+    .name = "nop",
+    .summary = "io_uring NOP requests, no device: iogen's own cost per I/O (no --target needed)",
+    .no_target = true,
+    .tunable = true,
+    .max_qd = 32768,
+    .init = n_init,
     .queue = u_queue,
     .submit_reap = u_submit_reap,
     .exit = u_exit,

@@ -82,11 +82,19 @@ int main(int argc, char **argv)
         return 0;
     }
     struct target t;
-    struct target_opts to = { .size = opt.size, .writes = spec_writes(&job) || opt.verify, .direct = !opt.buffered,
+    struct target_opts to = { .size = opt.size, .writes = spec_writes(&job) || opt.verify || opt.precondition,
+                              .direct = !opt.buffered,
                               .allow_destroy = opt.allow_destroy, .allow_signature = opt.allow_signature };
     char err[1024];
-    if (target_open(&t, opt.target, &to, err, sizeof err) != 0) {
+    if (opt.engine->no_target) {
+        target_none(&t, opt.size);
+    } else if (target_open(&t, opt.target, &to, err, sizeof err) != 0) {
         fprintf(stderr, "iogen: error: %s\n", err);
+        return 2;
+    }
+    if (opt.eng.iopoll && !target_pollable(&t, err, sizeof err)) {
+        fprintf(stderr, "iogen: error: --iopoll: %s\n", err);
+        target_close(&t);
         return 2;
     }
     check_fit(&job, &t);
@@ -125,6 +133,19 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
+    struct precondition pre, *prep = NULL;
+    if (opt.precondition) {
+        if (opt.engine->no_target) {
+            fprintf(stderr, "iogen: error: --precondition writes the target: --engine %s has none\n", opt.engine->name);
+            return 2;
+        }
+        if (precondition(&t, &pre, err, sizeof err) != 0) {
+            fprintf(stderr, "iogen: error: %s\n", interrupted ? "--precondition: interrupted" : err);
+            target_close(&t);
+            return interrupted ? 130 : 1;
+        }
+        prep = &pre;
+    }
     const char *name = opt.workload ? opt.workload : job.specs[job.workers[0].spec].name;
     int rc = 0;
     unsigned qd = job.cycle_qd ? job.qd_start : 0;
@@ -132,7 +153,7 @@ int main(int argc, char **argv)
         struct run_result res;
         rc = one_run(&job, &t, qd, &res);
         if (rc == 0 || rc == 3)
-            report(stdout, &res, name);
+            report(stdout, &res, name, prep);
         if (logf)
             write_log(logf, res.ws, res.nw);
         run_free(&res);

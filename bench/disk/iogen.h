@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "hist.h"
 #include "spec.h"
+#include "steady.h"
 #include "target.h"
 
 #include <pthread.h>
@@ -40,6 +41,9 @@ struct iogen_opts {
     int cpu;
     uint64_t seed;
     unsigned batch;         /* most requests per submission; 0 = every free slot */
+    struct engine_opts eng; /* --sqpoll, --iopoll, --register-ring, --batch-complete */
+    struct steady steady;   /* --steady METRIC:BOUND:WINDOW */
+    bool precondition;      /* write the region in order twice first */
 };
 
 extern struct iogen_opts opt;
@@ -94,6 +98,7 @@ struct stream {
 
 struct worker {
     int id;
+    char engine_setup[96];  /* what its engine set up */
     const struct worker_cfg *cfg;
     const struct spec *spec;
     struct target *t;
@@ -105,7 +110,8 @@ struct worker {
     size_t bufsize;
     struct stream *streams;
     unsigned nstreams;
-    _Atomic uint64_t live_ios, live_bytes;
+    _Atomic uint64_t live_ios, live_bytes;      /* every completion, for the live line */
+    _Atomic uint64_t meas_ios, meas_bytes, meas_lat_ns; /* the measured window's, for --steady */
     char err[512];
     _Atomic bool failed;
 };
@@ -118,6 +124,7 @@ struct run_state {
     _Atomic uint64_t issued;   /* measured requests issued, for --transactions */
     _Atomic int stop;
     double rate_per_stream;    /* IOPS per stream, 0 = none */
+    bool steady_stop;          /* --steady ended the run */
     unsigned lbs;
     bool verify;
     uint64_t verify_seed;
@@ -143,6 +150,13 @@ struct run_result {
  * either way, for the report and then run_free. */
 int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out);
 void run_free(struct run_result *r);
+/* --precondition: the target written in order, twice, before the runs. */
+struct precondition {
+    int passes;
+    uint64_t bytes;
+    double seconds;
+};
+int precondition(const struct target *t, struct precondition *out, char *err, size_t errlen);
 /* --verify: what this process has written, block by block, across runs. */
 int verify_setup(const struct target *t, char *err, size_t errlen);
 /* Blocks that do not hold what was written: wrong content, and, once the
@@ -151,7 +165,7 @@ uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless);
 
 /* ------------------------------------------------------------- report */
 
-void report(FILE *f, const struct run_result *in, const char *name);
+void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre);
 void write_log(FILE *lf, struct worker *ws, int nw);
 
 #endif

@@ -79,7 +79,7 @@ static void intervals(struct json *j, struct worker *ws, int from, int to)
     json_arr_end(j);
 }
 
-void report(FILE *f, const struct run_result *in, const char *name)
+void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre)
 {
     struct totals tot;
     totals_clear(&tot);
@@ -98,6 +98,8 @@ void report(FILE *f, const struct run_result *in, const char *name)
     json_obj(&j);
     json_kstr(&j, "workload", name);
     json_kstr(&j, "engine", opt.engine->name);
+    json_kstr(&j, "engine_setup", in->ws[0].engine_setup);
+    json_kuint(&j, "batch_complete", opt.eng.batch_complete);
     json_kint(&j, "qd", run.qd);
     json_kint(&j, "workers", in->nw);
     json_kstr(&j, "target", t->path);
@@ -147,6 +149,16 @@ void report(FILE *f, const struct run_result *in, const char *name)
             fprintf(stderr, "iogen: warning: --verify: none of the %llu blocks read holds the pattern: the region was "
                     "never written with --verify, so nothing could be checked\n",
                     (unsigned long long)tot.headerless);
+    }
+    if (opt.steady.on)
+        steady_json(&opt.steady, &j);
+    if (pre) {
+        json_key(&j, "precondition");
+        json_obj(&j);
+        json_kint(&j, "passes", pre->passes);
+        json_kuint(&j, "bytes_written", pre->bytes);
+        json_kfixed(&j, "seconds", pre->seconds, 3);
+        json_obj_end(&j);
     }
     json_key(&j, "per_worker");
     json_arr(&j);

@@ -35,6 +35,8 @@ double tick_ns, tick_hz;
 volatile sig_atomic_t interrupted;
 struct run_state run;
 
+static void fill_buffer(char *b, size_t n, enum data_pattern p, uint64_t seed);
+
 static uint64_t rnd(struct stream *s)
 {
     return osm_rand(&s->rng);
@@ -138,6 +140,37 @@ static void verify_done(struct stream *s, struct io *io, bool ok)
         if (!same)
             s->bad++;
     }
+}
+
+int precondition(const struct target *t, struct precondition *out, char *err, size_t errlen)
+{
+    const size_t chunk = 1 << 20;
+    char *buf;
+    if (posix_memalign((void **)&buf, 4096, chunk) != 0)
+        return snprintf(err, errlen, "--precondition: out of memory"), -1;
+    fill_buffer(buf, chunk, DATA_PSEUDO_RANDOM, opt.seed);
+    uint64_t t0 = ticks();
+    memset(out, 0, sizeof *out);
+    for (int pass = 0; pass < 2 && !interrupted; pass++) {
+        for (uint64_t off = 0; off < t->size && !interrupted; off += chunk) {
+            size_t n = t->size - off < chunk ? (size_t)(t->size - off) : chunk;
+            n -= n % t->lbs;
+            if (!n)
+                break;
+            if (pwrite(t->fd, buf, n, (off_t)off) != (ssize_t)n) {
+                snprintf(err, errlen, "--precondition: writing at %llu: %s", (unsigned long long)off, strerror(errno));
+                free(buf);
+                return -1;
+            }
+            out->bytes += n;
+        }
+        out->passes++;
+    }
+    if (fdatasync(t->fd) != 0 && errno != EINVAL)
+        snprintf(err, errlen, "--precondition: fdatasync: %s", strerror(errno));
+    out->seconds = (double)(ticks() - t0) / tick_hz;
+    free(buf);
+    return interrupted ? -1 : 0;
 }
 
 uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless)
@@ -281,6 +314,9 @@ static bool complete(struct stream *s, struct io *io, uint64_t now)
     if (io->t_start < run.t_measure || (!run.transactions && now > run.t_end))
         return true;
     uint64_t lat = (uint64_t)((double)(now - io->t_start) * tick_ns);
+    atomic_fetch_add_explicit(&w->meas_ios, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->meas_bytes, io->len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->meas_lat_ns, lat, memory_order_relaxed);
     hist_add(&s->all, lat);
     hist_add(io->write ? &s->wr : &s->rd, lat);
     close_intervals(s, now);
@@ -329,12 +365,14 @@ static void *run_stream(void *arg)
         atomic_store(&s->done, true);
         return NULL;
     }
-    struct engine e = { .ops = opt.engine };
+    struct engine e = { .ops = opt.engine, .opts = &opt.eng };
     if (e.ops->init(&e, w->t->fd, s->slots, s->nslots, w->bufsize, w->err, sizeof w->err) != 0) {
         fail(s);
         atomic_store(&s->done, true);
         return NULL;
     }
+    if (s->idx == 0)
+        snprintf(w->engine_setup, sizeof w->engine_setup, "%s", e.setup);
     unsigned *free_slots = malloc(s->nslots * sizeof *free_slots);
     struct io **done = malloc(s->nslots * sizeof *done);
     if (!free_slots || !done) {
@@ -512,6 +550,12 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
 
     bool live = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
     bool measuring = false;
+    run.steady_stop = false;
+    double period = opt.interval_s > 0 ? opt.interval_s : 1.0;
+    uint64_t period_ticks = (uint64_t)(period * tick_hz), next_sample = run.t_measure + period_ticks;
+    uint64_t prev[3] = { 0, 0, 0 };
+    if (opt.steady.on)
+        steady_start(&opt.steady, period);
     uint64_t last_ios = 0, last_bytes = 0;
     double total = run.transactions ? 0 : job->ramp_s + job->run_s;
     uint64_t start = now, last_disp = now;
@@ -526,6 +570,22 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
         }
         if (interrupted)
             atomic_store(&run.stop, 1);
+        if (opt.steady.on && now >= next_sample && !run.steady_stop) {
+            uint64_t cur[3] = { 0, 0, 0 };
+            for (int i = 0; i < nw; i++) {
+                cur[0] += atomic_load(&ws[i].meas_ios);
+                cur[1] += atomic_load(&ws[i].meas_bytes);
+                cur[2] += atomic_load(&ws[i].meas_lat_ns);
+            }
+            double t_s = (double)(next_sample - run.t_measure) / tick_hz;
+            if (steady_sample(&opt.steady, t_s, (double)(cur[0] - prev[0]), (double)(cur[1] - prev[1]),
+                              (double)(cur[2] - prev[2]), (double)(cur[0] - prev[0]))) {
+                run.steady_stop = true; /* steady: the run ends here */
+                atomic_store(&run.stop, 1);
+            }
+            memcpy(prev, cur, sizeof prev);
+            next_sample += period_ticks;
+        }
         if (live && (double)(now - last_disp) * tick_ns >= 5e8) {
             display(ws, nw, &last_ios, &last_bytes, (double)(now - last_disp) * tick_ns * 1e-9,
                     (double)(now - start) * tick_ns * 1e-9, total);
@@ -552,7 +612,7 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
             fprintf(stderr, "iogen: worker '%s': %s\n", ws[i].cfg->name, ws[i].err);
             rc = 1;
         }
-    uint64_t stop_at = run.transactions || interrupted ? end : run.t_end;
+    uint64_t stop_at = run.transactions || interrupted || run.steady_stop ? end : run.t_end;
     out->secs = stop_at > run.t_measure ? (double)(stop_at - run.t_measure) / tick_hz : 0;
     if (!rc && out->secs <= 0) {
         fprintf(stderr, "iogen: error: the run %s before its measured window began: nothing was measured\n",

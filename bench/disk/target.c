@@ -283,6 +283,36 @@ int target_open(struct target *t, const char *path, const struct target_opts *o,
     return 0;
 }
 
+void target_none(struct target *t, uint64_t size)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+    snprintf(t->path, sizeof t->path, "(none)");
+    t->size = size ? size : 1ull << 30;
+    t->lbs = 4096;
+}
+
+bool target_pollable(const struct target *t, char *why, size_t whylen)
+{
+    char p[128];
+    unsigned v = 0;
+    snprintf(p, sizeof p, "/sys/dev/block/%s/queue/io_poll", t->dev_sysfs);
+    FILE *f = fopen(p, "r");
+    if (!f) { /* a partition: its disk's queue */
+        snprintf(p, sizeof p, "/sys/dev/block/%s/../queue/io_poll", t->dev_sysfs);
+        f = fopen(p, "r");
+    }
+    if (f) {
+        if (fscanf(f, "%u", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    if (!v)
+        snprintf(why, whylen, "%s cannot be polled: %s's queue/io_poll is %s (polling needs a driver with poll "
+                 "queues, such as NVMe loaded with nvme.poll_queues=N)", t->path, t->device, f ? "0" : "missing");
+    return v != 0;
+}
+
 void target_close(struct target *t)
 {
     if (t->fd >= 0)

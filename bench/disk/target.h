@@ -32,6 +32,10 @@ struct target_opts {
 
 /* 0, or -1 with a message in err. */
 int target_open(struct target *t, const char *path, const struct target_opts *o, char *err, size_t errlen);
+/* No target at all (an engine that does no I/O): a region of size bytes. */
+void target_none(struct target *t, uint64_t size);
+/* Can requests to it be polled for completion (io_uring IOPOLL)? Else why not. */
+bool target_pollable(const struct target *t, char *why, size_t whylen);
 void target_close(struct target *t);
 
 /* For tests and the messages: the first signature found in the first bytes

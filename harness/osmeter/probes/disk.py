@@ -11,8 +11,8 @@ AREA = Area("disk", "Disk", 30)
 
 METHOD = (
     "iogen drives the target below the page cache (O_DIRECT) with io_uring: one ring per worker "
-    "sized to its queue depth, the file and the request buffers registered, every free slot "
-    "submitted in one io_uring_enter that also waits for the first completion. Each request "
+    "sized to its queue depth, the file and the request buffers registered, up to four requests "
+    "submitted per io_uring_enter, the last of which also waits for the first completion. Each request "
     "picks an access-specification line by its % of accesses, then read or write and random or "
     "sequential by that line's own percentages (Iometer's model); sequential requests share the "
     "worker's position, advanced atomically. Latency is submission to reaping, kept in a "
