@@ -554,6 +554,7 @@ def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
     (("--sqpoll", 0), "sqpoll"),
     (("--register-ring",), "registered ring"),
     (("--batch-complete", 8), "task work"),
+    (("--taskrun", "plain"), "plain"),
 ])
 def test_io_uring_submission_modes(ramloop, opts, setup):
     o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.3, "--ramp", 0,

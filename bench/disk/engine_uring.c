@@ -78,7 +78,7 @@ static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, stru
         extra |= IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF;
     if (o && o->iopoll)
         extra |= IORING_SETUP_IOPOLL;
-    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+    for (size_t m = o ? (size_t)o->taskrun : 0; m < sizeof modes / sizeof modes[0]; m++) {
         if ((extra & IORING_SETUP_SQPOLL) && (modes[m].flags & IORING_SETUP_DEFER_TASKRUN))
             continue; /* deferred task work needs the task itself to submit */
         memset(p, 0, sizeof *p);

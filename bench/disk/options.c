@@ -77,6 +77,16 @@ static void set_steady(const char *v)
         osm_usage_error("%s", err);
 }
 static void set_precondition(const char *v) { (void)v; opt.precondition = true; }
+static void set_taskrun(const char *v)
+{
+    static const char *const names[] = { "defer", "coop", "plain" };
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i])) {
+            opt.eng.taskrun = i;
+            return;
+        }
+    osm_usage_error("--taskrun: expected defer, coop or plain, got '%s'", v);
+}
 static void do_help(const char *v);
 static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
 static void do_markdown(const char *v);
@@ -120,6 +130,8 @@ static const struct option_def options[] = {
     { "--sqpoll", "CPU", "a kernel thread on CPU polls the submissions (io_uring's SQPOLL)", set_sqpoll },
     { "--iopoll", NULL, "poll the device for completions (drivers with poll queues, such as NVMe)", set_iopoll },
     { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
+    { "--taskrun", "MODE", "io_uring's completion work: defer (default: run when iogen waits), coop, plain",
+      set_taskrun },
     { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
     { "--list-workloads", NULL, "the shipped workloads", do_list },
     { "--options-markdown", NULL, "this option list as a Markdown table (docs/iogen.md)", do_markdown },
@@ -194,7 +206,8 @@ void options_parse(int argc, char **argv)
     if (opt.target && opt.engine->no_target)
         osm_usage_error("--engine %s does no I/O: give no --target (--size sets the region it pretends to use)",
                         opt.engine->name);
-    bool tuned = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring || opt.eng.batch_complete > 1;
+    bool tuned = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring || opt.eng.batch_complete > 1 ||
+                 opt.eng.taskrun;
     if (tuned && !opt.engine->tunable)
         osm_usage_error("--sqpoll, --iopoll, --register-ring and --batch-complete are io_uring's: not for --engine %s",
                         opt.engine->name);
