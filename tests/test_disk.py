@@ -126,6 +126,20 @@ def test_outstanding_sequential_ios_share_one_position(tmp_path, ramloop, engine
     assert offs == [i << 20 for i in range(200)]
 
 
+def test_time_and_count_both_bound_a_run(tmp_path):
+    """--transactions alone runs to the count; with --time as well the
+    first limit ends the run (a spec's transactions = 2^32 once kept a
+    0.2 s fuzz run going for minutes)."""
+    target = tmp_path / "t.dat"
+    o = results(iogen("--target", target, "--size", "8M", "--workload", "4k-random-read", "--transactions", 300,
+                      "--ramp", 0))[0]
+    assert o["reads"] == 300
+    t0 = time.monotonic()
+    o = results(iogen("--target", target, "--size", "8M", "--workload", "4k-random-read", "--transactions",
+                      4_000_000_000, "--time", 0.3, "--ramp", 0))[0]
+    assert time.monotonic() - t0 < 5 and 0.25 < o["run_s"] < 0.5 and 0 < o["reads"] < 4_000_000_000
+
+
 def test_engines_agree_and_count_their_system_calls(ramloop):
     out = {}
     for engine in ("uring", "aio", "psync"):

@@ -122,6 +122,7 @@ struct run_state {
     uint64_t ival_ticks;
     uint64_t transactions;
     _Atomic uint64_t issued;   /* measured requests issued, for --transactions */
+    _Atomic bool count_stop;   /* the run ended because --transactions were issued */
     _Atomic int stop;
     double rate_per_stream;    /* IOPS per stream, 0 = none */
     bool steady_stop;          /* --steady ended the run */

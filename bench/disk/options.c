@@ -111,7 +111,7 @@ static const struct option_def options[] = {
     { "--size", "BYTES", "region used on the target (and the size of a new file)", set_size },
     { "--time", "SECONDS", "measured time per run (default 10)", set_time },
     { "--ramp", "SECONDS", "ramp-up before each run, not recorded (default 1)", set_ramp },
-    { "--transactions", "N", "stop a run after N I/Os instead of after a time", set_transactions },
+    { "--transactions", "N", "stop a run after N I/Os (with --time too, at whichever comes first)", set_transactions },
     { "--interval", "SECONDS", "also report every interval (0 = only the total)", set_interval },
     { "--steady", "M:B%:Ws", "end a run once M (iops, mbps, lat; M_slope: by slope) holds within B% over W s "
       "(--time is the most)", set_steady },
@@ -290,12 +290,16 @@ void options_build_job(struct job *job)
     }
     if (opt.cycle)
         parse_cycle(job);
-    if (opt.time_set || job->run_s == 0)
-        job->run_s = opt.time_set ? opt.time_s : 10;
-    if (opt.ramp_set || job->ramp_s == 0)
-        job->ramp_s = opt.ramp_set ? opt.ramp_s : 1;
+    /* a time and a count both bound the run (the first ends it); a count
+     * alone leaves the time open, and with neither the run lasts 10 s */
     if (opt.transactions)
         job->transactions = opt.transactions;
+    if (opt.time_set)
+        job->run_s = opt.time_s;
+    else if (job->run_s == 0 && !job->transactions)
+        job->run_s = 10;
+    if (opt.ramp_set || job->ramp_s == 0)
+        job->ramp_s = opt.ramp_set ? opt.ramp_s : 1;
     if (job->run_s <= 0 && !job->transactions)
         osm_usage_error("--time must be above 0 (or give --transactions)");
     if (job->run_s > MAX_RUN_S || job->ramp_s > MAX_RUN_S)

@@ -241,7 +241,7 @@ static void next_io(struct stream *s, struct io *io, uint64_t now)
 static bool run_over(uint64_t now)
 {
     return atomic_load_explicit(&run.stop, memory_order_relaxed) || interrupted ||
-           (!run.transactions && now >= run.t_end);
+           now >= run.t_end;
 }
 
 /* May the stream issue a new request now? (--transactions, delay, rate) */
@@ -251,6 +251,7 @@ static bool may_issue(struct stream *s, uint64_t now)
         return false;
     if (run.transactions && now >= run.t_measure &&
         atomic_fetch_add_explicit(&run.issued, 1, memory_order_relaxed) >= run.transactions) {
+        run.count_stop = true;
         atomic_store(&run.stop, 1);
         return false;
     }
@@ -311,7 +312,7 @@ static bool complete(struct stream *s, struct io *io, uint64_t now)
     }
     atomic_fetch_add_explicit(&w->live_ios, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->live_bytes, io->len, memory_order_relaxed);
-    if (io->t_start < run.t_measure || (!run.transactions && now > run.t_end))
+    if (io->t_start < run.t_measure || now > run.t_end)
         return true;
     uint64_t lat = (uint64_t)((double)(now - io->t_start) * tick_ns);
     atomic_fetch_add_explicit(&w->meas_ios, 1, memory_order_relaxed);
@@ -530,7 +531,9 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
     atomic_store(&run.issued, 0);
     uint64_t now = ticks();
     run.t_measure = now + (uint64_t)(job->ramp_s * tick_hz);
-    run.t_end = run.transactions ? UINT64_MAX : run.t_measure + (uint64_t)(job->run_s * tick_hz);
+    /* a time limit, a count (--transactions) or both: the run ends at the first */
+    run.count_stop = false;
+    run.t_end = job->run_s > 0 ? run.t_measure + (uint64_t)(job->run_s * tick_hz) : UINT64_MAX;
     run.ival_ticks = opt.interval_s > 0 ? (uint64_t)(opt.interval_s * tick_hz) : 0;
     for (int i = 0; i < nw; i++)
         for (unsigned k = 0; k < ws[i].nstreams; k++)
@@ -557,7 +560,7 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
     if (opt.steady.on)
         steady_start(&opt.steady, period);
     uint64_t last_ios = 0, last_bytes = 0;
-    double total = run.transactions ? 0 : job->ramp_s + job->run_s;
+    double total = job->run_s > 0 ? job->ramp_s + job->run_s : 0;
     uint64_t start = now, last_disp = now;
     /* wait for every stream to say it is done; each thread is joined once, after */
     while (!all_done(ws, nw)) {
@@ -612,7 +615,7 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
             fprintf(stderr, "iogen: worker '%s': %s\n", ws[i].cfg->name, ws[i].err);
             rc = 1;
         }
-    uint64_t stop_at = run.transactions || interrupted || run.steady_stop ? end : run.t_end;
+    uint64_t stop_at = run.count_stop || interrupted || run.steady_stop || end < run.t_end ? end : run.t_end;
     out->secs = stop_at > run.t_measure ? (double)(stop_at - run.t_measure) / tick_hz : 0;
     if (!rc && out->secs <= 0) {
         fprintf(stderr, "iogen: error: the run %s before its measured window began: nothing was measured\n",
