@@ -5,8 +5,10 @@ for a bounded time.
   (bench/fs/iotrace), with AddressSanitizer and UndefinedBehaviorSanitizer:
   libFuzzer where clang has it, else tests/fuzz/driver.c under gcc.
 - Mutants the workload parser accepted are then run by iogen for 0.2 s each
-  on a small file: a run that does not end is a hang (that is how the hangs
-  of threads joined twice and of endless delays were found).
+  on a small file: a run that does not end within 10 s is a hang (that is
+  how the hangs of threads joined twice, of endless delays and of a count
+  that outlived --time were found). A cycle of many runs is watched for its
+  first five.
 - The harness's own parsers (tests/fuzz/fuzz_harness.py).
 
 Every crash or hang is saved under tests/fuzz/crashes/; move it to
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import selectors
 import shutil
 import subprocess
 import sys
@@ -92,6 +95,36 @@ def fuzz(name: str, binary: Path, seconds: float, use_libfuzzer: bool, corpus: P
     return runs, crashes
 
 
+def runs_end(argv: list[str], per_run: float = 10.0, most: int = 5) -> bool:
+    """Does each run of the workload end in time? iogen prints one line per
+    run (a queue-depth or worker cycle is many runs of 0.2 s each): every
+    next line must come within per_run seconds. After `most` runs the rest
+    of a long cycle is not waited for."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        buf, lines = b"", 0
+        deadline = time.monotonic() + per_run
+        while lines < most:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                return False  # no run ended within per_run seconds
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                return p.wait(timeout=per_run) is not None
+            buf += chunk
+            if b"\n" in buf:
+                lines += buf.count(b"\n")
+                buf = buf.rsplit(b"\n", 1)[1]
+                deadline = time.monotonic() + per_run
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        p.kill()
+        p.wait()
+
+
 def run_mutants(corpus: Path, seconds: float) -> tuple[int, list[Path]]:
     """Each workload the parser accepts, run by iogen for 0.2 s: it must end."""
     iogen = ROOT / "build" / "bin" / "iogen"
@@ -111,10 +144,8 @@ def run_mutants(corpus: Path, seconds: float) -> tuple[int, list[Path]]:
                               timeout=5).returncode != 0:
                 continue  # refused: the parser's part, fuzzed above
             ran += 1
-            try:
-                subprocess.run([str(iogen), "--target", str(target), kind, str(f), "--time", "0.2", "--ramp", "0",
-                                "--size", "8M"], capture_output=True, timeout=10)
-            except subprocess.TimeoutExpired:
+            if not runs_end([str(iogen), "--target", str(target), kind, str(f), "--time", "0.2", "--ramp", "0",
+                             "--size", "8M"]):
                 CRASHES.mkdir(exist_ok=True)
                 out = CRASHES / f"hang-{hashlib.sha1(f.read_bytes()).hexdigest()[:12]}{f.suffix}"
                 shutil.copy(f, out)
