@@ -27,19 +27,6 @@ uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t ma
     return v;
 }
 
-int osm_pin(int cpu)
-{
-    cpu_set_t set;
-    /* The kernel refuses offline CPUs and CPUs outside our cpuset (EINVAL). */
-    if (cpu < 0 || cpu >= CPU_SETSIZE) {
-        errno = EINVAL;
-        return -1;
-    }
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    return sched_setaffinity(0, sizeof set, &set);
-}
-
 static void usage(const struct osm_probe_info *info, const struct osm_opts *o)
 {
     printf("usage: %s [options]\n%s\n\n", info->name, info->summary);

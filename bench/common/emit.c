@@ -94,6 +94,22 @@ static void emit_human(const struct osm_meas *m)
     free(tmp);
 }
 
+void osm_refuse(const char *id, const char *why)
+{
+    if (osm_human_output) {
+        printf("%-28s refused: %s\n", id, why);
+        fflush(stdout);
+        return;
+    }
+    struct json j;
+    json_to_file(&j, stdout);
+    json_obj(&j);
+    json_kstr(&j, "id", id);
+    json_kstr(&j, "refused", why);
+    json_obj_end(&j);
+    json_line_end(&j, "the refusal to standard output");
+}
+
 void osm_emit(const struct osm_meas *m)
 {
     if (osm_human_output) {

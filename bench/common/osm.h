@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -120,6 +121,29 @@ static inline uint64_t osm_end(uint32_t *cpu)
     *cpu = osm_current_cpu();
     return t;
 }
+
+/* A time stamp for an interval that one thread starts and another ends (a
+ * wake-up): RDTSCP alone, which waits for earlier instructions but takes no
+ * serializing CPUID (a VM exit in a guest, microseconds, would sit inside
+ * the interval). Comparable across CPUs where the TSC is invariant and the
+ * kernel found it synchronized (clocksource tsc); osm_tsc_skew measures it. */
+static inline uint64_t osm_stamp(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_expect(osm_timer.kind == OSM_TIMER_TSC, 1)) {
+        uint32_t lo, hi, aux;
+        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    return osm_clock_ns();
+}
+
+/* How far the stamps of CPUs a and b can disagree, in ticks: a bound from
+ * round trips of a cache line between threads on the two CPUs (the least
+ * round trip brackets the other side's reading). Returns the bound, and in
+ * *offset the midpoint estimate of b's stamp minus a's. */
+double osm_tsc_skew(int a, int b, double *offset);
 
 /* A window that also notices deschedules, without a system call where the
  * kernel allows: the `lock` sequence of the thread's perf_event mmap page
@@ -230,6 +254,9 @@ void osm_param_bool(struct osm_meas *m, const char *key, bool v);
 struct json *osm_param(struct osm_meas *m, const char *key);
 void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit, size_t nx, size_t per);
 void osm_emit(const struct osm_meas *m);
+/* An id this probe cannot measure here, with the reason: a line
+ * {"id": ..., "refused": why} the harness records instead of a failure. */
+void osm_refuse(const char *id, const char *why);
 
 /* Batched measurement of a short operation: body(ctx, n) runs n iterations.
  * One sample = one window of `iters` iterations: (ticks - timer overhead)
@@ -281,6 +308,10 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
 int osm_pin(int cpu); /* 0 ok; -1 and errno */
+/* A thread that starts on `cpu` (its affinity set before it first runs: a
+ * creator spinning at SCHED_FIFO on its own CPU could otherwise keep the new
+ * thread from ever running there to move itself). 0 ok, else an errno. */
+int osm_thread_on(pthread_t *th, int cpu, void *(*fn)(void *), void *arg);
 
 _Noreturn void osm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void osm_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

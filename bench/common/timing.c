@@ -3,7 +3,11 @@
  * batch.c, the measurements' output in emit.c. */
 #include "osm.h"
 
+#include <errno.h>
 #include <linux/perf_event.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,4 +218,89 @@ void osm_timer_setup(enum osm_timer_kind want)
         osm_timer.hz = 1e9;
     }
     calibrate_overhead();
+}
+
+/* ------------------------------------------------- where threads run */
+
+int osm_thread_on(pthread_t *th, int cpu, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    cpu_set_t set;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return EINVAL;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0)
+        rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    if (rc == 0)
+        rc = pthread_create(th, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+int osm_pin(int cpu)
+{
+    cpu_set_t set;
+    /* The kernel refuses offline CPUs and CPUs outside our cpuset (EINVAL). */
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+        errno = EINVAL;
+        return -1;
+    }
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set);
+}
+
+/* ------------------------------------------------- stamps across CPUs */
+
+struct skew {
+    int cpu;
+    _Atomic uint64_t flag; /* 1: a's turn to have sent; 2: b answered */
+    _Atomic uint64_t t_b;
+    int rounds;
+};
+
+static void *skew_partner(void *arg)
+{
+    struct skew *s = arg;
+    osm_pin(s->cpu);
+    for (int r = 0; r < s->rounds; r++) {
+        while (atomic_load_explicit(&s->flag, memory_order_acquire) != 1)
+            ;
+        atomic_store_explicit(&s->t_b, osm_stamp(), memory_order_relaxed);
+        atomic_store_explicit(&s->flag, 2, memory_order_release);
+    }
+    return NULL;
+}
+
+double osm_tsc_skew(int a, int b, double *offset)
+{
+    struct skew s = { .cpu = b, .rounds = 2000 };
+    pthread_t th;
+    cpu_set_t old;
+    sched_getaffinity(0, sizeof old, &old);
+    osm_pin(a);
+    if (osm_thread_on(&th, b, skew_partner, &s) != 0)
+        return *offset = 0, -1;
+    double best = 1e300, lo = 0, hi = 0;
+    for (int r = 0; r < s.rounds; r++) {
+        uint64_t t0 = osm_stamp();
+        atomic_store_explicit(&s.flag, 1, memory_order_release);
+        while (atomic_load_explicit(&s.flag, memory_order_acquire) != 2)
+            ;
+        uint64_t t1 = osm_stamp();
+        double rt = (double)(t1 - t0);
+        if (rt < best) { /* b read its stamp between t0 and t1 */
+            best = rt;
+            lo = (double)atomic_load(&s.t_b) - (double)t1;
+            hi = (double)atomic_load(&s.t_b) - (double)t0;
+        }
+        atomic_store_explicit(&s.flag, 0, memory_order_relaxed);
+    }
+    pthread_join(th, NULL);
+    sched_setaffinity(0, sizeof old, &old);
+    *offset = (lo + hi) / 2;
+    /* the offset lies in [lo, hi]: it is at most this far from zero */
+    return fmax(fabs(lo), fabs(hi));
 }

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import plots, registry
 from .estimates import Estimate
 from .present import ESTIMATE_HEAD, cell, esc, estimate_rows, machine_rows  # noqa: F401  (esc re-exported)
-from .results import load
+from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
     out = [r"\begin{tabular}{@{}lp{0.72\linewidth}@{}}", r"\toprule"]
@@ -57,7 +57,7 @@ def _summary(doc: dict, est: dict[str, Estimate], curves: set[str]) -> str:
 
 
 def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: dict[str, Estimate],
-             figdir: Path) -> str:
+             figdir: Path, run_dir: Path) -> str:
     by_id = {m["id"]: m for m in doc["measurements"]}
     curves = {m.id for p in probes for m in p.measures if m.curve}
     body = [f"\\section{{{esc(area.title)}}}"]
@@ -75,8 +75,11 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
             body += [f"{esc(', '.join(drawn))}: a curve, drawn in this section's figures rather than set "
                      "against one estimate.", ""]
         body.append(_table(ms, est, curves))
-    for k, fn in enumerate(plots.FIGURES.get(area.name, ())):
-        fig = fn(doc, est)
+    figures = [lambda fn=fn: fn(doc, est) for fn in plots.FIGURES.get(area.name, ())]
+    ids = [i for p in probes for i in p.ids()]
+    figures.append(lambda: plots.latency_ecdf(doc, ids, lambda i: kept_samples(run_dir, by_id[i])))
+    for k, make in enumerate(figures):
+        fig = make()
         if fig is None:
             continue
         name = f"{area.name}-{k}.pdf"
@@ -97,7 +100,7 @@ def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
     for area in registry.AREAS:
         probes = [p for p in registry.PROBES if p.area == area.name and any(i in by_id for i in p.ids())]
         if probes:
-            sections.append(_section(area, probes, doc, est, figdir))
+            sections.append(_section(area, probes, doc, est, figdir, run_dir))
     curves = {m.id for _, m in registry.all_measures() if m.curve}
     host = doc["machine"].get("hostname", "")
     return fill(root, "report.tex", out / "report.tex", {

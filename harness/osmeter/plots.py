@@ -195,6 +195,83 @@ def network(doc: dict, est=None):
     return fig
 
 
+def c2c_heatmap(doc: dict, est=None):
+    """cpu.c2c's matrix: one cell per ordered pair (source row, destination column)."""
+    c = _m(doc).get("cpu.c2c")
+    if not c or not c.get("params", {}).get("matrix_ns"):
+        return None
+    cpus = c["params"]["cpus"]
+    mat = np.array([[np.nan if v is None else v for v in row] for row in c["params"]["matrix_ns"]], dtype=float)
+    n = len(cpus)
+    fig, ax = plt.subplots(figsize=(min(7.5, 3.2 + 0.3 * n), min(6.5, 2.4 + 0.28 * n)))
+    # the scale starts at 0: a few percent between pairs is not a contrast
+    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", vmin=0, vmax=float(np.nanmax(mat)) * 1.05)
+    ax.grid(False)
+    step = max(1, n // 16)
+    ax.set_xticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
+    ax.set_yticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
+    ax.set_xlabel("destination CPU (answers)")
+    ax.set_ylabel("source CPU (line first touched here)")
+    if n <= 12:
+        for a in range(n):
+            for b in range(n):
+                if np.isfinite(mat[a, b]):
+                    ax.text(b, a, f"{mat[a, b]:.0f}", ha="center", va="center", color="w", fontsize=8)
+    measured = c["params"].get("pairs_measured")
+    total = c["params"].get("pairs_total")
+    ax.set_title("Core-to-core transfer, ns" + (f" ({measured} of {total} pairs)" if measured != total else ""))
+    fig.colorbar(im, ax=ax, label="ns (half a round trip)")
+    return fig
+
+
+def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
+    """The distributions of an area's latencies as tail ECDFs: the fraction
+    of events slower than x, both axes logarithmic, so p99 and p99.9 sit
+    at 1e-2 and 1e-3. Per-event samples (wake-ups, timer ticks) where kept;
+    every I/O from iogen's histogram for the disk ids. samples(id) -> the
+    kept samples or None."""
+    from . import hist
+
+    by = _m(doc)
+    drawn = []
+    for i in ids:
+        m = by.get(i)
+        if not m or not m.get("tail") or "series" in m:
+            continue
+        lat = (m.get("params") or {}).get("lat_ns") if i.endswith(".lat_mean") else None
+        if isinstance(lat, dict) and lat.get("hist"):
+            counts = hist.counts_of(lat["hist"])
+            b = sorted(counts)
+            x = np.array([hist.bucket_range(k)[1] for k in b], dtype=float)
+            c = np.cumsum([counts[k] for k in b]).astype(float)
+            drawn.append((i.removesuffix(".lat_mean") + " (every I/O)", x, 1 - c / c[-1] + 1 / c[-1] / 2, int(c[-1])))
+            continue
+        v = samples(i)
+        if v is None or v.size < 50:
+            continue
+        v = np.sort(v[v > 0])
+        n = v.size
+        drawn.append((i, v, 1 - np.arange(1, n + 1) / n + 1 / n / 2, n))
+    if not drawn:
+        return None
+    drawn = sorted(drawn, key=lambda d: -d[3])[:most]
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for label, x, y, n in sorted(drawn):
+        ax.step(x, y, where="post", label=f"{label} (n={n:,})", lw=1.1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(top=1.0)
+    for q, name in ((0.5, "p50"), (1e-2, "p99"), (1e-3, "p99.9")):
+        ax.axhline(q, color="0.5", lw=0.6, ls=":")
+        ax.annotate(name, (1.0, q), xycoords=("axes fraction", "data"), xytext=(2, 0), textcoords="offset points",
+                    va="center", fontsize=7, color="0.4")
+    ax.set_xlabel("latency (ns)")
+    ax.set_ylabel("fraction of events slower")
+    ax.set_title("Distributions: the tail of each latency")
+    ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    return fig
+
+
 VERDICT_COLORS = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1"}
 
 
@@ -229,7 +306,7 @@ def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
 
 
 FIGURES = {
-    "cpu": (loop_and_calls,),
+    "cpu": (loop_and_calls, c2c_heatmap),
     "mem": (memory_latency, bandwidths),
     "disk": (disk_sweep,),
     "net": (network,),

@@ -75,21 +75,33 @@ def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def summary_table(doc: dict) -> str:
-    """id, median, cycles, spread (std and CI95 of the median), n, dropped."""
-    head = ("id", "median", "TSC cycles", "std", "ci95 of median", "n", "dropped")
+    """id, median, p99 and max (time units), cycles, spread (std and CI95 of
+    the median), n, dropped; refused ids at the end with their reason."""
+    head = ("id", "median", "p99", "max", "TSC cycles", "std", "ci95 of median", "n", "dropped")
     body = []
+    short = False
     for m in doc["measurements"]:
         unit = m["unit"]
         cyc = m.get("cycles", {}).get("median")
         lo, hi = m.get("ci95") or (None, None)
-        body.append((m["id"], fmt_value(m.get(QUOTED), unit), f"{cyc:.4g}" if isinstance(cyc, (int, float)) else "-",
+        t = m.get("tail") or {}
+        p99 = fmt_value(t.get("p99"), unit) if t.get("p99") is not None else ("n<1k" if t else "")
+        short = short or (bool(t) and t.get("p99") is None)
+        body.append((m["id"], fmt_value(m.get(QUOTED), unit), p99, fmt_value(t["max"], unit) if t else "",
+                     f"{cyc:.4g}" if isinstance(cyc, (int, float)) else "-",
                      fmt_value(m.get("std"), unit), f"{fmt_value(lo, unit)} .. {fmt_value(hi, unit)}",
                      str(m.get("n")), str(m.get("dropped_disturbed", 0))))
-    return text_table(head, body)
+    out = text_table(head, body)
+    if short:
+        out += ("\np99 is given where at least 10 samples lie beyond it (n >= 1,000); "
+                "n<1k marks the ids with fewer (see tail in results.json)")
+    for r in doc.get("refused", []):
+        out += f"\nrefused here: {r['id']}: {r['why']}"
+    return out
 
 
-CSV_COLUMNS = ("id", "unit", "n", "mean", "median", "std", "min", "max", "ci95_lo", "ci95_hi", "dropped_disturbed",
-               "description")
+CSV_COLUMNS = ("id", "unit", "n", "mean", "median", "std", "min", "max", "ci95_lo", "ci95_hi", "p90", "p99", "p99.9",
+               "dropped_disturbed", "description")
 
 
 def to_csv(doc: dict) -> str:
@@ -100,7 +112,8 @@ def to_csv(doc: dict) -> str:
     for m in doc["measurements"]:
         lo, hi = m.get("ci95") or (None, None)
         w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"), m.get("std"), m.get("min"),
-                    m.get("max"), lo, hi, m.get("dropped_disturbed", 0), m.get("description", "")])
+                    m.get("max"), lo, hi, *((m.get("tail") or {}).get(k) for k in ("p90", "p99", "p99.9")),
+                    m.get("dropped_disturbed", 0), m.get("description", "")])
     return f.getvalue()
 
 
@@ -217,7 +230,7 @@ def _timer_summary(doc: dict) -> str:
 
 # --------------------------------------------------------------- LaTeX text
 
-_ESC = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+_ESC = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_\allowbreak{}", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 

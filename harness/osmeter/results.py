@@ -18,9 +18,10 @@ import numpy as np
 
 from . import SCHEMA
 from .errors import RunError
-from .stats import series_summary, summarize
+from .stats import series_summary, summarize, tail
 
 REQUIRED_LINE_KEYS = ("id", "unit", "samples")
+TIME_UNITS = ("ns", "us", "ms", "s")  # measurements in these get tail percentiles
 
 
 class ProbeOutputError(ValueError):
@@ -37,6 +38,9 @@ def parse_probe_output(text: str) -> list[dict]:
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
             raise ProbeOutputError(f"line {k} is not JSON ({e.msg}): {raw[:80]!r}") from None
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str) and isinstance(obj.get("refused"), str):
+            lines.append({"id": obj["id"], "refused": obj["refused"]})  # an id the probe cannot measure here
+            continue
         if not isinstance(obj, dict) or any(key not in obj for key in REQUIRED_LINE_KEYS):
             raise ProbeOutputError(f"line {k} lacks one of {', '.join(REQUIRED_LINE_KEYS)}")
         if not isinstance(obj["samples"], list):
@@ -112,6 +116,9 @@ class Results:
         m.update(summarize(values[keep]))
         m["dropped_disturbed"] = int(disturbed.sum())
         m["samples_total"] = int(raw.size)
+        if unit in TIME_UNITS:
+            # a probe that kept every event in a histogram gives its own (per-event) tail
+            m["tail"] = line["tail"] if isinstance(line.get("tail"), dict) else tail(values[keep])
         if line["unit"] == "cycles":
             c = summarize(raw[keep])
             m["cycles"] = {k: c[k] for k in ("mean", "median", "std", "min", "max")}
@@ -149,6 +156,13 @@ class Results:
         # a rerun of the same id replaces the earlier entry
         self.doc["measurements"] = [x for x in self.measurements if x["id"] != m["id"]] + [m]
         return m
+
+    def add_refusal(self, id: str, probe: str, why: str) -> None:
+        """An id the probe declined to measure on this machine, with its
+        reason (one CPU, no invariant TSC, no SCHED_FIFO): recorded, not a
+        failure."""
+        rest = [x for x in self.doc.setdefault("refused", []) if x["id"] != id]
+        self.doc["refused"] = rest + [{"id": id, "probe": probe, "why": why}]
 
     def add_failure(self, probe: str, error: str, stderr: str = "") -> None:
         self.doc["failures"].append({"probe": probe, "error": error, "stderr_tail": stderr[-2000:]})
@@ -207,6 +221,17 @@ def write_json_atomic(path: Path, doc: dict) -> Path:
         f.write("\n")
 
     return _write_atomic(path, dump)
+
+
+def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
+    """A measurement's samples in its reported unit, disturbed ones left
+    out, from the file beside results.json; None where it is missing."""
+    f = run_dir / m.get("samples_file", "")
+    if not m.get("samples_file") or not f.is_file():
+        return None
+    with np.load(f) as z:
+        v, d = z["values"], z["disturbed"]
+    return v[~d & np.isfinite(v)]
 
 
 def load(path: Path) -> dict:

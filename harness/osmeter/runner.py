@@ -276,7 +276,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             else:
                 ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
                 _derive_across(results, p.derived, lines_seen)
-                say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}", flush=True)
+                nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
+                say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
+                    + (f" ({nref} refused here)" if nref else ""), flush=True)
             results.save()
             if not ok:
                 status = 1
@@ -377,10 +379,16 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
         return False
     try:
         lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
+        refused = [x for x in lines if "refused" in x]
+        lines = [x for x in lines if "refused" not in x]
         if probe.derive is not None:
             lines += probe.derive(lines, results.doc["machine"])
         descriptions = {m.id: m.description for m in probe.measures}
         got = set()
+        for r in refused:
+            if r["id"] in wanted:
+                results.add_refusal(r["id"], probe.name, r["refused"])
+                got.add(r["id"])
         for line in lines:
             lines_seen[line["id"]] = line
             if line["id"] in wanted:
@@ -426,6 +434,8 @@ def finish(results: Results, out: Path, quiet: bool = False) -> None:
     why = (results.doc["conditions"].get("deschedule_check") or {}).get("why")
     if why:
         print(f"note: deschedules seen through getrusage, not the perf page: {why}")
+    for r in results.doc.get("refused", []):
+        print(f"refused: {r['id']}: {r['why']}")
     # the same warning from several probes (a non-invariant TSC, say) once
     warnings = dict.fromkeys(w.split("warning: ", 1)[-1] for w in results.doc["conditions"]["probe_warnings"])
     for w in warnings:

@@ -51,6 +51,39 @@ def summarize(x: np.ndarray) -> dict:
     }
 
 
+TAIL_POINTS = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9))
+TAIL_BEYOND = 10  # samples a percentile needs beyond it to be reported
+
+
+def tail(x: np.ndarray) -> dict:
+    """p50, p90, p99, p99.9 and max of the samples (numpy's default linear
+    interpolation). A percentile q is given only where at least TAIL_BEYOND
+    samples lie beyond it, n * (1 - q) >= 10: p99 needs 1,000 samples and
+    p99.9 10,000; below that its value is None and "short" names it with the
+    samples it would need."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    return tail_of(int(x.size), lambda q: float(np.percentile(x, q)), float(np.max(x)) if x.size else None)
+
+
+def tail_of(n: int, at, most: float | None) -> dict:
+    """The tail of n observations whose percentile q (0-100) is at(q): the
+    same points and the same rule as tail(), for observations kept as a
+    histogram rather than as samples."""
+    out: dict = {"n": n, "max": most}
+    short = []
+    for name, q in TAIL_POINTS:
+        need = int(np.ceil(round(TAIL_BEYOND / (1 - q / 100), 6)))
+        if n >= need:
+            out[name] = at(q)
+        else:
+            out[name] = None
+            short.append(f"n too small for {name} (needs {need:,})")
+    if short:
+        out["short"] = "; ".join(short)
+    return out
+
+
 def series_summary(samples: np.ndarray) -> dict:
     """Per-x median and quartiles of a series (rows = x values, columns =
     trials); NaN marks a trial left out (disturbed)."""

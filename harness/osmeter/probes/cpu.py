@@ -137,6 +137,25 @@ PROBES = (
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
+        name="cpu.c2c", binary="cpu_c2c", area="cpu",
+        measures=(m("cpu.c2c", "ns", "core-to-core transfer of a cache line, per ordered pair of CPUs "
+                                     "(params.matrix_ns)"),),
+        methodology=(
+            "Two threads pinned to CPUs A and B bounce one cache line by compare-and-swap: A "
+            "increments an even value to odd, B waits for it and increments it to even, and so on; "
+            "half a round trip is one transfer. A window is 2000 round trips; the figure of a pair "
+            "is the median of its windows. The line is the start of a fresh page per pair, first "
+            "touched by A, so that its memory sits where A is (placing it elsewhere skews whole "
+            "rows); nothing else shares the line. Both threads spin at SCHED_OTHER. Every ordered "
+            "pair of online CPUs is measured, up to --c2c-pairs (64 in the quick preset); beyond "
+            "that the pairs are sampled in whole rounds of a seeded shuffle of offsets (every CPU i "
+            "to i+d), so each CPU is a source and a destination equally often. The samples are the "
+            "pairs' figures; params.matrix_ns holds them by source row and destination column."
+        ),
+        presets={"quick": ("--samples", "7"), "full": ("--samples", "21", "--c2c-pairs", "512")},
+        smoke=("--iterations", "200"),
+    ),
+    Probe(
         name="cpu.vtimer", binary="cpu_vtimer", area="cpu",
         measures=(
             m("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),

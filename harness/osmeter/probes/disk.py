@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from ..probe import Area, Probe, m
+from ..stats import tail_of
 
 AREA = Area("disk", "Disk", 30)
 
@@ -81,14 +82,21 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     iv = o["intervals"]
     p = summary(o)
     out = []
+    lat = o["lat_ns"]  # every I/O of the measured part of the run, in iogen's histogram
+    keys = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99_9"}
+    per_io = tail_of(int(lat["count"]), lambda q: float(lat[keys[q]]), float(lat["max"]))
+    per_io["source"] = "every I/O, from iogen's histogram"
     for suffix, unit, vals in (
         ("iops", "IOPS", [i["iops"] for i in iv]),
         ("mbps", "MB/s", [i["mbps"] for i in iv]),
         ("lat_mean", "ns", [i["lat_ns"]["mean"] for i in iv]),
         ("lat_p99", "ns", [i["lat_ns"]["p99"] for i in iv]),
     ):
-        out.append({"id": f"{base}.{suffix}", "unit": unit, "params": p, "overhead_subtracted": 0,
-                    "samples": vals, "disturbed": []})
+        line = {"id": f"{base}.{suffix}", "unit": unit, "params": p, "overhead_subtracted": 0,
+                "samples": vals, "disturbed": []}
+        if unit == "ns":
+            line["tail"] = per_io
+        out.append(line)
     return out
 
 

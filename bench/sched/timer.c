@@ -1,0 +1,147 @@
+/* timer.c - timer expiry latency (cyclictest's method): a thread sleeps
+ * with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the next tick
+ * of a periodic schedule (1 ms by default) and records, at each wake-up,
+ * how late it came: now - the tick. One wake-up is one sample (ns).
+ *
+ *   timer.latency   how late a periodic absolute timer wakes its thread
+ *
+ * The thread runs under SCHED_FIFO when it may (the harness runs probes so;
+ * params.policy says what it had). Under SCHED_OTHER the kernel lets a
+ * sleep end up to the thread's timer slack late (50 us by default) so that
+ * wake-ups coalesce; the probe sets the slack to 1 ns unless told otherwise
+ * (--timer-slack-ns), so that it measures the timer and not the slack.
+ * params record the inherited and the used slack, the clocksource and
+ * whether the CPU is a nohz_full one.
+ */
+#include "osm.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+static double seconds = 5;
+static unsigned period_us = 1000;
+static long long slack_ns = 1;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "seconds")) {
+        char *end;
+        seconds = strtod(v, &end);
+        if (*end || !(seconds > 0) || seconds > 86400)
+            return -1;
+    } else if (!strcmp(name, "period-us")) {
+        period_us = (unsigned)osm_parse_u64("--period-us", v, 50, 1000000);
+    } else if (!strcmp(name, "timer-slack-ns")) {
+        slack_ns = (long long)osm_parse_u64("--timer-slack-ns", v, 0, 1000000000);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "seconds", true, "how long to measure (default 5)" },
+    { "period-us", true, "the timer's period, us (default 1000)" },
+    { "timer-slack-ns", true, "the thread's timer slack while measuring, ns (default 1, the least; 0 keeps "
+                              "the inherited slack)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "sched_timer",
+    .summary = "Timer latency: how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes (cyclictest's method).",
+    .default_samples = 1,
+    .default_iterations = 1,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+static int64_t ns_of(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static void read_line(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    out[0] = 0;
+    if (f) {
+        if (!fgets(out, (int)len, f))
+            out[0] = 0;
+        fclose(f);
+    }
+    out[strcspn(out, "\n")] = 0;
+}
+
+/* Is cpu in a cpulist such as "1-3,5"? */
+static bool in_list(const char *list, int cpu)
+{
+    const char *p = list;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p)
+            return false;
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        if (cpu >= a && cpu <= b)
+            return true;
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',')
+            break;
+    }
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    /* samples: one per wake-up over --seconds (--samples is not ours to set) */
+    size_t n = (size_t)(seconds * 1e6 / period_us);
+    osm_timer.kind = OSM_TIMER_CLOCK; /* the method measures CLOCK_MONOTONIC against itself: ns */
+    struct osm_meas m;
+    osm_meas_init(&m, "timer.latency", n);
+    m.unit = "ns";
+    int policy = sched_getscheduler(0);
+    long inherited_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    if (slack_ns > 0 && prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) != 0)
+        osm_die("prctl(PR_SET_TIMERSLACK, %lld): %m", slack_ns);
+    struct timespec next, now;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    int64_t period = (int64_t)period_us * 1000;
+    size_t warm = o.warmup * 10;
+    for (size_t i = 0; i < warm + n; i++) {
+        int64_t t = ns_of(&next) + period;
+        next.tv_sec = (time_t)(t / 1000000000);
+        next.tv_nsec = (long)(t % 1000000000);
+        int r;
+        while ((r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL)) == EINTR)
+            ;
+        if (r != 0)
+            osm_die("clock_nanosleep: %s", strerror(r));
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (i >= warm)
+            osm_meas_add(&m, (double)(ns_of(&now) - ns_of(&next)), false);
+    }
+    char clocksource[64], nohz[256];
+    read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", clocksource, sizeof clocksource);
+    read_line("/sys/devices/system/cpu/nohz_full", nohz, sizeof nohz);
+    int cpu = (int)osm_current_cpu();
+    osm_param_str(&m, "method", "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) on a periodic schedule");
+    osm_param_int(&m, "period_us", period_us);
+    osm_param_num(&m, "seconds", seconds);
+    osm_param_str(&m, "policy", policy == SCHED_FIFO ? "SCHED_FIFO" : policy == SCHED_RR ? "SCHED_RR" : "SCHED_OTHER");
+    osm_param_int(&m, "timer_slack_ns", prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0));
+    osm_param_int(&m, "inherited_timer_slack_ns", inherited_slack);
+    osm_param_str(&m, "clocksource", clocksource);
+    osm_param_int(&m, "cpu", cpu);
+    osm_param_bool(&m, "nohz_full_cpu", nohz[0] && in_list(nohz, cpu));
+    osm_emit(&m);
+    osm_meas_free(&m);
+    return 0;
+}

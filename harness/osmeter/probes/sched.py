@@ -1,0 +1,58 @@
+"""Scheduler and timer latency: how long a woken thread waits before it
+runs, and how late a periodic timer fires (the tails kernel tuners watch)."""
+from __future__ import annotations
+
+from ..probe import Area, Probe, m
+
+AREA = Area("sched", "Scheduler and timer latency", 15)
+
+PROBES = (
+    Probe(
+        name="sched.wakeup", binary="sched_wakeup", area="sched",
+        measures=(
+            m("sched.wakeup.same", "ns", "futex wake-up of a thread on the waker's CPU, SCHED_OTHER"),
+            m("sched.wakeup.cross", "ns", "futex wake-up of a thread on another CPU, SCHED_OTHER"),
+            m("sched.wakeup.same.fifo", "ns", "futex wake-up on the waker's CPU, both threads SCHED_FIFO"),
+            m("sched.wakeup.cross.fifo", "ns", "futex wake-up on another CPU, both threads SCHED_FIFO"),
+            m("sched.wakeup.same.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, same CPU"),
+            m("sched.wakeup.cross.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, another CPU"),
+            m("sched.wakeup.cross.loaded", "ns",
+              "futex wake-up on another CPU that runs a CPU-bound SCHED_OTHER thread (schbench's question)"),
+        ),
+        methodology=(
+            "A wakee thread blocks (FUTEX_WAIT, or read() on a pipe); the waker takes a time stamp and "
+            "wakes it (FUTEX_WAKE, or a 1-byte write); the wakee takes a stamp as soon as its wait "
+            "returns. One wake-up is one sample: the difference of the two stamps, so the percentiles "
+            "are those of single wake-ups. The stamps are RDTSCP reads with no serializing CPUID in "
+            "the path (in a guest CPUID is a VM exit). Between wake-ups the waker sleeps 200 us and "
+            "checks that the wakee is blocked again, so its CPU may go idle as in a real program. "
+            "For .cross the two stamps come from two CPUs' TSCs: the ids are measured only where the "
+            "TSC is invariant, and the probe first bounds how far the two TSCs disagree with cache-line "
+            "round trips (the least round trip brackets the other CPU's reading; params.tsc_skew_bound, "
+            "in ticks) and subtracts the midpoint offset; without an invariant TSC, with one CPU, or "
+            "with a bound over 5 us, .cross is refused with the reason. .fifo runs both threads at "
+            "SCHED_FIFO 50 (refused where that is not permitted); the other ids run both at "
+            "SCHED_OTHER. .loaded adds a busy SCHED_OTHER thread on the wakee's CPU, so the wakee "
+            "must preempt it."
+        ),
+        presets={"quick": ("--samples", "2000"), "full": ("--samples", "12000")},
+        smoke=("--warmup", "5", "--gap-us", "50"),
+        timeout=300.0,
+    ),
+    Probe(
+        name="timer.latency", binary="sched_timer", area="sched",
+        measures=(m("timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
+        methodology=(
+            "cyclictest's method: the thread, pinned and at SCHED_FIFO where permitted, sleeps with "
+            "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the next tick of a 1 ms periodic "
+            "schedule, then reads CLOCK_MONOTONIC; how late it came (now - tick) is one sample. The "
+            "thread's timer slack is set to 1 ns, the least, so that a SCHED_OTHER run measures the "
+            "timer and not the 50 us slack the kernel gives such threads by default; params record "
+            "the policy, the inherited and the used slack, the clocksource, and whether the CPU is a "
+            "nohz_full one. The quick preset measures 5 s, the full one 60 s."
+        ),
+        presets={"quick": ("--seconds", "5"), "full": ("--seconds", "60")},
+        smoke=("--seconds", "0.2"),
+        timeout=180.0,
+    ),
+)
