@@ -2,6 +2,7 @@
 #   make          build every probe into build/bin
 #   make run      set up .venv, build, run the quick suite, write results/ and the report
 #   make report   the report of the newest results directory, with the PDF
+#   make notebook the newest results' executed notebook, opened in Jupyter
 #   make test     build, then every test (what CI runs)
 #   make fuzz     the parsers fuzzed under ASan and UBSan (FUZZ_SECONDS in all, default 60)
 #   make clean    remove build/ (results/ and .venv/ stay)
@@ -34,7 +35,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv report fuzz
+.PHONY: all run test clean venv report fuzz notebook
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
@@ -124,7 +125,10 @@ run: all venv
 
 # the report (and PDF when LaTeX is there) of the newest results directory
 report: venv
-	./osmeter report "$$(ls -d results/*/ | tail -n 1)" --pdf
+	./osmeter report "$$(ls -td results/*/ | head -n 1)"
+
+notebook: venv
+	./osmeter notebook
 
 test: all venv
 	$(PY) -m pytest -q tests

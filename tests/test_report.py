@@ -215,3 +215,83 @@ def test_export_csv(quick_run):
     assert (quick_run[0] / "results.csv").read_text() == r.stdout
     r = osmeter("export", "/nonexistent")
     assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+# --- what a person sees (issue 18) -----------------------------------------------
+
+def test_run_executes_the_notebook_into_the_results(quick_run):
+    """`run` leaves notebook.ipynb with its outputs (tables and figures) and
+    notebook.html beside results.json, the parameters filled in."""
+    import nbformat
+
+    nb = nbformat.read(quick_run[0] / "notebook.ipynb", as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert str(quick_run[0].resolve()) in code[0].source  # RESULTS, filled in
+    outputs = [o for c in code for o in c.get("outputs", [])]
+    assert not any(o.get("output_type") == "error" for o in outputs)
+    pngs = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(pngs) >= 5  # the areas' figures and the latency distributions
+    assert any("cpu.syscall.getppid" in o.get("data", {}).get("text/markdown", "") for o in outputs)
+    html = (quick_run[0] / "notebook.html").read_text()
+    assert html.count("data:image/png;base64") >= len(pngs) and "cpu.syscall.getppid" in html
+
+
+def test_report_builds_the_pdf_by_default(quick_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report", "notebook.*"))
+    r = osmeter("report", str(run))
+    assert r.returncode == 0, r.stderr
+    assert (run / "report" / "report.pdf").stat().st_size > 10_000 and "PDF:" in r.stdout
+    # without LaTeX on PATH: the .tex, one line saying how to get the PDF, and success
+    (run / "report" / "report.pdf").unlink()
+    env = dict(os.environ, PATH=str(tmp_path / "empty"), OSMETER_ROOT=str(ROOT))
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "osmeter", "report", str(run)], env=env,
+                       capture_output=True, text=True, cwd=ROOT / "harness", timeout=300)
+    assert r.returncode == 0, r.stderr
+    hint = [ln for ln in r.stdout.splitlines() if "apt-get install texlive" in ln]
+    assert len(hint) == 1 and (run / "report" / "report.tex").exists() and not (run / "report" / "report.pdf").exists()
+    # --pdf insists on it
+    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "osmeter", "report", str(run), "--pdf"],
+                       env=env, capture_output=True, text=True, cwd=ROOT / "harness", timeout=300)
+    assert r.returncode == 1 and "texlive" in r.stderr
+
+
+def _run_on(tty: bool, out: Path) -> str:
+    """`osmeter run --probes timer.latency` with stdout a pseudo-terminal or a pipe; what it printed."""
+    import pty
+    import select
+
+    argv = [str(ROOT / "osmeter"), "run", "--probes", "timer.latency", "--out", str(out), "--no-report"]
+    if not tty:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout
+    master, slave = pty.openpty()
+    p = subprocess.Popen(argv, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the other end is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_shows_on_a_terminal_and_not_in_a_pipe(tmp_path):
+    """On a pseudo-terminal the probe's steps (its wake-up count) and the
+    time against its budget redraw one line; in a pipe none of it, and the
+    results are the same either way."""
+    seen = _run_on(True, tmp_path / "tty")
+    assert "\r\x1b[K" in seen and "wake-ups" in seen and "of ~" in seen and "left" in seen
+    plain = _run_on(False, tmp_path / "pipe")
+    assert "\x1b[" not in plain and "wake-ups" not in plain and "\r" not in plain
+    assert "timer.latency" in plain
+    for d in ("tty", "pipe"):
+        assert '"timer.latency"' in (tmp_path / d / "results.json").read_text()

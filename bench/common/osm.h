@@ -313,6 +313,9 @@ int osm_pin(int cpu); /* 0 ok; -1 and errno */
  * thread from ever running there to move itself). 0 ok, else an errno. */
 int osm_thread_on(pthread_t *th, int cpu, void *(*fn)(void *), void *arg);
 
+/* A progress line for the harness's terminal display (no-op unless it
+ * asked for one through OSM_PROGRESS_FD); printf-style, no newline. */
+void osm_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void osm_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void osm_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void osm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -151,6 +151,10 @@ int main(int argc, char **argv)
     unsigned qd = job.cycle_qd ? job.qd_start : 0;
     do {
         struct run_result res;
+        if (job.cycle_qd)
+            osm_progress("queue depth %u (cycle %u..%u), %g s", qd, job.qd_start, job.qd_end, job.run_s);
+        else
+            osm_progress("%s, %g s", name, job.run_s);
         rc = one_run(&job, &t, qd, &res);
         if (rc == 0 || rc == 3)
             report(stdout, &res, name, prep);

@@ -155,6 +155,7 @@ int main(int argc, char **argv)
             timed_out = true;
             break;
         }
+        osm_progress("growing: %llu MiB file, read twice", (unsigned long long)(s >> 20));
         pts[n] = try_size(path, s, buf);
         bool cached = n == 0 ? pts[0].first / pts[0].second >= 2.0 : pts[n].second <= 3 * fast;
         if (cached && (n == 0 || pts[n].second < fast))
@@ -175,6 +176,8 @@ int main(int argc, char **argv)
                 break;
             /* start from an empty file: a shrinking file keeps nothing useful */
             unlink(path);
+            osm_progress("bisecting %llu..%llu MiB: step %u of at most %u, %llu MiB", (unsigned long long)(lo >> 20),
+                         (unsigned long long)(hi >> 20), k + 1, bisect_steps, (unsigned long long)(mid >> 20));
             pts[n] = try_size(path, mid, buf);
             if (pts[n].second > 3 * fast)
                 hi = mid;

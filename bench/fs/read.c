@@ -133,6 +133,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < nsizes; k++) {
         char path[4096], err[512];
         snprintf(path, sizeof path, "%s/osmeter-fsread-%d-%zu", dir, (int)getpid(), k);
+        osm_progress("file %zu of %zu: %llu KiB", k + 1, nsizes, (unsigned long long)(sizes[k] >> 10));
         osm_scratch_file(path); /* until it is unlinked below */
         if (osm_fs_make_file(path, sizes[k], err, sizeof err) != 0)
             osm_die("%s", err);

@@ -206,6 +206,7 @@ int main(int argc, char **argv)
         osm_die("out of memory");
     for (size_t k = 0; k < cap; k++) {
         m.sx[k] = sizes[k];
+        osm_progress("size %zu of %zu: %.0f KiB", k + 1, cap, sizes[k] / 1024);
         measure_size((uint64_t)sizes[k], curve_pages, o.samples, o.iterations, &m.sy[k * o.samples],
                      &m.sd[k * o.samples], NULL);
     }

@@ -127,6 +127,8 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (i >= warm)
             osm_meas_add(&m, (double)(ns_of(&now) - ns_of(&next)), false);
+        if (i >= warm && (i - warm) % 1000 == 999)
+            osm_progress("%zu of %zu wake-ups", i - warm + 1, n);
     }
     char clocksource[64], nohz[256];
     read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", clocksource, sizeof clocksource);

@@ -272,6 +272,7 @@ int main(int argc, char **argv)
             osm_refuse(v->id, no_cross);
             continue;
         }
+        osm_progress("%s (%zu of %zu)", v->id, k + 1, (size_t)NVARIANTS);
         measure(v, waker, v->cross ? wakee_cross : waker, &o, skew, offset, NULL);
     }
     return 0;

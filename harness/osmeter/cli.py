@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "and bracketed by sentinel ids: what `compare` needs to tell a change from drift")
     r.add_argument("--estimates", type=Path, metavar="FILE", default=None,
                    help="estimates for the report (default: estimates/example.toml)")
-    r.add_argument("--no-report", action="store_true", help="do not write the LaTeX report")
+    r.add_argument("--no-report", action="store_true",
+                   help="write neither the LaTeX report nor the executed notebook")
 
     ab = sub.add_parser(
         "ab", help="randomized, interleaved before/after runs of a setting a command can switch",
@@ -140,7 +141,18 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates")
     rp.add_argument("dir", type=Path)
     rp.add_argument("--estimates", type=Path, metavar="FILE", help="a TOML file of estimates (estimates/example.toml)")
-    rp.add_argument("--pdf", action="store_true", help="also build the PDF (latexmk or pdflatex)")
+    rp.add_argument("--pdf", action="store_true",
+                    help="build the PDF, and fail when LaTeX is missing (by default it is built whenever "
+                         "pdflatex or latexmk is installed)")
+    rp.add_argument("--no-pdf", action="store_true", help="write the .tex and figures only")
+
+    nbp = sub.add_parser("notebook", help="open a results directory's executed notebook in Jupyter",
+                         description="Executes the notebook into DIR when it is not there yet (run does it), "
+                                     "then starts Jupyter's notebook front end on DIR/notebook.ipynb. Options "
+                                     "after -- go to Jupyter (e.g. -- --no-browser --port 8890).")
+    nbp.add_argument("dir", type=Path, nargs="?", help="a results directory (default: the newest in results/)")
+    nbp.add_argument("--estimates", type=Path, metavar="FILE", help="estimates (default estimates/example.toml)")
+    nbp.add_argument("jupyter_args", nargs="*", help=argparse.SUPPRESS)
 
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
@@ -174,7 +186,7 @@ def _run_dir(path: Path) -> Path:
 
 
 def cmd_report(args) -> int:
-    from .latex import build_pdf, write_report
+    from .latex import LATEX_HINT, build_pdf, latex_installed, write_report
     from .runner import repo_root
 
     args.dir = _run_dir(args.dir)
@@ -184,11 +196,31 @@ def cmd_report(args) -> int:
     except ValueError as e:
         raise RunError(str(e)) from None
     print(f"report: {tex}")
-    if args.pdf:
-        pdf, msg = build_pdf(tex)
-        print(msg, file=sys.stdout if pdf else sys.stderr)
-        return 0 if pdf else 1
-    return 0
+    if args.no_pdf:
+        return 0
+    pdf, msg = build_pdf(tex)
+    if pdf is None and not args.pdf and not latex_installed():
+        print(f"report: no PDF: {LATEX_HINT}")  # not an error unless --pdf asked for it
+        return 0
+    print(msg, file=sys.stdout if pdf else sys.stderr)
+    return 0 if pdf else 1
+
+
+def cmd_notebook(args) -> int:
+    from .notebook import open_in_jupyter
+    from .runner import repo_root
+
+    root = repo_root()
+    d = args.dir
+    if d is None:
+        runs = sorted((root / "results").glob("*/results.json"), key=lambda p: p.stat().st_mtime)
+        if not runs:
+            raise RunError("no results directory in results/: run `make run` first, or name one")
+        d = runs[-1].parent
+    d = _run_dir(d)
+    if not (d / "results.json").is_file():
+        raise RunError(f"{d}: not a results directory (no results.json)")
+    return open_in_jupyter(d, args.estimates, root, args.jupyter_args)
 
 
 def _sides(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -292,6 +324,12 @@ def cmd_run(args) -> int:
         tex = write_report(opts.out_used, est, repo_root())
         pdf, msg = build_pdf(tex)
         print(f"osmeter: report {tex}; {msg}")
+        from .notebook import execute
+
+        ok, msg = execute(opts.out_used, args.estimates, repo_root())
+        print(f"osmeter: {msg}", file=sys.stdout if ok else sys.stderr)
+        if not ok:
+            status = status or 1
     return status
 
 
@@ -326,4 +364,4 @@ def main(argv: list[str] | None = None) -> int:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
-                    "export": cmd_export}[args.cmd], args)
+                    "export": cmd_export, "notebook": cmd_notebook}[args.cmd], args)

@@ -128,6 +128,14 @@ def write_compare(c, tex: Path, root: Path) -> Path:
                                            "DATE": esc(dt.date.today().isoformat()), "BODY": body})
 
 
+LATEX_HINT = ("LaTeX is not installed; the .tex is ready. To get the PDF: sudo apt-get install texlive-latex-base "
+              "texlive-latex-recommended texlive-fonts-recommended, then ./osmeter report DIR")
+
+
+def latex_installed() -> bool:
+    return bool(shutil.which("latexmk") or shutil.which("pdflatex"))
+
+
 def build_pdf(tex: Path) -> tuple[Path | None, str]:
     """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths)."""
     cwd = tex.parent
@@ -136,8 +144,7 @@ def build_pdf(tex: Path) -> tuple[Path | None, str]:
     elif shutil.which("pdflatex"):
         cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name]] * 2
     else:
-        return None, ("no PDF: neither latexmk nor pdflatex is installed (Debian: texlive-latex-base "
-                      "texlive-latex-recommended texlive-fonts-recommended); the .tex is ready")
+        return None, f"no PDF: {LATEX_HINT}"
     for cmd in cmds:
         r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:

@@ -10,7 +10,9 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
+from typing import Callable
 
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 PR_SET_PDEATHSIG = 1
@@ -23,6 +25,14 @@ def _set_pdeathsig():
     except (OSError, AttributeError):
         pass
 
+
+
+def _read_progress(fd: int, progress: Callable[[str], None]) -> None:
+    """Hands each progress line to progress() until the probe closes its end."""
+    with os.fdopen(fd, "r", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                progress(line.strip())
 
 
 class Launcher:
@@ -48,12 +58,28 @@ class Launcher:
             return [exe, *args] if exe else None
         return [str(self.bin_dir / probe_binary), "--cpu", str(self.cpu), *args]
 
-    def run(self, argv: list[str], timeout: float) -> tuple[int | None, str, str]:
-        """(exit status or None when it timed out, stdout, stderr)."""
+    def run(self, argv: list[str], timeout: float,
+            progress: Callable[[str], None] | None = None) -> tuple[int | None, str, str]:
+        """(exit status or None when it timed out, stdout, stderr). With
+        `progress`, the probe gets a pipe for its progress lines
+        (OSM_PROGRESS_FD) and each line is handed to progress() as it comes."""
         env = dict(os.environ, LC_ALL="C")
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     errors="surrogateescape", preexec_fn=self._preexec, start_new_session=True,
-                                     env=env)
+        env.pop("OSM_PROGRESS_FD", None)
+        r = w = None
+        if progress is not None:
+            r, w = os.pipe()
+            env["OSM_PROGRESS_FD"] = str(w)
+        try:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         errors="surrogateescape", preexec_fn=self._preexec,
+                                         start_new_session=True, env=env, pass_fds=(w,) if w is not None else ())
+        finally:
+            if w is not None:
+                os.close(w)  # the probe holds the write end now
+        reader = None
+        if r is not None:
+            reader = threading.Thread(target=_read_progress, args=(r, progress), daemon=True)
+            reader.start()
         try:
             out, err = self.proc.communicate(timeout=timeout)
             rc = self.proc.returncode
@@ -61,6 +87,8 @@ class Launcher:
             self.kill()
             out, err = self.proc.communicate()
             rc = None
+        if reader is not None:
+            reader.join(timeout=1)
         self.proc = None  # (an interruption leaves it set, for kill)
         self.clean_scratch()
         return rc, out, err

@@ -43,6 +43,10 @@ class Probe:
                               # skipped, with the reason recorded, where it is missing
     shared_method: str = ""   # a method paragraph several probes share (printed once per report section)
     smoke: tuple[str, ...] = ()  # extra arguments for a quick function test (small sizes)
+    # the wall time of one run of the probe per preset, seconds, on a small machine (the
+    # 2-vCPU guest of docs/DESIGN.md's facts): the budget the progress line counts down, and
+    # the run's announced total; probes that take under a second leave it out
+    expect: dict[str, float] = field(default_factory=dict)
 
     def ids(self) -> list[str]:
         return [m.id for m in self.measures]

@@ -26,6 +26,7 @@ from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher
+from .progress import StatusLine
 from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, parse_probe_output,
                       write_text_atomic)
 
@@ -244,8 +245,13 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     status = 0
     lines_seen: dict[str, dict] = {}  # every line of every probe so far: the inputs of derived figures
     say = (lambda *a, **k: None) if quiet else print
+    expected = sum(probe.expect.get(opts.preset, 0.5) for probe, _ in order)
     say(f"osmeter: {label}{len(order)} probes, preset {opts.preset}, pinned to CPU {p.cpu}, "
         f"{p.sched['policy']}; writing {out}")
+    if expected >= 60:
+        say(f"osmeter: {label}expected wall time about {expected / 60:.0f} min (the probes' budgets, measured on "
+            "a 2-vCPU guest; a slower disk or a larger file cache takes longer)")
+    live = not quiet and sys.stdout.isatty()
     try:
         if sentinels:
             results.doc["sentinels"] = {"start": _sentinel(launch)}
@@ -262,7 +268,12 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                 say(f"skipped: {why}")
                 continue
             t0 = time.monotonic()
-            rc, stdout, stderr = launch.run(argv, probe.timeout)
+            if live:  # a terminal: a line that shows the probe's steps and the time left
+                with StatusLine(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}",
+                                probe.expect.get(opts.preset)) as status:
+                    rc, stdout, stderr = launch.run(argv, probe.timeout, progress=status.update)
+            else:
+                rc, stdout, stderr = launch.run(argv, probe.timeout)
             elapsed = time.monotonic() - t0
             write_text_atomic(raw_dir / f"{probe.name}.out", stdout)
             if stderr:

@@ -121,6 +121,7 @@ PROBES = (
             "by spinning, so SCHED_FIFO cannot livelock the pair."
         ),
         presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
+        expect={"full": 1.2},
     ),
     Probe(
         name="cpu.signal", binary="cpu_signal", area="cpu",

@@ -119,6 +119,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         methodology=f"Workload {workload} (iogen --list-workloads) at queue depth {full_qd}"
                     + (f" ({quick_qd} in the quick preset)." if quick_qd and quick_qd != full_qd else "."),
         presets=presets,
+        expect={"quick": 3.5, "full": 12},
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
     )
@@ -137,6 +138,7 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
             "full": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
                      "--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
         },
+        expect={"quick": 9, "full": 48},
         timeout=600.0,
         parse=lambda out: iogen_lines(out, "4k-random-read", sweep=True),
     ),

@@ -30,6 +30,7 @@ def _read(remote: bool) -> Probe:
         methodology=" The directory is the one named with --fs-remote." if remote else "",
         presets={"quick": where + ("--sizes", "4M,16M,64M", "--samples", "2"),
                  "full": where + ("--sizes", "4M,16M,64M,256M,1G", "--samples", "3")},
+        expect={"quick": 4, "full": 90},  # a local disk; a remote mount takes what its link allows
         timeout=900.0, needs="fs_remote" if remote else None,
         smoke=("--sizes", "1M"),
     )
@@ -51,6 +52,7 @@ PROBES = (
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--max", "1G", "--time-limit", "20"),
                  "full": ("--dir", "{fs_dir}", "--time-limit", "300")},
+        expect={"quick": 6, "full": 330},  # the full search stops at its 300 s time limit
         timeout=900.0,
         smoke=("--min", "16M", "--max", "32M"),
     ),
@@ -66,6 +68,7 @@ PROBES = (
             "all released together; a sample is one run, the mean over the processes of each one's time per "
             "block. The readers may use every CPU: the contended resource is the device."
         ),
+        expect={"quick": 2, "full": 8},
         presets={"quick": ("--dir", "{fs_dir}", "--max-procs", "4", "--size", "16M", "--samples", "2"),
                  "full": ("--dir", "{fs_dir}", "--max-procs", "8", "--samples", "3")},
         timeout=900.0,
@@ -84,6 +87,7 @@ PROBES = (
             "in the same place (--fs-dir)."
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--samples", "3"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
+        expect={"quick": 14, "full": 14},
         timeout=300.0,
         smoke=("--files", "50"),
     ),

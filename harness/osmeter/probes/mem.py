@@ -130,6 +130,7 @@ PROBES = (
             "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
             "full": ("--steps", "4", "--samples", "15"),
         },
+        expect={"quick": 4, "full": 27},
         timeout=600.0,
         derive=mem_levels,
         smoke=("--max", "4M", "--steps", "1"),
@@ -161,6 +162,7 @@ PROBES = (
             "buffer, started and stopped together by a barrier, and add up their bytes."
         ),
         presets={"quick": ("--samples", "5"), "full": ("--samples", "15")},
+        expect={"quick": 7, "full": 12},
         timeout=600.0,
         smoke=("--size", "16M"),
     ),
@@ -181,6 +183,7 @@ PROBES = (
             "and the device, and refuses tmpfs, where no fault is ever major."
         ),
         presets={"quick": ("--samples", "30"), "full": ("--samples", "200")},
+        expect={"quick": 1, "full": 3},
         timeout=300.0,
         smoke=("--file-size", "8M"),
     ),

@@ -36,6 +36,7 @@ PROBES = (
             "must preempt it."
         ),
         presets={"quick": ("--samples", "2000"), "full": ("--samples", "12000")},
+        expect={"quick": 4.5, "full": 27},
         smoke=("--warmup", "5", "--gap-us", "50"),
         timeout=300.0,
     ),
@@ -52,6 +53,7 @@ PROBES = (
             "nohz_full one. The quick preset measures 5 s, the full one 60 s."
         ),
         presets={"quick": ("--seconds", "5"), "full": ("--seconds", "60")},
+        expect={"quick": 5.2, "full": 61},
         smoke=("--seconds", "0.2"),
         timeout=180.0,
     ),
