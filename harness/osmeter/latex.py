@@ -85,7 +85,9 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
         name = f"{area.name}-{k}.pdf"
         fig.savefig(figdir / name, bbox_inches="tight")
         plots.plt.close(fig)
-        body += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.9\\linewidth]{{figures/{name}}}",
+        # a square figure (the c2c matrix) is held to under half a page
+        size = r"width=0.9\linewidth,height=0.42\textheight,keepaspectratio"
+        body += [r"\begin{figure}[H]\centering", f"\\includegraphics[{size}]{{figures/{name}}}",
                  r"\end{figure}"]
     return "\n".join(body)
 
