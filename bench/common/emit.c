@@ -125,7 +125,8 @@ void osm_emit(const struct osm_meas *m)
     json_knum(&j, "tsc_hz", osm_timer.hz);
     json_key(&j, "timer");
     json_obj(&j);
-    json_kstr(&j, "kind", osm_timer.kind == OSM_TIMER_TSC ? "tsc-fenced" : "clock_gettime");
+    json_kstr(&j, "kind", osm_timer.kind == OSM_TIMER_TSC ? OSM_TIMER_NAME : "clock_gettime");
+    json_knum(&j, "resolution_ns", osm_timer.resolution_ns);
     json_kbool(&j, "invariant_tsc", osm_timer.tsc_invariant);
     json_knum(&j, "overhead_median", osm_timer.overhead);
     if (osm_timer.fallback_why)

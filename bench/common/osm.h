@@ -28,10 +28,19 @@
 
 #include "json.h"
 
+/* A function the compiler must call as written: not inlined, and nothing
+ * about its body used at the call site (GCC's noipa: no constant
+ * propagation, no dropped arguments, no changed calling convention).
+ * clang has no noipa; OSM_CALLEE gets the same guarantee from external
+ * linkage instead (a function other code could call keeps its C calling
+ * convention and every argument) plus noinline; `used` keeps it.
+ * tests/test_build.py checks the disassembly of both compilers' builds. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define OSM_NOINLINE __attribute__((noinline, noipa))
+#define OSM_CALLEE static OSM_NOINLINE
 #else
 #define OSM_NOINLINE __attribute__((noinline))
+#define OSM_CALLEE __attribute__((noinline, used, visibility("default")))
 #endif
 
 /* Keep a value (or memory) alive without emitting an instruction. */
@@ -46,7 +55,8 @@ enum osm_timer_kind { OSM_TIMER_TSC, OSM_TIMER_CLOCK };
 struct osm_timer_info {
     enum osm_timer_kind kind;
     double hz;                /* ticks per second: TSC Hz, or 1e9 for ns */
-    bool tsc_invariant;       /* constant_tsc && nonstop_tsc */
+    bool tsc_invariant;       /* constant_tsc && nonstop_tsc (aarch64: the generic timer, always) */
+    double resolution_ns;     /* one tick of the timer, ns */
     double overhead;          /* median ticks of an empty window (subtracted) */
     double overhead_min;
     const char *fallback_why; /* why the clock fallback is in use, or NULL */
@@ -96,8 +106,30 @@ static inline uint64_t osm_tsc_end_raw(uint32_t *cpu)
     return ((uint64_t)hi << 32) | lo;
 }
 #define OSM_HAVE_TSC 1
+#define OSM_TIMER_NAME "tsc-fenced"
+#elif defined(__aarch64__)
+/* The generic timer's virtual count (CNTVCT_EL0), fenced with ISB on both
+ * sides so the read neither runs ahead of earlier instructions nor lets
+ * later ones start before it; its rate is CNTFRQ_EL0. No TSC_AUX: the CPU
+ * comes from getcpu, read outside the window. */
+static inline uint64_t osm_cntvct(void)
+{
+    uint64_t v;
+    __asm__ volatile("isb\n\tmrs %0, cntvct_el0\n\tisb" : "=r"(v) : : "memory");
+    return v;
+}
+static inline uint64_t osm_tsc_begin_raw(uint32_t *cpu) { *cpu = osm_current_cpu(); return osm_cntvct(); }
+static inline uint64_t osm_tsc_end_raw(uint32_t *cpu)
+{
+    uint64_t t = osm_cntvct();
+    *cpu = osm_current_cpu();
+    return t;
+}
+#define OSM_HAVE_TSC 1
+#define OSM_TIMER_NAME "cntvct-isb"
 #else
 #define OSM_HAVE_TSC 0
+#define OSM_TIMER_NAME "clock_gettime"
 static inline uint64_t osm_tsc_begin_raw(uint32_t *cpu) { *cpu = osm_current_cpu(); return osm_clock_ns(); }
 static inline uint64_t osm_tsc_end_raw(uint32_t *cpu) { *cpu = osm_current_cpu(); return osm_clock_ns(); }
 #endif
@@ -135,6 +167,9 @@ static inline uint64_t osm_stamp(void)
         __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux) : : "memory");
         return ((uint64_t)hi << 32) | lo;
     }
+#elif defined(__aarch64__)
+    if (__builtin_expect(osm_timer.kind == OSM_TIMER_TSC, 1))
+        return osm_cntvct();
 #endif
     return osm_clock_ns();
 }

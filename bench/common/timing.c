@@ -95,7 +95,7 @@ double osm_median(double *v, size_t n)
 
 /* ------------------------------------------------------- CPU features */
 
-#if OSM_HAVE_TSC
+#if OSM_HAVE_TSC && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
 static const char *tsc_missing(void)
 {
@@ -106,12 +106,23 @@ static const char *tsc_missing(void)
         return "the CPU has no RDTSCP (CPUID.80000001h:EDX.RDTSCP = 0)";
     return NULL;
 }
+#elif OSM_HAVE_TSC
+static const char *tsc_missing(void) { return NULL; } /* the generic timer is architectural */
 #endif
 
 /* constant_tsc and nonstop_tsc as the kernel reports them (a hypervisor may
- * hide CPUID's invariant-TSC bit while the kernel knows better). */
+ * hide CPUID's invariant-TSC bit while the kernel knows better). The
+ * aarch64 generic timer runs at a constant rate by the architecture.
+ * OSM_FAKE_NO_INVARIANT_TSC=1 makes a machine look as if it had none (the
+ * tests use it to exercise the refusals and the warnings). */
 static bool tsc_flags_invariant(void)
 {
+    const char *fake = getenv("OSM_FAKE_NO_INVARIANT_TSC");
+    if (fake && *fake && strcmp(fake, "0") != 0)
+        return false;
+#if defined(__aarch64__)
+    return true;
+#endif
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f)
         return false;
@@ -213,9 +224,19 @@ void osm_timer_setup(enum osm_timer_kind want)
         if (!osm_timer.tsc_invariant)
             osm_warn("the TSC is not invariant (constant_tsc/nonstop_tsc missing in /proc/cpuinfo): "
                      "cycle counts may not convert to time, and frequency changes skew them");
+#if defined(__aarch64__)
+        uint64_t frq;
+        __asm__ volatile("mrs %0, cntfrq_el0" : "=r"(frq));
+        osm_timer.hz = frq ? (double)frq : osm_calibrate_hz(); /* CNTFRQ_EL0 is what firmware set */
+#else
         osm_timer.hz = osm_calibrate_hz();
+#endif
+        osm_timer.resolution_ns = 1e9 / osm_timer.hz;
     } else {
+        struct timespec res;
         osm_timer.hz = 1e9;
+        osm_timer.resolution_ns = clock_getres(CLOCK_MONOTONIC_RAW, &res) == 0 && res.tv_sec == 0
+                                      ? (double)res.tv_nsec : 1.0;
     }
     calibrate_overhead();
 }

@@ -1,7 +1,8 @@
 /* call.c - procedure call with 0 to 7 integer arguments.
  *
- * cpu.call.argsK   cycles per call of a noinline (and, with GCC, noipa)
- *                  function taking K longs, 8 calls unrolled per loop turn.
+ * cpu.call.argsK   cycles per call of a function the compiler must call as
+ *                  written (OSM_CALLEE: GCC's noipa, or external linkage
+ *                  under clang) taking K longs, 8 calls unrolled per turn.
  *                  Subtracted: the timer's overhead per window and the
  *                  loop's own cost per turn (measured here) shared by 8.
  * The callee consumes every argument through an empty asm, so none can be
@@ -9,17 +10,17 @@
  */
 #include "osm.h"
 
-static OSM_NOINLINE void f0(void) { OSM_BARRIER(); }
-static OSM_NOINLINE void f1(long a) { OSM_USE(a); }
-static OSM_NOINLINE void f2(long a, long b) { OSM_USE(a); OSM_USE(b); }
-static OSM_NOINLINE void f3(long a, long b, long c) { OSM_USE(a); OSM_USE(b); OSM_USE(c); }
-static OSM_NOINLINE void f4(long a, long b, long c, long d)
+OSM_CALLEE void f0(void) { OSM_BARRIER(); }
+OSM_CALLEE void f1(long a) { OSM_USE(a); }
+OSM_CALLEE void f2(long a, long b) { OSM_USE(a); OSM_USE(b); }
+OSM_CALLEE void f3(long a, long b, long c) { OSM_USE(a); OSM_USE(b); OSM_USE(c); }
+OSM_CALLEE void f4(long a, long b, long c, long d)
 { OSM_USE(a); OSM_USE(b); OSM_USE(c); OSM_USE(d); }
-static OSM_NOINLINE void f5(long a, long b, long c, long d, long e)
+OSM_CALLEE void f5(long a, long b, long c, long d, long e)
 { OSM_USE(a); OSM_USE(b); OSM_USE(c); OSM_USE(d); OSM_USE(e); }
-static OSM_NOINLINE void f6(long a, long b, long c, long d, long e, long f)
+OSM_CALLEE void f6(long a, long b, long c, long d, long e, long f)
 { OSM_USE(a); OSM_USE(b); OSM_USE(c); OSM_USE(d); OSM_USE(e); OSM_USE(f); }
-static OSM_NOINLINE void f7(long a, long b, long c, long d, long e, long f, long g)
+OSM_CALLEE void f7(long a, long b, long c, long d, long e, long f, long g)
 { OSM_USE(a); OSM_USE(b); OSM_USE(c); OSM_USE(d); OSM_USE(e); OSM_USE(f); OSM_USE(g); }
 
 #define UNROLL 8

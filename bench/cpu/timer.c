@@ -13,7 +13,8 @@
 
 const double *osm_overhead_samples(size_t *n);
 
-#if OSM_HAVE_TSC
+#if defined(__x86_64__) || defined(__i386__)
+#define X86 1
 static void body_rdtsc(void *ctx, uint64_t n)
 {
     (void)ctx;
@@ -42,6 +43,8 @@ static void body_cpuid(void *ctx, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         __asm__ volatile("xor %%eax, %%eax\n\tcpuid" ::: "rax", "rbx", "rcx", "rdx", "memory");
 }
+#else
+#define X86 0
 #endif
 
 static void body_clock(void *ctx, uint64_t n)
@@ -71,7 +74,8 @@ int main(int argc, char **argv)
     osm_meas_init(&m, "cpu.timer_overhead", n);
     for (size_t i = 0; i < n; i++)
         osm_meas_add(&m, ov[i], false);
-    osm_param_str(&m, "method", osm_timer.kind == OSM_TIMER_TSC ? "CPUID;RDTSC ... RDTSCP;CPUID" : "clock_gettime pair");
+    osm_param_str(&m, "method", osm_timer.kind != OSM_TIMER_TSC ? "clock_gettime pair"
+                                : X86 ? "CPUID;RDTSC ... RDTSCP;CPUID" : "ISB;MRS CNTVCT_EL0;ISB ... ISB;MRS CNTVCT_EL0;ISB");
     osm_param_int(&m, "windows", (long long)n);
     osm_param_num(&m, "subtracted_by_probes", osm_timer.overhead);
     osm_emit(&m);
@@ -82,13 +86,18 @@ int main(int argc, char **argv)
         osm_body body;
         double per_turn;
     } batched[] = {
-#if OSM_HAVE_TSC
+#if X86
         { "cpu.timer.rdtsc", body_rdtsc, 8 },
         { "cpu.timer.rdtscp", body_rdtscp, 8 },
         { "cpu.timer.cpuid", body_cpuid, 1 },
 #endif
         { "cpu.timer.clock_gettime", body_clock, 1 },
     };
+#if !X86
+    osm_refuse("cpu.timer.rdtsc", "not an x86 CPU: no RDTSC (the timer here is named in timer.kind)");
+    osm_refuse("cpu.timer.rdtscp", "not an x86 CPU: no RDTSCP");
+    osm_refuse("cpu.timer.cpuid", "not an x86 CPU: no CPUID");
+#endif
     for (size_t k = 0; k < sizeof batched / sizeof batched[0]; k++) {
         osm_meas_init(&m, batched[k].id, o.samples);
         osm_run_batched(&m, batched[k].body, NULL, o.iterations, o.samples, 0);

@@ -10,6 +10,28 @@ static const struct engine_ops *const engines[] = { &engine_uring, &engine_aio, 
 
 const struct engine_ops *const engine_default = &engine_uring;
 
+const struct engine_ops *engine_usable_default(const char **why)
+{
+    static char buf[256];
+    const struct engine_ops *const order[] = { &engine_uring, &engine_aio, &engine_psync };
+    size_t n = 0;
+    buf[0] = 0;
+    *why = NULL;
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+        const char *no = order[k]->unavailable ? order[k]->unavailable() : NULL;
+        if (!no) {
+            if (n)
+                *why = buf;
+            return order[k];
+        }
+        int w = snprintf(buf + n, sizeof buf - n, "%s%s: %s", n ? "; " : "", order[k]->name, no);
+        if (w > 0)
+            n = n + (size_t)w < sizeof buf ? n + (size_t)w : sizeof buf - 1;
+    }
+    *why = buf;
+    return &engine_psync; /* plain threads need nothing of the kernel's */
+}
+
 const struct engine_ops *engine_find(const char *name)
 {
     for (const struct engine_ops *const *e = engines; *e; e++)

@@ -63,6 +63,9 @@ struct engine_ops {
      * returns how many were stored in done[0..max), or -1 with err. */
     int (*submit_reap)(struct engine *e, unsigned min, struct io **done, unsigned max, char *err, size_t errlen);
     void (*exit)(struct engine *e);
+    /* NULL where the kernel offers this engine, else why not ("io_uring_setup:
+     * Function not implemented": qemu-user, or kernel.io_uring_disabled) */
+    const char *(*unavailable)(void);
 };
 
 /* The engine called name (or its alias), or NULL. */
@@ -72,5 +75,9 @@ const char *engine_names(void);
 /* One line per engine: "  name  summary", or a Markdown table. */
 void engine_list(FILE *f, bool markdown);
 extern const struct engine_ops *const engine_default;
+/* The default engine, or the first of the others the kernel offers when it
+ * does not (uring, then aio, then psync); *why says what was passed over
+ * (a static string), or is NULL. */
+const struct engine_ops *engine_usable_default(const char **why);
 
 #endif

@@ -108,7 +108,20 @@ static void a_exit(struct engine *e)
     e->priv = NULL;
 }
 
+static const char *a_unavailable(void)
+{
+    static char why[128];
+    aio_context_t ctx = 0;
+    if (syscall(__NR_io_setup, 1, &ctx) == 0) {
+        syscall(__NR_io_destroy, ctx);
+        return NULL;
+    }
+    snprintf(why, sizeof why, "io_setup: %s", strerror(errno));
+    return why;
+}
+
 const struct engine_ops engine_aio = {
+    .unavailable = a_unavailable,
     .name = "aio",
     .alias = "libaio",
     .summary = "Linux native AIO (io_submit, io_getevents)",

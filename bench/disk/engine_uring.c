@@ -313,7 +313,23 @@ static void u_exit(struct engine *e)
     e->priv = NULL;
 }
 
+/* Can this process make a ring at all? */
+static const char *u_unavailable(void)
+{
+    static char why[128];
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    int fd = sys_setup(1, &p);
+    if (fd >= 0) {
+        close(fd);
+        return NULL;
+    }
+    snprintf(why, sizeof why, "io_uring_setup: %s", strerror(errno));
+    return why;
+}
+
 const struct engine_ops engine_uring = {
+    .unavailable = u_unavailable,
     .name = "uring",
     .alias = "io_uring",
     .summary = "io_uring, registered file and buffers, one system call per batch",

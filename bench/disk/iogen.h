@@ -30,6 +30,8 @@
 struct iogen_opts {
     const char *target, *workload, *spec_file, *icf_file, *spec_name, *log_file;
     const struct engine_ops *engine;
+    bool engine_set;        /* --engine given: never replaced */
+    const char *engine_fallback; /* why the default engine was passed over, or NULL */
     unsigned qd;            /* 0 = from the job */
     unsigned workers;       /* 0 = from the job */
     uint64_t size;

@@ -45,6 +45,7 @@ static void set_spec_name(const char *v) { opt.spec_name = v; }
 static void set_engine(const char *v)
 {
     opt.engine = engine_find(v);
+    opt.engine_set = true;
     if (!opt.engine)
         osm_usage_error("--engine: expected %s, got '%s'", engine_names(), v);
 }
@@ -201,6 +202,15 @@ void options_parse(int argc, char **argv)
     }
     if (!!opt.workload + !!opt.spec_file + !!opt.icf_file != 1)
         osm_usage_error("give exactly one of --workload, --spec or --icf");
+    bool tuned_uring = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring ||
+                       opt.eng.batch_complete > 1 || opt.eng.taskrun;
+    if (!opt.engine_set && !opt.dump_spec && !tuned_uring) {
+        /* where the kernel (or qemu-user) offers no io_uring, the next engine, said in the results */
+        opt.engine = engine_usable_default(&opt.engine_fallback);
+        if (opt.engine_fallback)
+            fprintf(stderr, "iogen: warning: the kernel offers no faster engine here (%s); using --engine %s\n", opt.engine_fallback,
+                    opt.engine->name);
+    }
     if (!opt.target && !opt.dump_spec && !opt.engine->no_target)
         osm_usage_error("--target PATH is required");
     if (opt.target && opt.engine->no_target)

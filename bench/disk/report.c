@@ -98,6 +98,8 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_obj(&j);
     json_kstr(&j, "workload", name);
     json_kstr(&j, "engine", opt.engine->name);
+    if (opt.engine_fallback)
+        json_kstr(&j, "engine_fallback", opt.engine_fallback);
     json_kstr(&j, "engine_setup", in->ws[0].engine_setup);
     json_kuint(&j, "batch_complete", opt.eng.batch_complete);
     json_kint(&j, "qd", run.qd);

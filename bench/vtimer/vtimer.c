@@ -50,7 +50,7 @@ static inline uint64_t tsc_now(void)
 #endif
 }
 
-static uint64_t mono_ns(void)
+__attribute__((unused)) static uint64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_RAW, &ts);

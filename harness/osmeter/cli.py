@@ -73,6 +73,9 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call, cpu.ctx.proc")
     r.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to (default: the last online one)")
     r.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
+    r.add_argument("--timer", choices=("tsc", "clock"), default="tsc",
+                   help="the probes' timer: tsc (the fenced TSC, or the aarch64 counter; default) or clock "
+                        "(clock_gettime, ns): the fallback where there is no invariant TSC")
     r.add_argument("--disk-target", type=Path, metavar="PATH",
                    help="file or block device for the disk probes (default: a file in the results directory)")
     r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
@@ -304,7 +307,8 @@ def cmd_list(args) -> int:
 def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
-                      fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data)
+                      fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
+                      timer=args.timer)
 
 
 def cmd_run(args) -> int:

@@ -224,6 +224,10 @@ def _timer_summary(doc: dict) -> str:
         extra = " (invariant TSC)" if t.get("invariant_tsc") else ""
         if t.get("fallback"):
             extra = f" (fallback: {t['fallback']})"
+        res = t.get("resolution_ns")
+        if isinstance(res, (int, float)) and res > 0:
+            # what the tick costs: a window of the batching floor (100 ticks or more) is read to 1 tick
+            extra += f", one tick {fmt_value(res, 'ns')}"
         out.append(f"{kind}{extra}")
     return "; ".join(out)
 

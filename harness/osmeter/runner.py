@@ -48,6 +48,7 @@ class RunOptions:
     fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
     allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
+    timer: str = "tsc"               # --timer passed to every probe of the common contract
     # what to run and from where (tests pass their own)
     probes: tuple | None = None      # default registry.PROBES
     derived: tuple | None = None     # default registry.DERIVED
@@ -210,6 +211,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     claim = ResultsDir(out)
     subst = _subst(p, out)
     conditions = describe_conditions(p.root)
+    conditions["timer_requested"] = opts.timer
     conditions.update({
         "pinned_cpu": p.cpu,
         "harness_cpus": sorted(os.sched_getaffinity(0) - {p.cpu}) or [p.cpu],
@@ -260,6 +262,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         for k, (probe, wanted) in enumerate(order, 1):
             say(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}", end=" ", flush=True)
             args = _args(probe.presets[opts.preset], subst)
+            if opts.timer != "tsc" and probe.parse is None and not probe.external:
+                args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
             argv = launch.argv(probe.binary, args, probe.external)
             if argv is None:
                 why = f"{probe.binary} is not installed"

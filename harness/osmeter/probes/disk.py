@@ -57,7 +57,7 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     base = f"disk.{workload}"
 
     def summary(o):
-        keep = ("engine", "qd", "workers", "target_type", "filesystem", "device", "direct", "logical_block_size",
+        keep = ("engine", "engine_fallback", "qd", "workers", "target_type", "filesystem", "device", "direct", "logical_block_size",
                 "region_bytes", "run_s", "iops", "mbps", "read_iops", "write_iops", "cpu_us_per_io",
                 "syscalls_per_io", "ctx_switches_per_io", "reads", "writes")
         p = {k: o.get(k) for k in keep}
