@@ -58,8 +58,10 @@ def test_each_documented_command_and_option_exists(cmd):
     prog = w[0]
     opts = [x.split("=")[0] for x in w[1:] if x.startswith("--")]
     if prog == "make":
-        target = w[1]
-        assert re.search(rf"^{re.escape(target)}:", (ROOT / "Makefile").read_text(), re.M), f"make {target}"
+        for target in [x for x in w[1:] if "=" not in x]:  # VAR=value sets a variable
+            assert re.search(rf"^{re.escape(target)}:", (ROOT / "Makefile").read_text(), re.M), f"make {target}"
+        for var in [x.split("=")[0] for x in w[1:] if "=" in x]:
+            assert re.search(rf"^{var}\s*[:?]?=", (ROOT / "Makefile").read_text(), re.M), f"make {var}="
     elif prog == "./osmeter":
         sub = w[1]
         helptext = _help(["./osmeter", sub])
