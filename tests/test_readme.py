@@ -77,6 +77,10 @@ def test_each_documented_command_and_option_exists(cmd):
         for o in opts:
             if o != "--":
                 assert o in helptext, f"{cmd}: {prog} has no {o}"
+    elif prog.startswith("tools/"):
+        helptext = _help([str(ROOT / prog)])
+        for o in opts:
+            assert o in helptext, f"{cmd}: {prog} has no {o}"
     else:  # cc, cp: the system's own
         assert prog in ("cc", "cp"), f"{cmd}: an unexpected program {prog}"
 

@@ -8,12 +8,59 @@
  * cpu.proc_create_wait  fork(), the child _exit(0)s, the parent waitpid()s.
  * One fork per sample. Both sides are pinned to the same CPU (a child
  * inherits its parent's affinity).
+ *
+ * fork copies the parent's page tables, so its cost grows with the parent's
+ * resident memory: params record the parent's RSS and mapping count, and
+ * --parent-mb 1,16,256 adds a series of cpu.proc_create_wait over parents
+ * grown by that many MiB of touched anonymous memory (lmbench's lat_proc
+ * forks from its own, larger, benchmark process: choose its size to
+ * reproduce its figure).
  */
 #include "osm.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static uint64_t parent_mb[16];
+static size_t nparent;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (strcmp(name, "parent-mb") != 0)
+        return -1;
+    char *copy = strdup(v), *save = NULL;
+    nparent = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (nparent == 16)
+            osm_usage_error("--parent-mb: at most 16 sizes");
+        parent_mb[nparent++] = osm_parse_u64("--parent-mb", t, 0, 65536);
+    }
+    free(copy);
+    return nparent ? 0 : -1;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "parent-mb", true, "also time fork+exit+wait from parents grown by these MiB, e.g. 1,16,256 (a series)" },
+    { 0 },
+};
+
+static long maps_count(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    long n = 0;
+    int c;
+    if (!f)
+        return -1;
+    while ((c = fgetc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void fork_wait_samples(struct osm_meas *m, size_t warmup, size_t samples, double *out, bool *dout);
 
 static long rss_kib(void)
 {
@@ -41,6 +88,8 @@ static const struct osm_probe_info info = {
     .summary = "Process creation: fork until first run, and fork+exit+wait.",
     .default_samples = 100,
     .default_iterations = 1,
+    .extra = extra,
+    .on_extra = on_extra,
 };
 
 int main(int argc, char **argv)
@@ -90,7 +139,42 @@ int main(int argc, char **argv)
     osm_meas_free(&m);
 
     osm_meas_init(&m, "cpu.proc_create_wait", o.samples);
-    for (size_t i = 0; i < o.warmup + o.samples; i++) {
+    fork_wait_samples(&m, o.warmup, o.samples, NULL, NULL);
+    m.overhead_subtracted = osm_timer.overhead;
+    osm_param_int(&m, "parent_rss_kib", rss_kib());
+    osm_param_int(&m, "parent_mappings", maps_count());
+    if (nparent) {
+        /* the same, from parents grown by touched anonymous memory */
+        size_t per = o.samples < 50 ? o.samples : 50;
+        osm_meas_series(&m, "parent MiB added", m.unit, nparent, per);
+        struct json *rss = osm_param(&m, "series_parent_rss_kib");
+        json_arr(rss);
+        for (size_t k = 0; k < nparent; k++) {
+            size_t len = (size_t)parent_mb[k] << 20;
+            char *mem = len ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : NULL;
+            if (mem == MAP_FAILED)
+                osm_die("--parent-mb %llu: mmap: %m", (unsigned long long)parent_mb[k]);
+            if (len) {
+                madvise(mem, len, MADV_NOHUGEPAGE); /* 4 KiB pages: page tables as a program's heap has them */
+                memset(mem, 1, len);
+            }
+            json_int(rss, rss_kib());
+            m.sx[k] = (double)parent_mb[k];
+            fork_wait_samples(NULL, o.warmup, per, &m.sy[k * per], &m.sd[k * per]);
+            if (len)
+                munmap(mem, len);
+        }
+        json_arr_end(rss);
+    }
+    osm_emit(&m);
+    osm_meas_free(&m);
+    return 0;
+}
+
+/* fork, the child _exit(0)s, the parent waits: into m, or into out/dout */
+static void fork_wait_samples(struct osm_meas *m, size_t warmup, size_t samples, double *out, bool *dout)
+{
+    for (size_t i = 0; i < warmup + samples; i++) {
         struct osm_window w;
         bool dist;
         osm_window_open_blocking(&w);
@@ -101,12 +185,14 @@ int main(int argc, char **argv)
             osm_die("fork: %m");
         reap(pid);
         uint64_t t = osm_window_close(&w, true, &dist);
-        if (i >= o.warmup)
-            osm_meas_add(&m, (double)t - osm_timer.overhead, dist);
+        if (i < warmup)
+            continue;
+        double v = (double)t - osm_timer.overhead;
+        if (m)
+            osm_meas_add(m, v, dist);
+        else {
+            out[i - warmup] = v;
+            dout[i - warmup] = dist;
+        }
     }
-    m.overhead_subtracted = osm_timer.overhead;
-    osm_param_int(&m, "parent_rss_kib", rss_kib());
-    osm_emit(&m);
-    osm_meas_free(&m);
-    return 0;
 }

@@ -5,7 +5,13 @@
  * cpu.signal.deliver  kill(getpid(), SIGUSR1) to a handler and back: the
  *                     kill system call, delivery on its return to user
  *                     space, the handler, and sigreturn; per signal
- * Batched; the timer's overhead per window subtracted.
+ * cpu.signal.send     kill(getpid(), 0): the sending system call alone (the
+ *                     permission check, no signal)
+ * cpu.signal.catch    deliver - send, window by window: what catching adds
+ *                     to sending, lmbench's "signal handler overhead"
+ *                     (lat_sig catch subtracts kill(me, 0) the same way)
+ * Batched; the timer's overhead per window subtracted; deliver and send
+ * windows alternate.
  */
 #include "osm.h"
 
@@ -28,6 +34,13 @@ static void body_install(void *ctx, uint64_t n)
     for (uint64_t i = 0; i < n; i++)
         if (sigaction(SIGUSR2, &sa[i & 1], NULL) != 0)
             osm_die("sigaction: %m");
+}
+
+static void body_send(void *ctx, uint64_t n)
+{
+    pid_t self = *(pid_t *)ctx;
+    for (uint64_t i = 0; i < n; i++)
+        kill(self, 0);
 }
 
 static void body_deliver(void *ctx, uint64_t n)
@@ -64,9 +77,22 @@ int main(int argc, char **argv)
     body_deliver(&self, 10);
     if (caught != 10)
         osm_die("sent 10 signals to myself, the handler saw %d", (int)caught);
-    osm_meas_init(&m, "cpu.signal.deliver", o.samples);
-    osm_run_batched(&m, body_deliver, &self, o.iterations, o.samples, 0);
-    osm_param_str(&m, "signal", "SIGUSR1");
+    struct osm_meas pair[2];
+    osm_meas_init(&pair[0], "cpu.signal.deliver", o.samples);
+    osm_meas_init(&pair[1], "cpu.signal.send", o.samples);
+    const osm_body bodies[2] = { body_deliver, body_send };
+    void *const ctxs[2] = { &self, &self };
+    osm_run_interleaved(2, pair, bodies, ctxs, o.iterations, o.samples, NULL);
+    osm_meas_init(&m, "cpu.signal.catch", o.samples);
+    for (size_t i = 0; i < pair[0].n && i < pair[1].n; i++)
+        osm_meas_add(&m, pair[0].v[i] - pair[1].v[i], pair[0].disturbed[i] || pair[1].disturbed[i]);
+    osm_param_str(&pair[0], "signal", "SIGUSR1");
+    osm_param_str(&pair[1], "signal", "0 (no signal: the send path only)");
+    osm_param_str(&m, "method", "cpu.signal.deliver - cpu.signal.send, window by window (lmbench's lat_sig catch)");
+    for (int k = 0; k < 2; k++) {
+        osm_emit(&pair[k]);
+        osm_meas_free(&pair[k]);
+    }
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

@@ -195,6 +195,25 @@ def network(doc: dict, est=None):
     return fig
 
 
+def fork_parent_size(doc: dict, est=None):
+    """fork+exit+wait against the memory the parent has touched: fork copies page tables."""
+    m = _m(doc).get("cpu.proc_create_wait")
+    if not m or "series" not in m:
+        return None
+    s = m["series"]
+    x = np.array(s["x"], dtype=float)
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    ax.errorbar(x, np.array(s["median"]) / 1e3, yerr=[(np.array(s["median"]) - np.array(s["p25"])) / 1e3,
+                                                      (np.array(s["p75"]) - np.array(s["median"])) / 1e3],
+                fmt="o-", capsize=3, label="median (quartiles)")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("memory the parent touched before forking (MiB)")
+    ax.set_ylabel("fork + exit + wait (us)")
+    ax.set_title("Process creation against the parent's size")
+    return fig
+
+
 def c2c_heatmap(doc: dict, est=None):
     """cpu.c2c's matrix: one cell per ordered pair (source row, destination column)."""
     c = _m(doc).get("cpu.c2c")
@@ -306,7 +325,7 @@ def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
 
 
 FIGURES = {
-    "cpu": (loop_and_calls, c2c_heatmap),
+    "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap),
     "mem": (memory_latency, bandwidths),
     "disk": (disk_sweep,),
     "net": (network,),

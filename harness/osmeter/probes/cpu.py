@@ -86,9 +86,16 @@ PROBES = (
             "(the pipe method of the CSE 221 reports). cpu.proc_create_wait times fork, the "
             "child's immediate _exit and the parent's waitpid. Both processes run on the pinned "
             "CPU; the TSC is shared by all CPUs (constant_tsc), and a sample whose stamps come "
-            "from different CPUs is counted as disturbed and dropped."
+            "from different CPUs is counted as disturbed and dropped. fork copies the parent's page "
+            "tables, so its cost grows with the parent's resident memory: params record the parent's "
+            "RSS and mapping count, and cpu.proc_create_wait carries a series over parents grown by "
+            "touched anonymous memory (0, 16, 128 MiB quick; up to 256 MiB full). lmbench's lat_proc "
+            "fork forks from its benchmark process and its child calls exit(), not _exit(); pick the "
+            "series point of its parent's size to compare."
         ),
-        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
+        presets={"quick": ("--samples", "200", "--parent-mb", "0,16,128"),
+                 "full": ("--samples", "1000", "--parent-mb", "0,1,16,64,256")},
+        expect={"quick": 1.5, "full": 6},
     ),
     Probe(
         name="cpu.thread", binary="cpu_thread", area="cpu",
@@ -116,24 +123,31 @@ PROBES = (
             "through two pipes, blocking in read, so each round trip is two switches, two writes "
             "and two reads. The cost of a write and a read on a pipe without a switch is measured "
             "in the same run and subtracted (lmbench's lat_ctx method): per switch = (round trip "
-            "- 2 x (write + read)) / 2. A sample is 50 round trips; process and thread samples "
-            "alternate so the machine's drift affects both alike. Waiting is by blocking, never "
+            "- 2 x (write + read)) / 2. A sample is 1000 round trips after 16 untimed ones; process "
+            "and thread samples alternate so the machine's drift affects both alike (each window "
+            "has a fixed cost at its edges, which windows of 50 round trips did not amortize). Waiting is by blocking, never "
             "by spinning, so SCHED_FIFO cannot livelock the pair."
         ),
-        presets={"quick": ("--samples", "200"), "full": ("--samples", "1000")},
-        expect={"full": 1.2},
+        presets={"quick": ("--samples", "40"), "full": ("--samples", "200")},
+        expect={"quick": 1.5, "full": 7},
     ),
     Probe(
         name="cpu.signal", binary="cpu_signal", area="cpu",
         measures=(
             m("cpu.signal.install", "ns", "sigaction() installing a handler"),
             m("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
+            m("cpu.signal.send", "ns", "kill(self, 0): the sending system call without a signal"),
+            m("cpu.signal.catch", "ns", "deliver minus send: what catching adds (lmbench's signal handler overhead)"),
         ),
         methodology=(
             "cpu.signal.install times sigaction calls alternating between two handlers, in "
             "batches. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
             "the kill system call, delivery on its way back to user space, the handler and "
-            "sigreturn, per signal, in batches; the probe checks that every signal was caught."
+            "sigreturn, per signal, in batches; the probe checks that every signal was caught. "
+            "cpu.signal.send times kill(getpid(), 0), which checks permission and sends nothing, in "
+            "windows alternating with deliver's; cpu.signal.catch is deliver minus send, window by "
+            "window. lmbench's lat_sig catch reports that difference (it subtracts kill(me, 0)), so "
+            "cpu.signal.catch is the figure to set beside lmbench's, and cpu.signal.deliver the whole cost."
         ),
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
