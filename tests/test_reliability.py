@@ -172,6 +172,9 @@ def test_interrupts_at_random_points_leave_a_valid_run_and_nothing_else(tmp_path
         p.send_signal(sig)
         p.communicate(timeout=120)
         if sig == signal.SIGKILL:
+            # the probe dies with the harness (PR_SET_PDEATHSIG), but one inside a long write or fsync
+            # dies only when that returns; the next run removes the files of owners that are gone
+            assert _wait_gone(str(fs_dir), 60) == [], f"run {k}: the killed run's probe did not die"
             # the next run removes what the killed one left (its lock's age is the proof it is dead)
             lock = out / ".osmeter.lock"
             if lock.exists():
