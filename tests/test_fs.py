@@ -63,13 +63,15 @@ def test_a_cached_second_read_is_far_faster(work):
 
 
 def test_random_reads_are_not_faster_than_sequential(work):
-    args = ("--dir", str(work), "--sizes", "4M,16M", "--samples", "2", "--cpu", "0")
+    args = ("--dir", str(work), "--sizes", "4M,16M", "--samples", "5", "--cpu", "0")
     o = probe_lines("fs_read", *args)
     seq, rnd = o["fs.read.seq"], o["fs.read.rand"]
     assert seq["params"]["method"] == "O_DIRECT" and seq["series"]["x"] == [4 << 20, 16 << 20]
     # O_DIRECT at one request at a time: a virtual disk with no seek penalty
-    # reads both orders alike, a real disk reads random blocks slower
-    assert np.median(rnd["samples"]) >= 0.85 * np.median(seq["samples"])
+    # reads both orders alike, a real disk reads random blocks slower; the
+    # least of each (a shared host's hiccup only adds time: one CI run saw a
+    # sequential sample 50% above its twin)
+    assert min(rnd["samples"]) >= 0.85 * min(seq["samples"])
     # through the cache with read-ahead on for the sequential pass only, the
     # random pass must be far slower: it really is random, one block a read
     o = probe_lines("fs_read", *args, "--method", "evict")
