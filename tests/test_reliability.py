@@ -172,8 +172,8 @@ def test_interrupts_at_random_points_leave_a_valid_run_and_nothing_else(tmp_path
         p.send_signal(sig)
         p.communicate(timeout=120)
         if sig == signal.SIGKILL:
-            # the probe dies with the harness (PR_SET_PDEATHSIG), but one inside a long write or fsync
-            # dies only when that returns; the next run removes the files of owners that are gone
+            # the probe dies with the harness (PR_SET_PDEATHSIG), though not in the same instant;
+            # the next run removes the files of owners that are gone (zombies included)
             assert _wait_gone(str(fs_dir), 60) == [], f"run {k}: the killed run's probe did not die"
             # the next run removes what the killed one left (its lock's age is the proof it is dead)
             lock = out / ".osmeter.lock"
@@ -330,3 +330,25 @@ def test_ctrl_c_while_the_report_is_made(tmp_path):
         _, err = p.communicate(timeout=60)
         assert p.returncode in (0, 130), (delay, p.returncode, err)
         _no_traceback(subprocess.CompletedProcess([], p.returncode, "", err))
+
+
+def test_a_zombie_owner_counts_as_gone(tmp_path):
+    """A probe killed with the harness may stay a zombie while PID 1 (a
+    container's agent) reaps it lazily: kill(pid, 0) still succeeds, yet
+    its scratch files are abandoned and the next run removes them (a fresh
+    CI run once kept one). A live owner's file stays."""
+    from osmeter import cleanup
+
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    dead = tmp_path / f"osmeter-fscache-{child.pid}"
+    live = tmp_path / f"osmeter-fscache-{os.getpid()}"
+    dead.write_text("x")
+    live.write_text("x")
+    removed: list[str] = []
+    cleanup.scratch(tmp_path, removed)
+    assert removed == [str(dead)] and live.exists()
+    child.wait()

@@ -30,13 +30,21 @@ def _ours(p: Path) -> bool:
 
 
 def _alive(pid: int) -> bool:
+    """A process that still runs. A zombie does not: it has exited and only
+    waits to be reaped, which can take a while where PID 1 (a container's
+    agent) reaps lazily; kill(pid, 0) still succeeds on it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    state = stat.rsplit(")", 1)[-1].split()[:1]
+    return state not in (["Z"], ["X"])
 
 
 def _abandoned(run_dir: Path, settle: float = 10.0) -> bool:
