@@ -36,6 +36,7 @@ struct iogen_opts {
     unsigned workers;       /* 0 = from the job */
     uint64_t size;
     double time_s, ramp_s, interval_s, rate;
+    double start_at;        /* --start-at: CLOCK_REALTIME seconds the first run starts at; 0 = at once */
     bool time_set, ramp_set;
     uint64_t transactions;
     bool verify, buffered, allow_destroy, allow_signature, dump_spec;
@@ -143,6 +144,7 @@ struct run_result {
     struct worker *ws;
     int nw;
     double secs;       /* the measured window */
+    double start_unix; /* CLOCK_REALTIME when its first requests went out */
     struct rusage ru0, ru1;
     struct prober *pr;
     const struct target *t;

@@ -58,6 +58,7 @@ static void set_ramp(const char *v) { opt.ramp_s = parse_num(v, "seconds", 0, MA
 static void set_transactions(const char *v) { opt.transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
 static void set_interval(const char *v) { opt.interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
 static void set_rate(const char *v) { opt.rate = parse_num(v, "I/Os per second", 0, 1e9); }
+static void set_start_at(const char *v) { opt.start_at = parse_num(v, "a Unix time in seconds", 1e9, 1e11); }
 static void set_log(const char *v) { opt.log_file = v; }
 static void set_verify(const char *v) { (void)v; opt.verify = true; }
 static void set_buffered(const char *v) { (void)v; opt.buffered = true; }
@@ -80,13 +81,13 @@ static void set_steady(const char *v)
 static void set_precondition(const char *v) { (void)v; opt.precondition = true; }
 static void set_taskrun(const char *v)
 {
-    static const char *const names[] = { "defer", "coop", "plain" };
-    for (int i = 0; i < 3; i++)
+    static const char *const names[] = { "auto", "defer", "coop", "plain" };
+    for (int i = 0; i < 4; i++)
         if (!strcmp(v, names[i])) {
             opt.eng.taskrun = i;
             return;
         }
-    osm_usage_error("--taskrun: expected defer, coop or plain, got '%s'", v);
+    osm_usage_error("--taskrun: expected auto, defer, coop or plain, got '%s'", v);
 }
 static void do_help(const char *v);
 static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
@@ -118,6 +119,8 @@ static const struct option_def options[] = {
       "(--time is the most)", set_steady },
     { "--precondition", NULL, "write the region in order twice before the runs (SSD practice)", set_precondition },
     { "--rate", "IOPS", "limit the total rate, in I/Os per second", set_rate },
+    { "--start-at", "UNIX_S", "start the first run's requests at this wall-clock time (synchronized hosts)",
+      set_start_at },
     { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd", set_log },
     { "--verify", NULL, "write a checkable pattern; check every block read", set_verify },
     { "--buffered", NULL, "through the page cache (default O_DIRECT)", set_buffered },
@@ -131,7 +134,7 @@ static const struct option_def options[] = {
     { "--sqpoll", "CPU", "a kernel thread on CPU polls the submissions (io_uring's SQPOLL)", set_sqpoll },
     { "--iopoll", NULL, "poll the device for completions (drivers with poll queues, such as NVMe)", set_iopoll },
     { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
-    { "--taskrun", "MODE", "io_uring's completion work: defer (default: run when iogen waits), coop, plain",
+    { "--taskrun", "MODE", "io_uring's completion work: auto (default: defer at queue depth 1, else coop), defer, coop, plain",
       set_taskrun },
     { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
     { "--list-workloads", NULL, "the shipped workloads", do_list },

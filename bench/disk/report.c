@@ -112,6 +112,9 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kuint(&j, "logical_block_size", t->lbs);
     json_kuint(&j, "region_bytes", in->ws[0].region_len);
     json_kfixed(&j, "run_s", secs, 6);
+    json_kfixed(&j, "start_unix", in->start_unix, 6);
+    if (opt.start_at > 0)
+        json_kfixed(&j, "start_at", opt.start_at, 6);
     json_kfixed(&j, "ramp_s", in->job->ramp_s, 3);
     json_kfixed(&j, "iops", (double)ios / secs, 3);
     json_kfixed(&j, "mbps", (double)(tot.bytes_r + tot.bytes_w) / secs / 1e6, 3);

@@ -509,6 +509,20 @@ static bool all_done(struct worker *ws, int nw)
     return true;
 }
 
+/* --start-at: hosts started over ssh at different moments begin together on their wall clocks
+ * (the manager measures and reports each clock's offset); the rings and threads are already set
+ * up, so only the wait lies between. Only the first run waits; a signal ends the wait. */
+static void wait_start_at(void)
+{
+    static bool waited;
+    if (opt.start_at <= 0 || waited)
+        return;
+    waited = true;
+    struct timespec at = { (time_t)opt.start_at, (long)((opt.start_at - (double)(time_t)opt.start_at) * 1e9) };
+    while (!interrupted && clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+}
+
 int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out)
 {
     int nw = job->nworkers;
@@ -529,7 +543,11 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
     run.rate_per_stream = opt.rate > 0 ? opt.rate / total_streams : 0;
     atomic_store(&run.stop, 0);
     atomic_store(&run.issued, 0);
+    wait_start_at();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
     uint64_t now = ticks();
+    out->start_unix = (double)rt.tv_sec + rt.tv_nsec * 1e-9;
     run.t_measure = now + (uint64_t)(job->ramp_s * tick_hz);
     /* a time limit, a count (--transactions) or both: the run ends at the first */
     run.count_stop = false;
