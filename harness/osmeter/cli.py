@@ -141,7 +141,59 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
                     help="smallest relative change reported (default 0.02)")
 
-    rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates")
+    cp.add_argument("--baseline", metavar="HOST",
+                    help="for a fleet directory: the host the others are compared with (default: the first)")
+
+    fl = sub.add_parser("fleet", help="the suite on several machines over ssh, or one load from all of them",
+                        description="Drives other machines over OpenSSH (BatchMode: your keys, agent and "
+                                    "~/.ssh/config; OSMETER_SSH_CONFIG=FILE for another config). A host is "
+                                    "USER@HOST, HOST, or local (this machine, this tree).")
+    fsub = fl.add_subparsers(dest="fleet_cmd", required=True, parser_class=_Parser)
+    fr = fsub.add_parser("run", help="ship this tree to every host, build, run there, fetch the results",
+                         description="Each host gets the source (git HEAD, or the working tree with --dirty) in "
+                                     "~/.osmeter-fleet/, builds it with make, runs `osmeter run` with these "
+                                     "options, and its results land in DIR/<host>/; DIR/fleet.json indexes "
+                                     "them. Compare with `osmeter compare DIR`.")
+    fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    fr.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
+    fr.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call")
+    fr.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to on every host")
+    fr.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
+    fr.add_argument("--timer", choices=("tsc", "clock"), help="the probes' timer on every host")
+    fr.add_argument("--runs", type=_count, metavar="N", help="a campaign of N runs on each host")
+    fr.add_argument("--seed", type=_seed, metavar="N", help="seed of the probe order shuffle")
+    fr.add_argument("--parallel", action="store_true",
+                    help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
+    fr.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
+    fr.add_argument("--python", metavar="PATH",
+                    help="Python 3.11+ with numpy and matplotlib on the hosts (default: the tree's own "
+                         "launcher makes a .venv there with pip)")
+    fr.add_argument("--out", type=Path, metavar="DIR", help="fleet directory (default results/fleet-<UTC time>)")
+    fo = fsub.add_parser("load", help="iogen (or net_bw) on every host at once, one synchronized start, merged",
+                         description="Every host runs the same workload against its own --target, all starting "
+                                     "at one instant (each host's clock offset measured over ssh and reported); "
+                                     "the total adds the rates and merges the latency histograms.")
+    fo.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    fo.add_argument("--workload", default="4k-random-read", metavar="W", help="iogen workload (default 4k-random-read)")
+    fo.add_argument("--target", metavar="PATH", help="file or device on each host (iogen creates a missing file); {host} in it "
+                    "becomes the host's name")
+    fo.add_argument("--size", metavar="BYTES", help="region on each target (iogen's --size)")
+    fo.add_argument("--time", type=float, default=10.0, metavar="S", help="measured seconds (default 10)")
+    fo.add_argument("--ramp", type=float, default=1.0, metavar="S", help="unrecorded seconds first (default 1)")
+    fo.add_argument("--qd", type=int, metavar="N", help="queue depth per worker")
+    fo.add_argument("--workers", type=int, metavar="N", help="workers per host")
+    fo.add_argument("--log", action="store_true", help="also fetch every host's per-request log (iogen --log)")
+    fo.add_argument("--net", metavar="SERVER",
+                    help="a network load instead: net_bw on every host against one netpeer on SERVER "
+                         "(USER@HOST or local): many clients, one server")
+    fo.add_argument("--start-in", type=float, default=5.0, metavar="S",
+                    help="seconds from now to the common start (default 5: time to set up every host)")
+    fo.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
+    fo.add_argument("--parallel", action="store_true", help="prepare (ship, build) the hosts all at once")
+    fo.add_argument("--out", type=Path, metavar="DIR", help="where load.json goes (default results/load-<UTC time>)")
+
+    rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates "
+                                       "(of a fleet directory: the Fleet section)")
     rp.add_argument("dir", type=Path)
     rp.add_argument("--estimates", type=Path, metavar="FILE", help="a TOML file of estimates (estimates/example.toml)")
     rp.add_argument("--pdf", action="store_true",
@@ -193,9 +245,13 @@ def cmd_report(args) -> int:
     from .runner import repo_root
 
     args.dir = _run_dir(args.dir)
-    est = _estimates(args.estimates, required=args.estimates is not None)
     try:
-        tex = write_report(args.dir, est, repo_root())
+        if (args.dir / "fleet.json").is_file():
+            from .latex import write_fleet
+
+            tex = write_fleet(args.dir, repo_root())
+        else:
+            tex = write_report(args.dir, _estimates(args.estimates, required=args.estimates is not None), repo_root())
     except ValueError as e:
         raise RunError(str(e)) from None
     print(f"report: {tex}")
@@ -240,9 +296,58 @@ def _sides(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
     return a, b
 
 
+def cmd_fleet(args) -> int:
+    from . import fleet
+    from .runner import repo_root
+
+    root = repo_root()
+    hosts = fleet.parse_hosts(args.hosts)
+    stamp = fleet._stamp()
+    if args.fleet_cmd == "run":
+        out = args.out or root / "results" / f"fleet-{stamp}"
+        opts = {"preset": args.preset, "probes": args.probes, "cpu": args.cpu, "no_rt": args.no_rt,
+                "timer": args.timer, "runs": args.runs, "seed": args.seed}
+        return fleet.fleet_run(hosts, out, opts, args.parallel, args.dirty, args.python, root)
+    if not math.isfinite(args.time) or args.time <= 0 or not math.isfinite(args.ramp) or args.ramp < 0:
+        raise RunError("--time must be above 0 and --ramp 0 or more")
+    if not math.isfinite(args.start_in) or not 0.5 <= args.start_in <= 600:
+        raise RunError("--start-in: expected 0.5 to 600 seconds")
+    out = args.out or root / "results" / f"load-{stamp}"
+    if args.net:
+        if args.target or args.log or args.qd or args.workers:
+            raise RunError("--net takes no --target, --log, --qd or --workers (those are iogen's)")
+        return fleet.fleet_net(hosts, out, args.net, args.time, args.parallel, args.dirty, root, args.start_in)
+    if not args.target:
+        raise RunError("fleet load needs --target PATH (a file or device on each host), or --net SERVER")
+    iogen_args = ["--workload", args.workload, "--target", args.target, "--time", f"{args.time:g}",
+                  "--ramp", f"{args.ramp:g}"]
+    for flag, v in (("--qd", args.qd), ("--workers", args.workers), ("--size", args.size)):
+        if v is not None:
+            iogen_args += [flag, str(v)]
+    opts = {"iogen_args": iogen_args}
+    return fleet.fleet_load(hosts, out, opts, args.parallel, args.dirty, root, args.start_in, args.log)
+
+
 def cmd_compare(args) -> int:
     from . import compare
 
+    if len(args.dirs) == 1 and (args.dirs[0] / "fleet.json").is_file():
+        from .fleetcompare import compare_fleet, fleet_text
+
+        try:
+            fc = compare_fleet(args.dirs[0], args.baseline, args.min_change)
+        except ValueError as e:
+            raise RunError(str(e)) from None
+        print(fleet_text(fc))
+        if args.csv:
+            from .fleetcompare import fleet_csv
+
+            _write(args.csv, fleet_csv(fc), "--csv")
+        if args.tex or args.plot:
+            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
+        return 0
+    if args.baseline:
+        raise RunError("--baseline is for a fleet directory (one with fleet.json)")
     a, b = _sides(args.dirs)
     try:
         c = compare.compare_paths(a, b, args.min_change)
@@ -368,4 +473,4 @@ def main(argv: list[str] | None = None) -> int:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
-                    "export": cmd_export, "notebook": cmd_notebook}[args.cmd], args)
+                    "export": cmd_export, "notebook": cmd_notebook, "fleet": cmd_fleet}[args.cmd], args)

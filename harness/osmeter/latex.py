@@ -130,6 +130,19 @@ def write_compare(c, tex: Path, root: Path) -> Path:
                                            "DATE": esc(dt.date.today().isoformat()), "BODY": body})
 
 
+def write_fleet(fleet_dir: Path, root: Path, baseline: str | None = None) -> Path:
+    """`osmeter report FLEETDIR`: FLEETDIR/fleet.tex, the Fleet section (hosts,
+    steps, a figure of every host against the baseline, the table, the
+    conditions that differ)."""
+    from .fleetcompare import compare_fleet, to_latex
+
+    fc = compare_fleet(fleet_dir, baseline)
+    tex = fleet_dir / "fleet.tex"
+    body = to_latex(fc, fleet_dir / "fleet-figures")
+    return fill(root, "compare.tex", tex, {"TITLE": "osmeter: fleet", "DATE": esc(dt.date.today().isoformat()),
+                                           "BODY": body})
+
+
 LATEX_HINT = ("LaTeX is not installed; the .tex is ready. To get the PDF: sudo apt-get install texlive-latex-base "
               "texlive-latex-recommended texlive-fonts-recommended, then ./osmeter report DIR")
 

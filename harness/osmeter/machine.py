@@ -194,7 +194,15 @@ def mitigations() -> dict:
 
 
 def git_commit(root: Path) -> dict:
+    """The source's commit: from git, or, in a tree `osmeter fleet` shipped
+    (no .git there), from the .osmeter-source it wrote."""
     commit = _cmd("git", "-C", str(root), "rev-parse", "HEAD")
+    if commit is None and (root / ".osmeter-source").is_file():
+        try:
+            src = json.loads((root / ".osmeter-source").read_text())
+            return {"commit": src.get("commit"), "dirty": src.get("dirty"), "shipped_tree": src.get("tree")}
+        except (OSError, ValueError):
+            pass
     status = _cmd("git", "-C", str(root), "status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 

@@ -10,9 +10,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+from . import ssh
 from .errors import RunError
-
-SSH_OPTS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=5")
 
 
 def check_peer(peer: str, timeout: float = 3.0) -> None:
@@ -31,31 +30,32 @@ def check_peer(peer: str, timeout: float = 3.0) -> None:
 
 
 @contextlib.contextmanager
-def remote_peer(remote: str, netpeer: Path):
+def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
     """Copies netpeer to USER@HOST, starts it there on a free port, yields
     HOST:PORT once it says where it listens, and stops and removes it after."""
     host = remote.rsplit("@", 1)[-1]
     rpath = f"/tmp/osmeter-netpeer-{os.getpid()}"
-    ssh = ["ssh", *SSH_OPTS]
     try:
-        r = subprocess.run(["scp", "-q", *SSH_OPTS, str(netpeer), f"{remote}:{rpath}"],
-                           capture_output=True, text=True, timeout=30)
-    except FileNotFoundError:
-        raise RunError("--remote needs ssh and scp (Debian: openssh-client)") from None
-    except subprocess.TimeoutExpired:
-        raise RunError(f"--remote {remote}: copying netpeer timed out") from None
+        r = ssh.run(remote, f"cat > {rpath} && chmod +x {rpath}", input=netpeer.read_bytes(), text=False, timeout=30)
+    except RunError as e:
+        raise RunError(f"{what} {e}") from None
     if r.returncode != 0:
-        raise RunError(f"--remote {remote}: cannot copy netpeer there: {r.stderr.strip() or 'scp failed'}")
-    proc = subprocess.Popen([*ssh, remote, f"exec {rpath} --port 0"], stdout=subprocess.PIPE,
+        raise RunError(f"{what} {remote}: cannot copy netpeer there: {r.stderr.decode(errors='replace').strip()}")
+    proc = subprocess.Popen(ssh.argv(remote, f"echo $$; exec {rpath} --port 0"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    rpid = ""
     try:
+        rpid = proc.stdout.readline().strip()
         line = proc.stdout.readline()
         if not line.startswith("listening on "):
-            raise RunError(f"--remote {remote}: netpeer did not start there: {proc.stderr.read().strip()}")
+            err = proc.stderr.read().strip()
+            raise RunError(f"{what} {remote}: netpeer did not start there: "
+                           f"{ssh.reason(err) if proc.wait() == 255 else err}")
         port = line.split()[-1].rsplit(":", 1)[-1]
         yield f"{host}:{port}"
     finally:
-        subprocess.run([*ssh, remote, f"pkill -f {rpath}; rm -f {rpath}"], capture_output=True, timeout=30)
+        with contextlib.suppress(RunError, OSError):
+            ssh.run(remote, (f"kill {rpid} 2>/dev/null; " if rpid.isdigit() else "") + f"rm -f {rpath}", timeout=30)
         proc.kill()
         proc.wait()
 

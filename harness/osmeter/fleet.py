@@ -1,0 +1,765 @@
+"""`osmeter fleet run` and `osmeter fleet load`: the suite on several
+machines, driven from this one over OpenSSH (harness/osmeter/ssh.py), in
+the manager/worker model of SPEK and Iometer, with no daemon of its own.
+
+fleet run: for each host, in turn (or all at once with --parallel):
+  check   what the host lacks (python3 >= 3.11, make, cc, tar): named, not guessed
+  ship    the source tree (`git archive HEAD`, or the working tree with
+          --dirty) into ~/.osmeter-fleet/<label>-<tree>/ there; kept, so the
+          next run of the same tree ships and builds nothing
+  build   make there
+  run     `osmeter run` there with the same options (--no-report)
+  fetch   its results directory into DIR/<label>/
+The host "local" runs here, in this tree. A host that fails is recorded
+with its reason and the others go on; Ctrl-C stops every remote run (each
+keeps its finished probes) and fetches what finished. DIR/fleet.json indexes
+it all, with the seconds each step took.
+
+fleet load: iogen on every host at once against its own target, started
+together: each host's clock offset from this one is measured over ssh
+(the reading with the least round trip; uncertainty half of it), and every
+host is told the same start instant in its own clock (iogen --start-at).
+The totals add IOPS and MB/s; the latency percentiles come from the hosts'
+histograms merged bucket by bucket, never from averaged percentiles. With
+--net, net_bw clients on every host against one netpeer instead: many
+clients, one server.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import hist, ssh
+from .errors import Interrupted, RunError, shielded
+from .results import write_json_atomic
+
+LOCAL = ("local", "localhost")
+NEEDS = ("python3", "make", "cc", "tar")
+_HOST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$")
+
+
+@dataclass
+class Host:
+    target: str                 # USER@HOST as ssh takes it, or "local"
+    label: str                  # its directory under the fleet directory
+    status: str = "not run"     # ok | failed | interrupted | not run
+    reason: str = ""
+    steps: dict = field(default_factory=dict)   # step -> seconds
+    tree_dir: str = ""          # the shipped tree there
+    results: str = ""           # DIR/<label> relative to the fleet directory
+
+    @property
+    def local(self) -> bool:
+        return self.target in LOCAL
+
+
+def parse_hosts(text: str) -> list[Host]:
+    names = [h.strip() for h in text.split(",") if h.strip()]
+    if not names:
+        raise RunError("--hosts: expected USER@HOST,USER@HOST,... (or local)")
+    bad = [n for n in names if n not in LOCAL and not _HOST_RE.match(n)]
+    if bad:
+        raise RunError(f"--hosts: not a host: {', '.join(repr(b) for b in bad)} (expected USER@HOST, HOST or local)")
+    if len(set(names)) != len(names):
+        raise RunError("--hosts: a host is named twice")
+    hosts = []
+    for n in names:
+        label = "local" if n in LOCAL else n.rsplit("@", 1)[-1].strip("[]").replace(":", "_")
+        if any(h.label == label for h in hosts) or any(
+                (m.rsplit("@", 1)[-1].strip("[]").replace(":", "_") == label) for m in names if m != n):
+            label = n.replace("@", "_at_").replace(":", "_").strip("[]")
+        hosts.append(Host(n, label))
+    return hosts
+
+
+# ------------------------------------------------------------ the source
+
+def source_tar(root: Path, dirty: bool) -> tuple[bytes, str, str]:
+    """(tar bytes, tree id, what it is): HEAD by git archive, or the working
+    tree; either way with a .osmeter-source saying which (machine.git_commit
+    reads it where there is no .git)."""
+    tar, tree, what, commit = _source_tar(root, dirty)
+    src = json.dumps({"commit": commit, "dirty": not what.startswith("git HEAD"), "tree": tree}).encode()
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        with tarfile.open(fileobj=io.BytesIO(tar), mode="r") as src_tf:
+            for m in src_tf:
+                tf.addfile(m, src_tf.extractfile(m) if m.isfile() else None)
+        info = tarfile.TarInfo(".osmeter-source")
+        info.size = len(src)
+        tf.addfile(info, io.BytesIO(src))
+    return out.getvalue(), tree, what
+
+
+def _git_head(root: Path) -> str | None:
+    r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def _source_tar(root: Path, dirty: bool) -> tuple[bytes, str, str, str | None]:
+    git = (root / ".git").exists()
+    if git and not dirty:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+        if head.returncode == 0:
+            tar = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", "HEAD"], capture_output=True)
+            if tar.returncode != 0:
+                raise RunError(f"git archive failed: {tar.stderr.decode(errors='replace').strip()}")
+            changed = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                     capture_output=True, text=True).stdout.strip()
+            what = f"git HEAD {head.stdout.strip()[:12]}"
+            if changed:
+                what += " (uncommitted changes not shipped: --dirty ships the working tree)"
+            return tar.stdout, head.stdout.strip()[:12], what, head.stdout.strip()
+    if git:
+        ls = subprocess.run(["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+        files = sorted(f for f in ls if f and (root / f).is_file())
+    else:
+        skip = {".venv", "build", "results", ".git", "__pycache__"}
+        files = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                       if p.is_file() and not skip.intersection(p.relative_to(root).parts))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for f in files:
+            info = tf.gettarinfo(str(root / f), arcname=f)
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            with open(root / f, "rb") as fh:
+                tf.addfile(info, fh)
+    data = buf.getvalue()
+    tree = hashlib.sha256(data).hexdigest()[:12]
+    return data, tree, f"working tree {tree} ({len(files)} files)", _git_head(root) if git else None
+
+
+# ------------------------------------------------------------ one host
+
+class HostFailed(Exception):
+    pass
+
+
+def _ssh(host: Host, command: str, **kw) -> subprocess.CompletedProcess:
+    try:
+        return ssh.run(host.target, command, **kw)
+    except RunError as e:
+        raise HostFailed(str(e).removeprefix(f"{host.target}: ")) from None
+
+
+def _timed(host: Host, step: str, fn, *args):
+    t0 = time.monotonic()
+    try:
+        return fn(*args)
+    finally:
+        host.steps[step] = round(time.monotonic() - t0, 3)
+
+
+def check(host: Host, needs: tuple[str, ...], python: str | None) -> str:
+    """Fails naming what the host lacks; returns its home directory."""
+    tools = [t for t in needs if not (python and t == "python3")]
+    py = python or "python3"
+    r = _ssh(host, "for t in " + " ".join(tools) + "; do command -v $t >/dev/null 2>&1 || printf '%s ' $t; done; "
+             f"echo; {ssh.quote(py)} -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>/dev/null "
+             "|| echo none; echo \"$HOME\"", timeout=30)
+    lines = (r.stdout.splitlines() + ["", "", ""])[:3]
+    missing = lines[0].split()
+    if "python3" in needs or python:
+        version = lines[1].strip()
+        if version == "none" and "python3" not in missing:
+            missing.append(python or "python3")
+        elif version != "none" and tuple(int(x) for x in version.split(".")) < (3, 11):
+            raise HostFailed(f"has Python {version} as {py}; osmeter needs 3.11 or newer (--python PATH)")
+    if missing:
+        raise HostFailed(f"lacks {', '.join(missing)} (Debian: "
+                         + ", ".join(dict.fromkeys({"cc": "gcc", "python3": "python3"}.get(m, m) for m in missing))
+                         + ")")
+    return lines[2].strip() or "/tmp"
+
+
+def ship(host: Host, tar: bytes, tree: str, home: str) -> str:
+    d = f"{home}/.osmeter-fleet/{host.label}-{tree}"
+    q = ssh.quote(d)
+    r = _ssh(host, f"test -f {q}/.osmeter-tree && echo have || true", timeout=30)
+    if r.stdout.strip() == "have":
+        return d
+    r = _ssh(host, f"rm -rf {q}.new && mkdir -p {q}.new && tar -x -C {q}.new && echo {tree} > {q}.new/.osmeter-tree "
+             f"&& rm -rf {q} && mv {q}.new {q}", input=tar, text=False, timeout=300)
+    if r.returncode != 0:
+        raise HostFailed(f"cannot unpack the source there: {r.stderr.decode(errors='replace').strip()[-300:]}")
+    return d
+
+
+def build(host: Host, tree_dir: str, target: str = "all") -> None:
+    r = _ssh(host, f"make -s -j\"$(nproc 2>/dev/null || echo 2)\" -C {ssh.quote(tree_dir)} {target}", timeout=900)
+    if r.returncode != 0:
+        tail = "\n".join(r.stderr.strip().splitlines()[-5:])
+        raise HostFailed(f"make failed there:\n{tail}")
+
+
+def python_ready(host: Host, tree_dir: str, python: str | None) -> str:
+    """The command that starts osmeter there: --python's interpreter (which
+    must import numpy and matplotlib), or the tree's own launcher, which
+    makes its .venv with pip the first time."""
+    q = ssh.quote(tree_dir)
+    if python:
+        r = _ssh(host, f"{ssh.quote(python)} -c 'import numpy, matplotlib'", timeout=60)
+        if r.returncode != 0:
+            raise HostFailed(f"{python} cannot import numpy and matplotlib there")
+        return f"env OSMETER_ROOT={q} PYTHONPATH={q}/harness {ssh.quote(python)} -m osmeter"
+    r = _ssh(host, f"{q}/osmeter --setup", timeout=900)
+    if r.returncode != 0:
+        raise HostFailed("cannot set up osmeter's Python packages there (pip): "
+                         f"{r.stderr.strip()[-300:]}; give --python PATH to an interpreter with numpy and matplotlib")
+    return f"{q}/osmeter"
+
+
+class Driver:
+    """Runs one function per host, one host at a time or all at once, with
+    the main thread free to take Ctrl-C: then every remote process this
+    driver started gets SIGINT, the hosts end their step, and what finished
+    is kept."""
+
+    def __init__(self, hosts: list[Host], parallel: bool, save):
+        self.hosts, self.parallel, self.save = hosts, parallel, save
+        self.stop = threading.Event()
+        self.procs: dict[str, tuple[subprocess.Popen, str]] = {}
+        self.lock = threading.Lock()
+
+    def start(self, host: Host, command: str) -> subprocess.Popen:
+        """A remote (or local) command whose first output line is its pid."""
+        argv = ["sh", "-c", command] if host.local else ssh.argv(host.target, command)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        pid = p.stdout.readline().strip()
+        with self.lock:
+            self.procs[host.label] = (p, pid)
+        if self.stop.is_set():
+            self.interrupt_one(host)
+        return p
+
+    def done(self, host: Host) -> None:
+        with self.lock:
+            self.procs.pop(host.label, None)
+
+    def interrupt_one(self, host: Host) -> None:
+        with self.lock:
+            p, pid = self.procs.get(host.label, (None, ""))
+        if not p or not pid.isdigit():
+            return
+        if host.local:
+            try:
+                os.kill(int(pid), 2)
+            except ProcessLookupError:
+                pass
+        else:
+            try:
+                ssh.run(host.target, f"kill -INT {pid} 2>/dev/null || true", timeout=15)
+            except RunError:
+                pass
+
+    def run(self, fn) -> None:
+        def one(h: Host):
+            if self.stop.is_set():
+                return
+            try:
+                fn(h)
+                if h.status == "not run":
+                    h.status = "ok"
+            except HostFailed as e:
+                h.status = "interrupted" if self.stop.is_set() else "failed"
+                h.reason = str(e)
+            except Exception as e:  # a bug here must not lose the other hosts' results
+                h.status, h.reason = "failed", f"{type(e).__name__}: {e}"
+            finally:
+                self.done(h)
+                if h.status in ("failed", "interrupted"):
+                    print(f"fleet: {h.target}: {h.status}: {h.reason}", file=sys.stderr)
+                self.save()
+
+        pool = cf.ThreadPoolExecutor(max_workers=len(self.hosts) if self.parallel else 1)
+        futures = [pool.submit(one, h) for h in self.hosts]
+        try:
+            while not all(f.done() for f in futures):
+                cf.wait(futures, timeout=0.2)
+        except Interrupted:
+            self.stop.set()
+            with shielded():
+                print("fleet: interrupted: stopping the runs and fetching what finished ...", file=sys.stderr)
+                for h in self.hosts:
+                    self.interrupt_one(h)
+                cf.wait(futures)
+                for h in self.hosts:
+                    if h.status == "not run":
+                        h.reason = "interrupted before it started"
+                self.save()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _fetch_dir(host: Host, remote_dir: str, local: Path) -> None:
+    """The remote directory's files into local (tar over ssh, unpacked safely)."""
+    local.mkdir(parents=True, exist_ok=True)
+    argv = ssh.argv(host.target, f"tar -C {ssh.quote(remote_dir)} -cf - .")
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
+            tf.extractall(local, filter="data")
+    except tarfile.TarError as e:
+        p.kill()
+        err = p.stderr.read().decode(errors="replace")
+        p.wait()
+        raise HostFailed(f"fetching {remote_dir}: {ssh.reason(err) if p.returncode == 255 else (err.strip() or e)}")
+    if p.wait() != 0:
+        err = p.stderr.read().decode(errors="replace")
+        raise HostFailed(f"fetching {remote_dir}: {ssh.reason(err) if p.returncode == 255 else err.strip()}")
+
+
+# ------------------------------------------------------------ fleet run
+
+def run_args(opts: dict) -> list[str]:
+    """The options of `osmeter run` a fleet passes on to every host."""
+    out = ["--preset", opts["preset"]]
+    if opts.get("probes"):
+        out += ["--probes", ",".join(opts["probes"])]
+    for k in ("cpu", "timer", "runs", "seed", "disk_size"):
+        if opts.get(k) is not None:
+            out += [f"--{k.replace('_', '-')}", str(opts[k])]
+    if opts.get("no_rt"):
+        out.append("--no-rt")
+    return out
+
+
+def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: bool,
+              python: str | None, root: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "fleet.json").exists():
+        raise RunError(f"{out} already holds a fleet (fleet.json): give a new --out")
+    tar, tree, what = source_tar(root, dirty)
+    args = run_args(opts)
+    index = {"kind": "fleet-run", "created_utc": _stamp(), "source": what, "tree": tree, "options": opts,
+             "osmeter_run_args": args, "parallel": parallel, "hosts": []}
+    lock = threading.Lock()
+
+    def save():
+        with lock:
+            index["hosts"] = [asdict(h) for h in hosts]
+            write_json_atomic(out / "fleet.json", index)
+
+    print(f"fleet: {len(hosts)} host{'s' if len(hosts) != 1 else ''}, {what}, "
+          f"{'all at once' if parallel else 'one after another'}; results in {out}")
+    save()
+    drv = Driver(hosts, parallel, save)
+
+    def one(h: Host):
+        dest = out / h.label
+        if h.local:
+            _timed(h, "build", _build_local, root)
+            cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "
+                   + ssh.quote(*args) + f" --no-report --out {ssh.quote(dest)}")
+            _timed(h, "run", _run_step, drv, h, cmd)
+            h.results = h.label
+            return
+        home = _timed(h, "check", check, h, NEEDS, python)
+        h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
+        _timed(h, "build", build, h, h.tree_dir)
+        launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
+        rres = f"{h.tree_dir}/results/fleet-{_stamp()}-{os.getpid()}"
+        cmd = f"echo $$; exec {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+        try:
+            _timed(h, "run", _run_step, drv, h, cmd)
+        finally:
+            try:
+                _timed(h, "fetch", _fetch_dir, h, rres, dest)
+                h.results = h.label
+                _ssh(h, f"rm -rf {ssh.quote(rres)}", timeout=60)
+            except HostFailed as e:
+                if h.status != "failed":
+                    raise
+                h.reason += f"; and {e}"
+
+    drv.run(one)
+    ok = [h for h in hosts if h.status == "ok"]
+    print(summary_text(hosts))
+    print(f"fleet: {len(ok)} of {len(hosts)} hosts ok; compare them with: osmeter compare {out}")
+    return 0 if len(ok) == len(hosts) else 1
+
+
+def _build_local(root: Path) -> None:
+    r = subprocess.run(["make", "-s", "-C", str(root), "all"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise HostFailed("make failed here:\n" + "\n".join(r.stderr.strip().splitlines()[-5:]))
+
+
+def _run_step(drv: Driver, h: Host, cmd: str) -> None:
+    p = drv.start(h, cmd)
+    tail: list[str] = []
+
+    def pump_err():
+        for line in p.stderr:
+            tail.append(line.rstrip())
+            del tail[:-20]
+
+    t = threading.Thread(target=pump_err, daemon=True)
+    t.start()
+    for line in p.stdout:
+        print(f"[{h.label}] {line.rstrip()}", flush=True)
+    rc = p.wait()
+    t.join(timeout=5)
+    if rc == 255 and not h.local:
+        raise HostFailed(ssh.reason("\n".join(tail)))
+    if rc in (130, 143) or drv.stop.is_set():
+        h.status, h.reason = "interrupted", f"stopped by Ctrl-C (exit {rc}); finished probes kept"
+        return
+    if rc != 0:
+        errs = [ln for ln in tail if ln.strip()][-3:]
+        raise HostFailed(f"osmeter run exited {rc}: " + " | ".join(errs))
+
+
+def summary_text(hosts: list[Host]) -> str:
+    steps = ("check", "ship", "build", "setup", "run", "fetch")
+    rows = [("host", "status", *steps, "reason")]
+    for h in hosts:
+        rows.append((h.target, h.status, *(f"{h.steps[s]:.1f}" if s in h.steps else "-" for s in steps),
+                     h.reason.splitlines()[0] if h.reason else ""))
+    from .present import text_table
+
+    return "seconds per step:\n" + text_table(rows[0], rows[1:])
+
+
+# ------------------------------------------------------------ clocks
+
+def clock_offset(host: Host, samples: int = 9) -> tuple[float, float]:
+    """(offset, uncertainty) in seconds: the host's CLOCK_REALTIME minus
+    this one's, from the reading with the least round trip (Cristian's
+    method); the uncertainty is half that round trip."""
+    if host.local:
+        return 0.0, 0.0
+    cmd = ("if command -v bash >/dev/null 2>&1; then exec bash -c 'while read x; do echo $EPOCHREALTIME; done'; "
+           "else while read x; do date +%s.%N; done; fi")
+    p = subprocess.Popen(ssh.argv(host.target, cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, bufsize=1)
+    best = (math.inf, 0.0)
+    try:
+        for _ in range(samples):
+            t0 = time.time()
+            p.stdin.write("x\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            t1 = time.time()
+            if not line:
+                break
+            remote = float(line.strip().replace(",", "."))
+            if t1 - t0 < best[0]:
+                best = (t1 - t0, remote - (t0 + t1) / 2)
+    except (ValueError, OSError):
+        pass
+    finally:
+        p.stdin.close()
+        p.kill()
+        err = p.stderr.read()
+        p.wait()
+    if not math.isfinite(best[0]):
+        raise HostFailed(f"cannot read its clock: {ssh.reason(err)}")
+    return best[1], best[0] / 2
+
+
+# ------------------------------------------------------------ fleet load
+
+PCTS = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999))
+
+
+def merge_load(per_host: list[dict]) -> dict:
+    """The whole load from the hosts' iogen results: rates added, latency
+    percentiles from the histograms merged (never from the hosts' percentiles)."""
+    lats = [r["lat_ns"] for r in per_host if r.get("lat_ns", {}).get("count")]
+    counts = hist.merge([lat["hist"] for lat in lats])
+    lo = min((lat["min"] for lat in lats), default=None)
+    hi = max((lat["max"] for lat in lats), default=None)
+    total = {k: round(sum(r[k] for r in per_host), 3) for k in ("iops", "mbps", "read_iops", "write_iops")}
+    total["ios"] = sum(r["reads"] + r["writes"] for r in per_host)
+    lat = {"count": sum(counts.values()), "min": lo, "max": hi}
+    if lat["count"]:
+        lat["mean"] = sum(lt["mean"] * lt["count"] for lt in lats) / lat["count"]
+        for name, p in PCTS:
+            lat[name] = hist.percentile(counts, p, lo, hi)
+    lat["hist"] = {"sub_bits": hist.SUB_BITS, "counts": [[b, c] for b, c in sorted(counts.items())]}
+    total["lat_ns"] = lat
+    return total
+
+
+def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bool, dirty: bool,
+               root: Path, start_in: float, log: bool) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "load.json").exists():
+        raise RunError(f"{out} already holds a load (load.json): give a new --out")
+    tar, tree, what = source_tar(root, dirty)
+    doc = {"kind": "fleet-load", "created_utc": _stamp(), "source": what, "tree": tree, "options": io_opts,
+           "hosts": []}
+    lock = threading.Lock()
+    extra: dict[str, dict] = {h.label: {} for h in hosts}
+
+    def save():
+        with lock:
+            doc["hosts"] = [dict(asdict(h), **extra[h.label]) for h in hosts]
+            write_json_atomic(out / "load.json", doc)
+
+    print(f"fleet load: {len(hosts)} hosts, {what}; results in {out}")
+    save()
+    # 1. every host made ready (check, ship, build iogen), and its clock read
+    prep = Driver(hosts, parallel_prepare, save)
+    iogens: dict[str, str] = {}
+
+    def ready(h: Host):
+        if h.local:
+            _timed(h, "build", _build_local, root)
+            iogens[h.label] = str(root / "build" / "bin" / "iogen")
+        else:
+            home = _timed(h, "check", check, h, ("make", "cc", "tar"), None)
+            h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
+            _timed(h, "build", build, h, h.tree_dir, "build/bin/iogen")
+            iogens[h.label] = f"{h.tree_dir}/build/bin/iogen"
+        off, unc = _timed(h, "clock", clock_offset, h)
+        extra[h.label].update(clock_offset_s=off, clock_uncertainty_s=unc)
+        h.status = "ready"
+
+    prep.run(ready)
+    live = [h for h in hosts if h.status == "ready"]
+    if not live:
+        print(summary_text(hosts))
+        raise RunError("no host is ready for the load")
+    # 2. one start instant, each host told it in its own clock
+    start = time.time() + start_in
+    doc["start_planned_unix"] = start
+    drv = Driver(live, True, save)
+    stamp = _stamp()
+
+    def go(h: Host):
+        off = extra[h.label]["clock_offset_s"]
+        rlog = f"/tmp/osmeter-load-{stamp}-{h.label}.csv" if log else None
+        argv = [iogens[h.label], *(a.replace("{host}", h.label) for a in io_opts["iogen_args"]),
+                "--start-at", f"{start + off:.6f}"]
+        if rlog:
+            argv += ["--log", rlog]
+        cmd = "echo $$; exec " + ssh.quote(*argv)
+        p = _timed(h, "load", _load_step, drv, h, cmd)
+        res = json.loads(p)
+        res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
+        (out / h.label).mkdir(exist_ok=True)
+        write_json_atomic(out / h.label / "iogen.json", res)
+        extra[h.label]["iogen"] = {k: res[k] for k in ("iops", "mbps", "reads", "writes", "run_s", "start_unix",
+                                                         "start_unix_here") if k in res}
+        if rlog:
+            _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / "iogen-log.csv")
+        h.status = "ok"
+
+    for h in live:
+        h.status = "not run"
+    drv.run(go)
+    done = [json.loads((out / h.label / "iogen.json").read_text()) for h in live if h.status == "ok"]
+    if done:
+        doc["total"] = merge_load(done)
+        starts = [r["start_unix_here"] for r in done]
+        doc["start_spread_s"] = max(starts) - min(starts)
+        doc["start_uncertainty_s"] = max(extra[h.label]["clock_uncertainty_s"] for h in live if h.status == "ok")
+    save()
+    print(load_text(doc))
+    return 0 if len(done) == len(hosts) else 1
+
+
+def _load_step(drv: Driver, h: Host, cmd: str) -> str:
+    p = drv.start(h, cmd)
+    outp, err = p.communicate()
+    if p.returncode == 255 and not h.local:
+        raise HostFailed(ssh.reason(err))
+    if p.returncode != 0:
+        raise HostFailed(f"iogen exited {p.returncode}: {err.strip()[-300:]}")
+    lines = [ln for ln in outp.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise HostFailed("iogen printed no result")
+    return lines[-1]
+
+
+def _fetch_file(h: Host, remote: str, local: Path) -> None:
+    if h.local:
+        os.replace(remote, local)
+        return
+    with open(local, "wb") as f:
+        r = subprocess.run(ssh.argv(h.target, f"cat {ssh.quote(remote)} && rm -f {ssh.quote(remote)}"), stdout=f,
+                           stderr=subprocess.PIPE, timeout=600)
+    if r.returncode != 0:
+        raise HostFailed(f"fetching {remote}: {r.stderr.decode(errors='replace').strip()}")
+
+
+def load_text(doc: dict) -> str:
+    from .present import fmt_value, text_table
+
+    rows = []
+    for h in doc["hosts"]:
+        g = h.get("iogen")
+        off = h.get("clock_offset_s")
+        offs = "-" if off is None else f"{off * 1e3:+.3f} ± {h['clock_uncertainty_s'] * 1e3:.3f} ms"
+        if not g:
+            rows.append((h["target"], h["status"], "-", "-", offs, "-", h.get("reason", "").split("\n")[0]))
+            continue
+        late = (g["start_unix_here"] - doc["start_planned_unix"]) * 1e3
+        rows.append((h["target"], h["status"], fmt_value(g["iops"], "IOPS"), fmt_value(g["mbps"], "MB/s"), offs,
+                     f"{late:+.3f} ms", ""))
+    t = doc.get("total")
+    if t:
+        lat = t["lat_ns"]
+        rows.append(("total", "", fmt_value(t["iops"], "IOPS"), fmt_value(t["mbps"], "MB/s"), "", "", ""))
+    text = text_table(("host", "status", "IOPS", "MB/s", "clock offset", "start vs plan", "reason"), rows)
+    if t and lat.get("count"):
+        text += ("\nmerged latency (histograms added): " + ", ".join(
+            f"{n.replace('_', '.')} {fmt_value(lat[n], 'ns')}" for n, _ in PCTS) + f", max {fmt_value(lat['max'], 'ns')}")
+        text += (f"\nstarts agree within {doc['start_spread_s'] * 1e3:.3f} ms "
+                 f"(clock uncertainty ±{doc['start_uncertainty_s'] * 1e3:.3f} ms)")
+    return text
+
+
+# ------------------------------------------------------------ fleet load --net
+
+def _net_server(server: str, root: Path):
+    """A context manager yielding HOST:PORT of one netpeer: `local:ADDR`
+    starts it here (clients connect to ADDR), USER@HOST starts it there."""
+    import contextlib
+
+    from .osmnet import remote_peer
+
+    netpeer = root / "build" / "bin" / "netpeer"
+    if server.startswith("local:"):
+        addr = server.split(":", 1)[1]
+        if not addr:
+            raise RunError("--net local:ADDR: give the address the clients reach this machine at")
+
+        @contextlib.contextmanager
+        def here():
+            p = subprocess.Popen([str(netpeer), "--port", "0", "--bind", "0.0.0.0"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            try:
+                line = p.stdout.readline()
+                if not line.startswith("listening on "):
+                    raise RunError(f"netpeer did not start here: {p.stderr.read().strip()}")
+                yield f"{addr}:{line.split()[-1].rsplit(':', 1)[-1]}"
+            finally:
+                p.terminate()
+                p.wait()
+        return here()
+    _check_server(server)
+    return remote_peer(server, netpeer, "--net")
+
+
+def _check_server(server: str) -> None:
+    if server.startswith("local:") and server[6:]:
+        return
+    if server in LOCAL or not _HOST_RE.match(server):
+        raise RunError(f"--net {server!r}: expected USER@HOST (netpeer started there) or local:ADDR (netpeer here, "
+                       "the clients reaching this machine at ADDR)")
+
+
+def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_prepare: bool, dirty: bool,
+              root: Path, start_in: float) -> int:
+    _check_server(server)
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "load.json").exists():
+        raise RunError(f"{out} already holds a load (load.json): give a new --out")
+    _build_local(root)
+    tar, tree, what = source_tar(root, dirty)
+    doc = {"kind": "fleet-net", "created_utc": _stamp(), "source": what, "tree": tree, "server": server,
+           "seconds": secs, "hosts": []}
+    lock = threading.Lock()
+    extra: dict[str, dict] = {h.label: {} for h in hosts}
+
+    def save():
+        with lock:
+            doc["hosts"] = [dict(asdict(h), **extra[h.label]) for h in hosts]
+            write_json_atomic(out / "load.json", doc)
+
+    print(f"fleet load --net: {len(hosts)} clients against one netpeer on {server}; results in {out}")
+    save()
+    bins: dict[str, str] = {}
+
+    def ready(h: Host):
+        if h.local:
+            bins[h.label] = str(root / "build" / "bin" / "net_bw")
+        else:
+            home = _timed(h, "check", check, h, ("make", "cc", "tar"), None)
+            h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
+            _timed(h, "build", build, h, h.tree_dir, "build/bin/net_bw")
+            bins[h.label] = f"{h.tree_dir}/build/bin/net_bw"
+        off, unc = _timed(h, "clock", clock_offset, h)
+        extra[h.label].update(clock_offset_s=off, clock_uncertainty_s=unc)
+        h.status = "ready"
+
+    Driver(hosts, parallel_prepare, save).run(ready)
+    live = [h for h in hosts if h.status == "ready"]
+    if not live:
+        print(summary_text(hosts))
+        raise RunError("no host is ready for the load")
+    with _net_server(server, root) as peer:
+        doc["peer"] = peer
+        start = time.time() + start_in
+        doc["start_planned_unix"] = start
+        drv = Driver(live, True, save)
+
+        def go(h: Host):
+            at = start + extra[h.label]["clock_offset_s"]
+            wait = (f"t=$(({int(at * 1e6)} - $(date +%s%6N))); [ $t -gt 0 ] && "
+                    f"sleep $(printf '%d.%06d' $((t / 1000000)) $((t % 1000000))); ")
+            cmd = (f"echo $$; {wait}exec " + ssh.quote(bins[h.label], "--peer", peer, "--seconds", f"{secs:g}",
+                                                         "--samples", "1", "--warmup", "0", "--timeout", "10000"))
+            text = _timed(h, "load", _net_step, drv, h, cmd)
+            res = {}
+            for line in text.splitlines():
+                if line.startswith("{"):
+                    m = json.loads(line)
+                    if m.get("samples"):
+                        key = "recv_mbps" if m["params"].get("direction") == "receive" else "send_mbps"
+                        res[key] = float(m["samples"][0])
+            if "send_mbps" not in res:
+                raise HostFailed("net_bw printed no bandwidth")
+            extra[h.label]["net"] = res
+            h.status = "ok"
+
+        for h in live:
+            h.status = "not run"
+        drv.run(go)
+    done = [extra[h.label]["net"] for h in live if h.status == "ok"]
+    if done:
+        doc["total"] = {k: round(sum(d.get(k, 0.0) for d in done), 3) for k in ("send_mbps", "recv_mbps")}
+    save()
+    from .present import fmt_value, text_table
+
+    rows = [(h.target, h.status, *(fmt_value(extra[h.label].get("net", {}).get(k), "MB/s") if "net" in extra[h.label]
+                                   else "-" for k in ("send_mbps", "recv_mbps")), h.reason.split("\n")[0])
+            for h in hosts]
+    if done:
+        rows.append(("total", "", fmt_value(doc["total"]["send_mbps"], "MB/s"), fmt_value(doc["total"]["recv_mbps"],
+                                                                                          "MB/s"), ""))
+    print(text_table(("client", "status", "to server", "from server", "reason"), rows))
+    return 0 if len(done) == len(hosts) else 1
+
+
+def _net_step(drv: Driver, h: Host, cmd: str) -> str:
+    p = drv.start(h, cmd)
+    outp, err = p.communicate()
+    if p.returncode == 255 and not h.local:
+        raise HostFailed(ssh.reason(err))
+    if p.returncode != 0:
+        raise HostFailed(f"net_bw exited {p.returncode}: {err.strip()[-300:]}")
+    return outp

@@ -1,0 +1,89 @@
+"""OpenSSH, the only transport between machines: every ssh call of osmeter
+goes through here. BatchMode (never a password prompt), the user's own keys,
+agent and ~/.ssh/config, and one master connection per host reused by every
+later call (ControlMaster), so a fleet step costs a round trip, not a
+handshake. OSMETER_SSH_CONFIG=FILE gives ssh another config file (ssh -F)."""
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+
+from .errors import RunError
+
+_control_dir: str | None = None
+
+
+def _control() -> str:
+    global _control_dir
+    if _control_dir is None:
+        _control_dir = tempfile.mkdtemp(prefix="osmeter-ssh-")
+        atexit.register(close_all)
+    return _control_dir
+
+
+def options() -> list[str]:
+    opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=10",
+            "-o", "ServerAliveCountMax=3", "-o", "ControlMaster=auto",
+            "-o", f"ControlPath={_control()}/%C", "-o", "ControlPersist=120"]
+    cfg = os.environ.get("OSMETER_SSH_CONFIG")
+    if cfg:
+        opts = ["-F", cfg, *opts]
+    return opts
+
+
+def argv(target: str, command: str) -> list[str]:
+    """ssh argv that runs a shell command line on target."""
+    return ["ssh", *options(), target, command]
+
+
+def run(target: str, command: str, *, input: bytes | str | None = None, timeout: float = 60,
+        text: bool = True) -> subprocess.CompletedProcess:
+    """Runs command on target; raises RunError when ssh itself fails (the reason in words)."""
+    try:
+        r = subprocess.run(argv(target, command), input=input, capture_output=True, text=text, timeout=timeout)
+    except FileNotFoundError:
+        raise RunError("ssh is not installed (Debian: openssh-client)") from None
+    except subprocess.TimeoutExpired:
+        raise RunError(f"{target}: no answer within {timeout:.0f} s") from None
+    if r.returncode == 255:
+        raise RunError(f"{target}: {reason(r.stderr)}")
+    return r
+
+
+def reason(stderr: str | bytes) -> str:
+    """ssh's own failure, in words a person acts on."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    s = stderr.strip()
+    lines = [ln for ln in s.splitlines() if ln.strip() and not ln.startswith("Warning: Permanently added")]
+    last = lines[-1] if lines else "ssh failed"
+    if "Connection refused" in s:
+        return "ssh: connection refused (no sshd listening there?)"
+    if "Permission denied" in s:
+        return "ssh: the host refused the key (Permission denied): add your public key to its authorized_keys"
+    if "Could not resolve hostname" in s:
+        return "ssh: unknown host name"
+    if "timed out" in s or "No route to host" in s or "Network is unreachable" in s:
+        return f"ssh: host unreachable ({last})"
+    if "Host key verification failed" in s:
+        return "ssh: host key verification failed (not in known_hosts, or changed)"
+    return f"ssh: {last}"
+
+
+def quote(*words: str) -> str:
+    return " ".join(shlex.quote(str(w)) for w in words)
+
+
+def close_all() -> None:
+    """Stops the master connections (each exits on its own after ControlPersist anyway)."""
+    global _control_dir
+    if _control_dir and os.path.isdir(_control_dir):
+        for name in os.listdir(_control_dir):
+            subprocess.run(["ssh", "-o", f"ControlPath={_control_dir}/{name}", "-O", "exit", "x"],
+                           capture_output=True, timeout=10)
+        shutil.rmtree(_control_dir, ignore_errors=True)
+    _control_dir = None
