@@ -11,6 +11,35 @@
 
 extern bool osm_human_output;
 
+/* A CPU list as sysfs and taskset write it ("0-3,8,10-11") into out[]: the count,
+ * or -1 when it is malformed or holds more than max. */
+int osm_parse_cpu_list(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long a = strtol(s, &end, 10), b = a;
+        if (end == s || a < 0)
+            return -1;
+        if (*end == '-') {
+            b = strtol(end + 1, &end, 10);
+            if (b < a)
+                return -1;
+        }
+        for (long c = a; c <= b; c++) {
+            if (n == max)
+                return -1;
+            out[n++] = (int)c;
+        }
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        s = end;
+    }
+    return n;
+}
+
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
     if (!s || !*s)

@@ -342,6 +342,8 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
 
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+/* "0-3,8" into out[] (at most max): the count, or -1 when malformed or too many. */
+int osm_parse_cpu_list(const char *s, int *out, int max);
 int osm_pin(int cpu); /* 0 ok; -1 and errno */
 /* A thread that starts on `cpu` (its affinity set before it first runs: a
  * creator spinning at SCHED_FIFO on its own CPU could otherwise keep the new

@@ -70,33 +70,6 @@ static const struct osm_probe_info info = {
 };
 
 /* "0-3,8" -> CPUs; returns how many, or -1. */
-static int parse_cpus(const char *s, int *out, int max)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long a = strtol(s, &end, 10), b = a;
-        if (end == s || a < 0)
-            return -1;
-        if (*end == '-') {
-            b = strtol(end + 1, &end, 10);
-            if (b < a)
-                return -1;
-        }
-        for (long c = a; c <= b; c++) {
-            if (n == max)
-                return -1;
-            out[n++] = (int)c;
-        }
-        if (*end == ',')
-            end++;
-        else if (*end)
-            return -1;
-        s = end;
-    }
-    return n;
-}
-
 struct pair {
     int a, b; /* indices into the CPU list */
 };
@@ -203,7 +176,7 @@ int main(int argc, char **argv)
     osm_init(argc, argv, &info, &o);
     int *cpus = malloc(CPU_SETSIZE * sizeof *cpus), n = 0;
     if (cpus_arg) {
-        n = parse_cpus(cpus_arg, cpus, CPU_SETSIZE);
+        n = osm_parse_cpu_list(cpus_arg, cpus, CPU_SETSIZE);
         if (n < 0)
             osm_usage_error("--cpus: expected a list such as 0-3,8, got '%s'", cpus_arg);
     } else {
@@ -216,7 +189,7 @@ int main(int argc, char **argv)
             fclose(f);
         }
         buf[strcspn(buf, "\n")] = 0;
-        n = buf[0] ? parse_cpus(buf, cpus, CPU_SETSIZE) : -1;
+        n = buf[0] ? osm_parse_cpu_list(buf, cpus, CPU_SETSIZE) : -1;
         if (n < 0) { /* no sysfs: count */
             long online = sysconf(_SC_NPROCESSORS_ONLN);
             for (n = 0; n < online && n < CPU_SETSIZE; n++)

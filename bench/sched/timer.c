@@ -80,20 +80,11 @@ static void read_line(const char *path, char *out, size_t len)
 /* Is cpu in a cpulist such as "1-3,5"? */
 static bool in_list(const char *list, int cpu)
 {
-    const char *p = list;
-    while (*p) {
-        char *end;
-        long a = strtol(p, &end, 10), b = a;
-        if (end == p)
-            return false;
-        if (*end == '-')
-            b = strtol(end + 1, &end, 10);
-        if (cpu >= a && cpu <= b)
+    static int cpus[CPU_SETSIZE];
+    int n = osm_parse_cpu_list(list, cpus, CPU_SETSIZE);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] == cpu)
             return true;
-        p = *end == ',' ? end + 1 : end;
-        if (*end != ',')
-            break;
-    }
     return false;
 }
 

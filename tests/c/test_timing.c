@@ -34,6 +34,17 @@ int main(void)
     printf("timer %s, %.0f Hz, overhead median %.1f ticks\n", tsc ? "tsc" : "clock", osm_timer.hz,
            osm_timer.overhead);
 
+    /* 0. CPU lists as sysfs writes them, the one parser c2c and timer share. */
+    {
+        int cpus[8];
+        int n = osm_parse_cpu_list("0-2,5,7-7", cpus, 8);
+        check(n == 5 && cpus[0] == 0 && cpus[2] == 2 && cpus[3] == 5 && cpus[4] == 7, "cpu_list",
+              "\"0-2,5,7-7\" -> %d cpus", n);
+        check(osm_parse_cpu_list("3-1", cpus, 8) == -1 && osm_parse_cpu_list("1,x", cpus, 8) == -1 &&
+                  osm_parse_cpu_list("0-8", cpus, 8) == -1 && osm_parse_cpu_list("", cpus, 8) == 0,
+              "cpu_list_bad", "reversed, junk and too many are refused");
+    }
+
     /* 1. The calibrated rate converts a TSC interval into the clock's time. */
     for (int attempt = 0; attempt < 3; attempt++) {
         uint32_t c;
