@@ -592,6 +592,39 @@ def test_taskrun_auto_defers_at_depth_one_only(ramloop):
     assert r.returncode == 2 and "expected auto, defer, coop or plain" in r.stderr
 
 
+@pytest.fixture(scope="module")
+def zram():
+    """zram0 (built into this kernel) set to 64 MiB and filled, when nothing uses it; reset after."""
+    _root_or_skip("zram")
+    z = Path("/sys/block/zram0")
+    if not z.exists():
+        pytest.skip("no zram0 here (zram not built in, or not loaded)")
+    if "zram0" in Path("/proc/swaps").read_text() or "/dev/zram0" in Path("/proc/mounts").read_text():
+        pytest.skip("zram0 is in use")
+    (z / "reset").write_text("1")
+    (z / "disksize").write_text(str(64 << 20))
+    subprocess.run(["dd", "if=/dev/urandom", "of=/dev/zram0", "bs=1M", "count=64", "oflag=direct", "status=none"],
+                   check=True)
+    yield "/dev/zram0"
+    (z / "reset").write_text("1")
+
+
+def test_async_where_the_target_refuses_nowait(zram, ramloop):
+    """zram refuses RWF_NOWAIT, so io_uring would try each read inline, fail and punt it to io-wq:
+    auto marks them IOSQE_ASYNC, and the submitter switches far less per I/O than without."""
+    def run(target, *opts):
+        return results(iogen("--target", target, "--workload", "4k-random-read", "--qd", 32, "--time", 1, "--ramp",
+                              0.2, "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=60))[0]
+    auto, off = run(zram), run(zram, "--async", "off")
+    assert "async (target refuses nowait)" in auto["engine_setup"] and "async" not in off["engine_setup"]
+    assert auto["ctx_switches_per_io"] < 0.8 * off["ctx_switches_per_io"], (auto["ctx_switches_per_io"],
+                                                                            off["ctx_switches_per_io"])
+    assert "async" not in run(ramloop)["engine_setup"]  # a loop device takes nowait reads
+    assert ", async" in run(ramloop, "--async", "on")["engine_setup"]
+    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--async", "sometimes", check=False)
+    assert r.returncode == 2 and "expected auto, on or off" in r.stderr
+
+
 def test_iopoll_is_refused_where_the_device_cannot_poll(ramloop):
     t0 = time.monotonic()
     r = iogen("--target", ramloop, "--workload", "4k-random-read", "--iopoll", "--time", 1, check=False)

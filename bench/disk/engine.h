@@ -38,6 +38,7 @@ struct engine_opts {
     bool register_ring;      /* io_uring_enter through a registered ring descriptor */
     unsigned batch_complete; /* wait for at least this many completions (default 1) */
     int taskrun;             /* io_uring's completion work: 0 auto (deferred at QD 1, else cooperative), 1 deferred, 2 cooperative, 3 plain */
+    int async;               /* requests straight to io-wq: 0 auto (where the target refuses nowait reads), 1 on, 2 off */
 };
 
 struct engine {
@@ -45,7 +46,7 @@ struct engine {
     const struct engine_opts *opts;
     void *priv;
     uint64_t syscalls; /* system calls the engine made */
-    char setup[96];    /* what the engine set up, for the report */
+    char setup[160];   /* what the engine set up, for the report */
 };
 
 struct engine_ops {

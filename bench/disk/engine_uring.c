@@ -35,6 +35,7 @@ struct uring {
     unsigned enter_flags; /* IORING_ENTER_REGISTERED_RING when registered */
     unsigned qd;
     bool nop, sqpoll, iopoll, defer;
+    bool async;           /* IOSQE_ASYNC: the target cannot take a request without blocking */
     unsigned batch_complete;
     unsigned inflight;    /* queued or submitted, not yet reaped */
     /* submission queue */
@@ -195,9 +196,33 @@ fail:
     return -1;
 }
 
+/* Whether the target refuses non-blocking reads: a bio driver without nowait support (zram) answers
+ * RWF_NOWAIT with EOPNOTSUPP. io_uring would then try every request inline, fail, and hand it to an
+ * io-wq worker; IOSQE_ASYNC hands it over at once (fio's force_async), which also spares the
+ * submitter a switch per request. A busy device's transient EAGAIN does not count. */
+static bool refuses_nowait(int fd, struct io *slot, size_t bufsize)
+{
+    struct iovec iov = { slot->buf, bufsize < 4096 ? bufsize : 4096 };
+    for (int i = 0; i < 4; i++) {
+        ssize_t r = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
+        if (r >= 0 || errno != EAGAIN)
+            return r < 0 && errno == EOPNOTSUPP;
+    }
+    return false;
+}
+
 static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
 {
-    return init(e, fd, slots, qd, bufsize, false, err, errlen);
+    const struct engine_opts *o = e->opts;
+    int mode = o ? o->async : 0;
+    if (init(e, fd, slots, qd, bufsize, false, err, errlen) != 0)
+        return -1;
+    struct uring *u = e->priv;
+    u->async = mode == 1 || (mode == 0 && !u->sqpoll && !u->iopoll && refuses_nowait(fd, &slots[0], bufsize));
+    if (u->async)
+        strncat(e->setup, mode == 1 ? ", async" : ", async (target refuses nowait)",
+                sizeof e->setup - strlen(e->setup) - 1);
+    return 0;
 }
 
 static int n_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
@@ -216,7 +241,7 @@ static void u_queue(struct engine *e, struct io *io)
         sqe->opcode = IORING_OP_NOP;
     } else {
         sqe->opcode = io->write ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED;
-        sqe->flags = IOSQE_FIXED_FILE;
+        sqe->flags = IOSQE_FIXED_FILE | (u->async ? IOSQE_ASYNC : 0);
         sqe->fd = 0; /* index into the registered files */
         sqe->off = io->off;
         sqe->addr = (uint64_t)(uintptr_t)io->buf;

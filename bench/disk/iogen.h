@@ -101,7 +101,7 @@ struct stream {
 
 struct worker {
     int id;
-    char engine_setup[96];  /* what its engine set up */
+    char engine_setup[160]; /* what its engine set up */
     const struct worker_cfg *cfg;
     const struct spec *spec;
     struct target *t;

@@ -89,6 +89,16 @@ static void set_taskrun(const char *v)
         }
     osm_usage_error("--taskrun: expected auto, defer, coop or plain, got '%s'", v);
 }
+static void set_async(const char *v)
+{
+    static const char *const names[] = { "auto", "on", "off" };
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i])) {
+            opt.eng.async = i;
+            return;
+        }
+    osm_usage_error("--async: expected auto, on or off, got '%s'", v);
+}
 static void do_help(const char *v);
 static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
 static void do_markdown(const char *v);
@@ -136,6 +146,8 @@ static const struct option_def options[] = {
     { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
     { "--taskrun", "MODE", "io_uring's completion work: auto (default: defer at queue depth 1, else coop), defer, coop, plain",
       set_taskrun },
+    { "--async", "MODE", "hand requests straight to io_uring's workers: auto (default: where the target refuses "
+      "nowait reads), on, off", set_async },
     { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
     { "--list-workloads", NULL, "the shipped workloads", do_list },
     { "--options-markdown", NULL, "this option list as a Markdown table (docs/iogen.md)", do_markdown },
@@ -206,7 +218,7 @@ void options_parse(int argc, char **argv)
     if (!!opt.workload + !!opt.spec_file + !!opt.icf_file != 1)
         osm_usage_error("give exactly one of --workload, --spec or --icf");
     bool tuned_uring = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring ||
-                       opt.eng.batch_complete > 1 || opt.eng.taskrun;
+                       opt.eng.batch_complete > 1 || opt.eng.taskrun || opt.eng.async;
     if (!opt.engine_set && !opt.dump_spec && !tuned_uring) {
         /* where the kernel (or qemu-user) offers no io_uring, the next engine, said in the results */
         opt.engine = engine_usable_default(&opt.engine_fallback);
@@ -220,9 +232,10 @@ void options_parse(int argc, char **argv)
         osm_usage_error("--engine %s does no I/O: give no --target (--size sets the region it pretends to use)",
                         opt.engine->name);
     bool tuned = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring || opt.eng.batch_complete > 1 ||
-                 opt.eng.taskrun;
+                 opt.eng.taskrun || opt.eng.async;
     if (tuned && !opt.engine->tunable)
-        osm_usage_error("--sqpoll, --iopoll, --register-ring and --batch-complete are io_uring's: not for --engine %s",
+        osm_usage_error("--sqpoll, --iopoll, --register-ring, --batch-complete, --taskrun and --async are io_uring's: "
+                        "not for --engine %s",
                         opt.engine->name);
     if (opt.eng.iopoll && opt.buffered)
         osm_usage_error("--iopoll needs O_DIRECT: not with --buffered");
