@@ -581,17 +581,6 @@ def test_io_uring_submission_modes(ramloop, opts, setup):
         assert o["syscalls_per_io"] < 0.5
 
 
-def test_taskrun_auto_defers_at_depth_one_only(ramloop):
-    """auto: deferred task work at QD 1; cooperative deeper, where io-wq completions would each wake iogen."""
-    def setup(qd, *opts):
-        return results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", qd, "--time", 0.1,
-                             "--ramp", 0, *opts))[0]["engine_setup"]
-    assert "deferred" in setup(1) and "cooperative" in setup(16)
-    assert "deferred" in setup(16, "--taskrun", "defer") and "cooperative" in setup(1, "--taskrun", "coop")
-    r = iogen("--target", ramloop, "--workload", "4k-random-read", "--taskrun", "lazy", check=False)
-    assert r.returncode == 2 and "expected auto, defer, coop or plain" in r.stderr
-
-
 @pytest.fixture(scope="module")
 def zram():
     """zram0 (built into this kernel) set to 64 MiB and filled, when nothing uses it; reset after."""

@@ -37,7 +37,7 @@ struct engine_opts {
     bool iopoll;             /* completions polled from the device */
     bool register_ring;      /* io_uring_enter through a registered ring descriptor */
     unsigned batch_complete; /* wait for at least this many completions (default 1) */
-    int taskrun;             /* io_uring's completion work: 0 auto (deferred at QD 1, else cooperative), 1 deferred, 2 cooperative, 3 plain */
+    int taskrun;             /* io_uring's completion work: 0 deferred (default), 1 cooperative, 2 plain */
     int async;               /* requests straight to io-wq: 0 auto (where the target refuses nowait reads), 1 on, 2 off */
 };
 

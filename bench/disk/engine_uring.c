@@ -6,9 +6,9 @@
  * the first completion (or --batch-complete N of them); every completion
  * present is reaped at once.
  *
- * At queue depth 1 the ring is single-issuer with deferred task work where
- * the kernel has it (6.1+): completions are run when the stream asks for
- * them, not by interrupting it; deeper rings use cooperative task work. Options (engine_opts): --sqpoll CPU (a kernel thread on
+ * The ring is set up single-issuer with deferred task work where the kernel
+ * has it (6.1+): completions are run when the stream asks for them, not by
+ * interrupting it. Options (engine_opts): --sqpoll CPU (a kernel thread on
  * CPU polls the submission queue: no system call to submit), --iopoll
  * (completions polled from the device, where its driver has poll queues),
  * --register-ring (io_uring_enter through a registered ring descriptor).
@@ -79,11 +79,7 @@ static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, stru
         extra |= IORING_SETUP_SQPOLL | IORING_SETUP_SQ_AFF;
     if (o && o->iopoll)
         extra |= IORING_SETUP_IOPOLL;
-    /* auto: deferred task work at queue depth 1 (each wait reaps the one completion), cooperative above:
-     * where the device punts requests to io-wq (zram), deferred completions go back through task work,
-     * each waking the submitter; cooperative lets the worker post them directly (docs/iogen.md) */
-    size_t first = o && o->taskrun ? (size_t)o->taskrun - 1 : qd > 1;
-    for (size_t m = first; m < sizeof modes / sizeof modes[0]; m++) {
+    for (size_t m = o ? (size_t)o->taskrun : 0; m < sizeof modes / sizeof modes[0]; m++) {
         if ((extra & IORING_SETUP_SQPOLL) && (modes[m].flags & IORING_SETUP_DEFER_TASKRUN))
             continue; /* deferred task work needs the task itself to submit */
         memset(p, 0, sizeof *p);

@@ -81,13 +81,13 @@ static void set_steady(const char *v)
 static void set_precondition(const char *v) { (void)v; opt.precondition = true; }
 static void set_taskrun(const char *v)
 {
-    static const char *const names[] = { "auto", "defer", "coop", "plain" };
-    for (int i = 0; i < 4; i++)
+    static const char *const names[] = { "defer", "coop", "plain" };
+    for (int i = 0; i < 3; i++)
         if (!strcmp(v, names[i])) {
             opt.eng.taskrun = i;
             return;
         }
-    osm_usage_error("--taskrun: expected auto, defer, coop or plain, got '%s'", v);
+    osm_usage_error("--taskrun: expected defer, coop or plain, got '%s'", v);
 }
 static void set_async(const char *v)
 {
@@ -144,7 +144,7 @@ static const struct option_def options[] = {
     { "--sqpoll", "CPU", "a kernel thread on CPU polls the submissions (io_uring's SQPOLL)", set_sqpoll },
     { "--iopoll", NULL, "poll the device for completions (drivers with poll queues, such as NVMe)", set_iopoll },
     { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
-    { "--taskrun", "MODE", "io_uring's completion work: auto (default: defer at queue depth 1, else coop), defer, coop, plain",
+    { "--taskrun", "MODE", "io_uring's completion work: defer (default: run when iogen waits), coop, plain",
       set_taskrun },
     { "--async", "MODE", "hand requests straight to io_uring's workers: auto (default: where the target refuses "
       "nowait reads), on, off", set_async },
