@@ -502,46 +502,60 @@ def merge_load(per_host: list[dict]) -> dict:
     return total
 
 
+class Load:
+    """What fleet load and fleet load --net share: load.json (rewritten after
+    every host), every host made ready (check, ship, build the one program
+    the load runs) and its clock read, all in the same way."""
+
+    def __init__(self, hosts: list[Host], out: Path, doc: dict, dirty: bool, root: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        if (out / "load.json").exists():
+            raise RunError(f"{out} already holds a load (load.json): give a new --out")
+        self.hosts, self.out, self.root = hosts, out, root
+        self.tar, self.tree, self.what = source_tar(root, dirty)
+        self.doc = dict(doc, created_utc=_stamp(), source=self.what, tree=self.tree, hosts=[])
+        self.extra: dict[str, dict] = {h.label: {} for h in hosts}
+        self.bins: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def save(self) -> None:
+        with self.lock:
+            self.doc["hosts"] = [dict(asdict(h), **self.extra[h.label]) for h in self.hosts]
+            write_json_atomic(self.out / "load.json", self.doc)
+
+    def prepare(self, program: str, parallel: bool) -> list[Host]:
+        """The hosts ready to run build/bin/<program>; fails when none is."""
+        self.save()
+
+        def ready(h: Host):
+            if h.local:
+                _timed(h, "build", _build_local, self.root)
+                self.bins[h.label] = str(self.root / "build" / "bin" / program)
+            else:
+                home = _timed(h, "check", check, h, ("make", "cc", "tar"), None)
+                h.tree_dir = _timed(h, "ship", ship, h, self.tar, self.tree, home)
+                _timed(h, "build", build, h, h.tree_dir, f"build/bin/{program}")
+                self.bins[h.label] = f"{h.tree_dir}/build/bin/{program}"
+            off, unc = _timed(h, "clock", clock_offset, h)
+            self.extra[h.label].update(clock_offset_s=off, clock_uncertainty_s=unc)
+            h.status = "ready"
+
+        Driver(self.hosts, parallel, self.save).run(ready)
+        live = [h for h in self.hosts if h.status == "ready"]
+        if not live:
+            print(summary_text(self.hosts))
+            raise RunError("no host is ready for the load")
+        for h in live:
+            h.status = "not run"
+        return live
+
+
 def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bool, dirty: bool,
                root: Path, start_in: float, log: bool) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "load.json").exists():
-        raise RunError(f"{out} already holds a load (load.json): give a new --out")
-    tar, tree, what = source_tar(root, dirty)
-    doc = {"kind": "fleet-load", "created_utc": _stamp(), "source": what, "tree": tree, "options": io_opts,
-           "hosts": []}
-    lock = threading.Lock()
-    extra: dict[str, dict] = {h.label: {} for h in hosts}
-
-    def save():
-        with lock:
-            doc["hosts"] = [dict(asdict(h), **extra[h.label]) for h in hosts]
-            write_json_atomic(out / "load.json", doc)
-
-    print(f"fleet load: {len(hosts)} hosts, {what}; results in {out}")
-    save()
-    # 1. every host made ready (check, ship, build iogen), and its clock read
-    prep = Driver(hosts, parallel_prepare, save)
-    iogens: dict[str, str] = {}
-
-    def ready(h: Host):
-        if h.local:
-            _timed(h, "build", _build_local, root)
-            iogens[h.label] = str(root / "build" / "bin" / "iogen")
-        else:
-            home = _timed(h, "check", check, h, ("make", "cc", "tar"), None)
-            h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
-            _timed(h, "build", build, h, h.tree_dir, "build/bin/iogen")
-            iogens[h.label] = f"{h.tree_dir}/build/bin/iogen"
-        off, unc = _timed(h, "clock", clock_offset, h)
-        extra[h.label].update(clock_offset_s=off, clock_uncertainty_s=unc)
-        h.status = "ready"
-
-    prep.run(ready)
-    live = [h for h in hosts if h.status == "ready"]
-    if not live:
-        print(summary_text(hosts))
-        raise RunError("no host is ready for the load")
+    ld = Load(hosts, out, {"kind": "fleet-load", "options": io_opts}, dirty, root)
+    print(f"fleet load: {len(hosts)} hosts, {ld.what}; results in {out}")
+    live = ld.prepare("iogen", parallel_prepare)
+    doc, extra, save, iogens = ld.doc, ld.extra, ld.save, ld.bins
     # 2. one start instant, each host told it in its own clock
     start = time.time() + start_in
     doc["start_planned_unix"] = start
@@ -567,8 +581,6 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / "iogen-log.csv")
         h.status = "ok"
 
-    for h in live:
-        h.status = "not run"
     drv.run(go)
     done = [json.loads((out / h.label / "iogen.json").read_text()) for h in live if h.status == "ok"]
     if done:
@@ -581,13 +593,19 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
     return 0 if len(done) == len(hosts) else 1
 
 
-def _load_step(drv: Driver, h: Host, cmd: str) -> str:
+def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
+    """A load's program on a host to its end: its standard output."""
     p = drv.start(h, cmd)
     outp, err = p.communicate()
     if p.returncode == 255 and not h.local:
         raise HostFailed(ssh.reason(err))
     if p.returncode != 0:
-        raise HostFailed(f"iogen exited {p.returncode}: {err.strip()[-300:]}")
+        raise HostFailed(f"{program} exited {p.returncode}: {err.strip()[-300:]}")
+    return outp
+
+
+def _load_step(drv: Driver, h: Host, cmd: str) -> str:
+    outp = _step(drv, h, cmd, "iogen")
     lines = [ln for ln in outp.splitlines() if ln.startswith("{")]
     if not lines:
         raise HostFailed("iogen printed no result")
@@ -675,42 +693,11 @@ def _check_server(server: str) -> None:
 def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_prepare: bool, dirty: bool,
               root: Path, start_in: float) -> int:
     _check_server(server)
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "load.json").exists():
-        raise RunError(f"{out} already holds a load (load.json): give a new --out")
-    _build_local(root)
-    tar, tree, what = source_tar(root, dirty)
-    doc = {"kind": "fleet-net", "created_utc": _stamp(), "source": what, "tree": tree, "server": server,
-           "seconds": secs, "hosts": []}
-    lock = threading.Lock()
-    extra: dict[str, dict] = {h.label: {} for h in hosts}
-
-    def save():
-        with lock:
-            doc["hosts"] = [dict(asdict(h), **extra[h.label]) for h in hosts]
-            write_json_atomic(out / "load.json", doc)
-
+    ld = Load(hosts, out, {"kind": "fleet-net", "server": server, "seconds": secs}, dirty, root)
     print(f"fleet load --net: {len(hosts)} clients against one netpeer on {server}; results in {out}")
-    save()
-    bins: dict[str, str] = {}
-
-    def ready(h: Host):
-        if h.local:
-            bins[h.label] = str(root / "build" / "bin" / "net_bw")
-        else:
-            home = _timed(h, "check", check, h, ("make", "cc", "tar"), None)
-            h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
-            _timed(h, "build", build, h, h.tree_dir, "build/bin/net_bw")
-            bins[h.label] = f"{h.tree_dir}/build/bin/net_bw"
-        off, unc = _timed(h, "clock", clock_offset, h)
-        extra[h.label].update(clock_offset_s=off, clock_uncertainty_s=unc)
-        h.status = "ready"
-
-    Driver(hosts, parallel_prepare, save).run(ready)
-    live = [h for h in hosts if h.status == "ready"]
-    if not live:
-        print(summary_text(hosts))
-        raise RunError("no host is ready for the load")
+    _build_local(root)  # the netpeer of local:ADDR, and the one --net USER@HOST copies there
+    live = ld.prepare("net_bw", parallel_prepare)
+    doc, extra, save, bins = ld.doc, ld.extra, ld.save, ld.bins
     with _net_server(server, root) as peer:
         doc["peer"] = peer
         start = time.time() + start_in
@@ -723,7 +710,7 @@ def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_p
                     f"sleep $(printf '%d.%06d' $((t / 1000000)) $((t % 1000000))); ")
             cmd = (f"echo $$; {wait}exec " + ssh.quote(bins[h.label], "--peer", peer, "--seconds", f"{secs:g}",
                                                          "--samples", "1", "--warmup", "0", "--timeout", "10000"))
-            text = _timed(h, "load", _net_step, drv, h, cmd)
+            text = _timed(h, "load", _step, drv, h, cmd, "net_bw")
             res = {}
             for line in text.splitlines():
                 if line.startswith("{"):
@@ -736,8 +723,6 @@ def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_p
             extra[h.label]["net"] = res
             h.status = "ok"
 
-        for h in live:
-            h.status = "not run"
         drv.run(go)
     done = [extra[h.label]["net"] for h in live if h.status == "ok"]
     if done:
@@ -753,13 +738,3 @@ def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_p
                                                                                           "MB/s"), ""))
     print(text_table(("client", "status", "to server", "from server", "reason"), rows))
     return 0 if len(done) == len(hosts) else 1
-
-
-def _net_step(drv: Driver, h: Host, cmd: str) -> str:
-    p = drv.start(h, cmd)
-    outp, err = p.communicate()
-    if p.returncode == 255 and not h.local:
-        raise HostFailed(ssh.reason(err))
-    if p.returncode != 0:
-        raise HostFailed(f"net_bw exited {p.returncode}: {err.strip()[-300:]}")
-    return outp
