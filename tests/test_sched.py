@@ -192,3 +192,23 @@ def test_timer_rejects_bad_durations():
     for bad in ("0", "-1", "abc", "1e9"):
         r = probe("sched_timer", "--seconds", bad)
         assert r.returncode == 2 and "--seconds" in r.stderr, bad
+
+
+@pytest.mark.skipif(ncpus() < 2, reason="needs two CPUs")
+def test_wakeup_other_cpu_chooses_the_wakee(tmp_path):
+    """--other-cpu N puts .cross's wakee on N; the waker's own CPU crosses nothing (refused, said why);
+    a CPU that is not there is a usage error."""
+    waker, other = 1, 0
+    r = probe("sched_wakeup", "--cpu", str(waker), "--other-cpu", str(other), "--samples", "200")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    cross = [o for o in lines if o["id"].startswith("sched.wakeup.cross") and "samples" in o]
+    assert cross and all(o["params"]["wakee_cpu"] == other and o["params"]["waker_cpu"] == waker for o in cross)
+    r = probe("sched_wakeup", "--cpu", str(waker), "--other-cpu", str(waker), "--samples", "200")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    refused = {o["id"]: o["refused"] for o in lines if "refused" in o}
+    assert "sched.wakeup.cross" in refused and "waker's own CPU" in refused["sched.wakeup.cross"]
+    assert not [o for o in lines if o["id"].startswith("sched.wakeup.cross") and "samples" in o]
+    r = probe("sched_wakeup", "--cpu", str(waker), "--other-cpu", "1000")
+    assert r.returncode == 2 and "--other-cpu 1000" in r.stderr

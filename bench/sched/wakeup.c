@@ -234,12 +234,16 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     int waker = (int)osm_current_cpu();
-    cpu_set_t online;
-    CPU_ZERO(&online);
-    sched_getaffinity(0, sizeof online, &online);
     /* the harness pins us to one CPU: the other CPUs are the machine's online ones */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int wakee_cross = other_cpu;
+    if (other_cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(other_cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+            osm_usage_error("--other-cpu %d: not an online CPU this process may run on", other_cpu);
+    }
     for (int c = 0; wakee_cross < 0 && c < ncpu; c++)
         if (c != waker) {
             cpu_set_t one;
@@ -252,7 +256,9 @@ int main(int argc, char **argv)
     const char *no_cross = NULL;
     char why[200];
     double skew = 0, offset = 0;
-    if (wakee_cross < 0 || wakee_cross == waker)
+    if (other_cpu >= 0 && other_cpu == waker)
+        no_cross = "--other-cpu is the waker's own CPU: nothing crosses";
+    else if (wakee_cross < 0 || wakee_cross == waker)
         no_cross = "one online CPU only: no other CPU to wake a thread on";
     else if (osm_timer.kind != OSM_TIMER_TSC || !osm_timer.tsc_invariant)
         no_cross = "no invariant TSC: stamps taken on two CPUs cannot be compared";
