@@ -295,3 +295,55 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe(tmp_path):
     assert "timer.latency" in plain
     for d in ("tty", "pipe"):
         assert '"timer.latency"' in (tmp_path / d / "results.json").read_text()
+
+
+def test_osmeter_notebook_serves_the_executed_notebook(quick_run, tmp_path):
+    """`osmeter notebook DIR`: executes the notebook into DIR when it is missing, then Jupyter's
+    server (in osmeter's place) serves it: its contents API returns the executed copy."""
+    import json
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    d = tmp_path / "run"
+    shutil.copytree(quick_run[0], d)
+    for f in ("notebook.ipynb", "notebook.html"):
+        (d / f).unlink(missing_ok=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = subprocess.Popen([str(ROOT / "osmeter"), "notebook", str(d), "--", "--no-browser", f"--port={port}",
+                          "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=osmtest"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/api/contents/notebook.ipynb?token=osmtest"
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    doc = json.loads(r.read())
+                break
+            except OSError:
+                assert p.poll() is None and time.monotonic() < deadline, p.stdout.read() if p.poll() is not None else ""
+                time.sleep(0.5)
+        assert doc["type"] == "notebook" and (d / "notebook.ipynb").is_file()
+        outputs = [o for c in doc["content"]["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def test_report_no_pdf_writes_the_tex_only(quick_run, tmp_path):
+    """--no-pdf: the .tex and its figures, no LaTeX run, even where LaTeX is installed."""
+    run = tmp_path / "run"
+    shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report", "notebook.*"))
+    r = osmeter("report", str(run), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    assert (run / "report" / "report.tex").stat().st_size > 1000 and not (run / "report" / "report.pdf").exists()
+    assert "PDF" not in r.stdout
