@@ -431,7 +431,8 @@ def _run_step(drv: Driver, h: Host, cmd: str) -> None:
 
 
 def summary_text(hosts: list[Host]) -> str:
-    steps = ("check", "ship", "build", "setup", "run", "fetch")
+    order = ("check", "ship", "build", "setup", "clock", "run", "load", "fetch")
+    steps = [k for k in order if any(k in h.steps for h in hosts)]
     rows = [("host", "status", *steps, "reason")]
     for h in hosts:
         rows.append((h.target, h.status, *(f"{h.steps[s]:.1f}" if s in h.steps else "-" for s in steps),
@@ -590,6 +591,7 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
         doc["start_uncertainty_s"] = max(extra[h.label]["clock_uncertainty_s"] for h in live if h.status == "ok")
     save()
     print(load_text(doc))
+    print(summary_text(hosts))
     return 0 if len(done) == len(hosts) else 1
 
 
@@ -737,4 +739,5 @@ def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_p
         rows.append(("total", "", fmt_value(doc["total"]["send_mbps"], "MB/s"), fmt_value(doc["total"]["recv_mbps"],
                                                                                           "MB/s"), ""))
     print(text_table(("client", "status", "to server", "from server", "reason"), rows))
+    print(summary_text(hosts))
     return 0 if len(done) == len(hosts) else 1
