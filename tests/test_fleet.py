@@ -80,6 +80,37 @@ def test_merged_percentiles_come_from_added_histograms():
     assert t["lat_ns"]["p90"] < 20_000  # the 900th of 1000 is still fast: averaging p90s (505 us) is not
 
 
+@pytest.mark.parametrize("python_filter", [True, False])
+def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, python_filter):
+    import io
+    import tarfile
+
+    def stream(name: str, kind=tarfile.REGTYPE):
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w") as t:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.size = kind, 0 if kind != tarfile.REGTYPE else 2
+            if kind == tarfile.SYMTYPE:
+                ti.linkname = "/etc/passwd"
+            t.addfile(ti, io.BytesIO(b"ok") if kind == tarfile.REGTYPE else None)
+        b.seek(0)
+        return tarfile.open(fileobj=b, mode="r|")
+
+    if not python_filter:
+        monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    fleet._extract_safely(stream("./results.json"), tmp_path / "ok")
+    assert (tmp_path / "ok" / "results.json").read_bytes() == b"ok"
+    for bad in (stream("../evil"), stream("link", tarfile.SYMTYPE)):
+        with pytest.raises((fleet.HostFailed, tarfile.TarError)):
+            fleet._extract_safely(bad, tmp_path / "bad")
+    try:  # an absolute name is refused, or (Python's filter) made relative: never written outside
+        fleet._extract_safely(stream("/abs/evil"), tmp_path / "bad")
+    except (fleet.HostFailed, tarfile.TarError):
+        pass
+    assert not Path("/abs/evil").exists()
+    assert not (tmp_path / "evil").exists() and not (tmp_path / "bad" / "link").exists()
+
+
 # ------------------------------------------------------ namespace hosts
 
 @needs_hosts

@@ -318,7 +318,7 @@ def _fetch_dir(host: Host, remote_dir: str, local: Path) -> None:
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
-            tf.extractall(local, filter="data")
+            _extract_safely(tf, local)
     except tarfile.TarError as e:
         p.kill()
         err = p.stderr.read().decode(errors="replace")
@@ -327,6 +327,21 @@ def _fetch_dir(host: Host, remote_dir: str, local: Path) -> None:
     if p.wait() != 0:
         err = p.stderr.read().decode(errors="replace")
         raise HostFailed(f"fetching {remote_dir}: {ssh.reason(err) if p.returncode == 255 else err.strip()}")
+
+
+def _extract_safely(tf: tarfile.TarFile, dest: Path) -> None:
+    """A host's tar stream unpacked under dest only: Python's "data" filter
+    where this Python has it (3.11.4+), else the same rules by hand: plain
+    files and directories, no absolute path, no "..", nothing else."""
+    if hasattr(tarfile, "data_filter"):
+        tf.extractall(dest, filter="data")
+        return
+    for m in tf:
+        parts = Path(m.name).parts
+        if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+            raise HostFailed(f"refusing {m.name!r} in the fetched results (not a plain file under the directory)")
+        m.mode &= 0o755
+        tf.extract(m, dest)
 
 
 # ------------------------------------------------------------ fleet run
