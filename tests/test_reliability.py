@@ -328,7 +328,9 @@ def test_ctrl_c_while_the_report_is_made(tmp_path):
         time.sleep(delay)
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)
-        assert p.returncode in (0, 130), (delay, p.returncode, err)
+        # 130: osmeter's own handling; -SIGINT: the signal landed while Python was already shutting down
+        # (its handlers reset then; one fresh CI run saw it at 2 s): a shell reports 130 for both
+        assert p.returncode in (0, 130, -signal.SIGINT), (delay, p.returncode, err)
         _no_traceback(subprocess.CompletedProcess([], p.returncode, "", err))
 
 
