@@ -606,7 +606,7 @@ def test_async_where_the_target_refuses_nowait(zram, ramloop):
     def run(target, *opts):
         return results(iogen("--target", target, "--workload", "4k-random-read", "--qd", 32, "--time", 1, "--ramp",
                               0.2, "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=60))[0]
-    auto, off = run(zram), run(zram, "--async", "off")
+    auto, off = run(zram, "--engine", "uring"), run(zram, "--async", "off")
     assert "async (target refuses nowait)" in auto["engine_setup"] and "async" not in off["engine_setup"]
     assert auto["ctx_switches_per_io"] < 0.8 * off["ctx_switches_per_io"], (auto["ctx_switches_per_io"],
                                                                             off["ctx_switches_per_io"])
@@ -614,6 +614,26 @@ def test_async_where_the_target_refuses_nowait(zram, ramloop):
     assert ", async" in run(ramloop, "--async", "on")["engine_setup"]
     r = iogen("--target", ramloop, "--workload", "4k-random-read", "--async", "sometimes", check=False)
     assert r.returncode == 2 and "expected auto, on or off" in r.stderr
+
+
+def test_the_default_engine_where_the_target_refuses_nowait(zram, ramloop):
+    """There io_uring can only hand each request to a worker thread (two switches per request at queue
+    depth 1); the default engine is then psync, said in engine_fallback, which issues the same requests
+    without switching. --engine uring, or an io_uring option, keeps io_uring."""
+    def run(target, *opts):
+        r = iogen("--target", target, "--workload", "4k-random-read", "--qd", 1, "--time", 0.5, "--ramp", 0.1,
+                  "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=60)
+        return results(r)[0], r.stderr
+    chosen, err = run(zram)
+    assert chosen["engine"] == "psync" and "refuses non-blocking" in chosen["engine_fallback"]
+    assert "refuses non-blocking" in err and "--engine uring to insist" in err
+    uring, _ = run(zram, "--engine", "uring")
+    assert uring["engine"] == "uring" and "engine_fallback" not in uring
+    assert chosen["ctx_switches_per_io"] < 0.5 * uring["ctx_switches_per_io"], (chosen["ctx_switches_per_io"],
+                                                                                uring["ctx_switches_per_io"])
+    assert run(zram, "--taskrun", "plain")[0]["engine"] == "uring"
+    loop, _ = run(ramloop)
+    assert loop["engine"] == "uring" and "engine_fallback" not in loop
 
 
 def test_iopoll_is_refused_where_the_device_cannot_poll(ramloop):

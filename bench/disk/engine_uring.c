@@ -17,6 +17,7 @@
  * device at all, so it measures iogen's own cost per request.
  */
 #include "engine.h"
+#include "target.h"
 
 #include <errno.h>
 #include <linux/io_uring.h>
@@ -192,29 +193,16 @@ fail:
     return -1;
 }
 
-/* Whether the target refuses non-blocking reads: a bio driver without nowait support (zram) answers
- * RWF_NOWAIT with EOPNOTSUPP. io_uring would then try every request inline, fail, and hand it to an
- * io-wq worker; IOSQE_ASYNC hands it over at once (fio's force_async), which also spares the
- * submitter a switch per request. A busy device's transient EAGAIN does not count. */
-static bool refuses_nowait(int fd, struct io *slot, size_t bufsize)
-{
-    struct iovec iov = { slot->buf, bufsize < 4096 ? bufsize : 4096 };
-    for (int i = 0; i < 4; i++) {
-        ssize_t r = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
-        if (r >= 0 || errno != EAGAIN)
-            return r < 0 && errno == EOPNOTSUPP;
-    }
-    return false;
-}
-
 static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
 {
     const struct engine_opts *o = e->opts;
+    /* auto: IOSQE_ASYNC where the target refuses nowait, which hands each request to io-wq at once (fio's
+     * force_async) instead of trying it inline, failing, and handing it over then */
     int mode = o ? o->async : 0;
     if (init(e, fd, slots, qd, bufsize, false, err, errlen) != 0)
         return -1;
     struct uring *u = e->priv;
-    u->async = mode == 1 || (mode == 0 && !u->sqpoll && !u->iopoll && refuses_nowait(fd, &slots[0], bufsize));
+    u->async = mode == 1 || (mode == 0 && !u->sqpoll && !u->iopoll && target_refuses_nowait(fd, bufsize));
     if (u->async)
         strncat(e->setup, mode == 1 ? ", async" : ", async (target refuses nowait)",
                 sizeof e->setup - strlen(e->setup) - 1);

@@ -97,6 +97,7 @@ int main(int argc, char **argv)
         target_close(&t);
         return 2;
     }
+    options_engine_for_target(&job, &t);
     check_fit(&job, &t);
     if (opt.cpu >= 0 && osm_pin(opt.cpu) != 0)
         osm_die("cannot pin to CPU %d", opt.cpu);

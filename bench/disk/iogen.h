@@ -31,6 +31,7 @@ struct iogen_opts {
     const char *target, *workload, *spec_file, *icf_file, *spec_name, *log_file;
     const struct engine_ops *engine;
     bool engine_set;        /* --engine given: never replaced */
+    bool engine_auto;       /* neither --engine nor an io_uring option given: the target may choose */
     const char *engine_fallback; /* why the default engine was passed over, or NULL */
     unsigned qd;            /* 0 = from the job */
     unsigned workers;       /* 0 = from the job */
@@ -55,6 +56,9 @@ void options_parse(int argc, char **argv);
 /* The job the options and the workload file describe; exits with a
  * message (status 2) when it cannot be run. */
 void options_build_job(struct job *job);
+/* With the default engine, the engine for this target: psync where the
+ * target refuses non-blocking I/O (said in engine_fallback and on stderr). */
+void options_engine_for_target(const struct job *job, const struct target *t);
 
 /* ---------------------------------------------------------------- run */
 

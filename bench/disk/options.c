@@ -219,7 +219,8 @@ void options_parse(int argc, char **argv)
         osm_usage_error("give exactly one of --workload, --spec or --icf");
     bool tuned_uring = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring ||
                        opt.eng.batch_complete > 1 || opt.eng.taskrun || opt.eng.async;
-    if (!opt.engine_set && !opt.dump_spec && !tuned_uring) {
+    opt.engine_auto = !opt.engine_set && !opt.dump_spec && !tuned_uring;
+    if (opt.engine_auto) {
         /* where the kernel (or qemu-user) offers no io_uring, the next engine, said in the results */
         opt.engine = engine_usable_default(&opt.engine_fallback);
         if (opt.engine_fallback)
@@ -242,6 +243,18 @@ void options_parse(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------- the job */
+
+/* The most requests any worker keeps outstanding, over every queue depth the job cycles through. */
+static unsigned most_outstanding(const struct job *job)
+{
+    unsigned most = 0;
+    for (int i = 0; i < job->nworkers; i++)
+        if (job->workers[i].outstanding > most)
+            most = job->workers[i].outstanding;
+    if (job->cycle_qd && job->qd_end > most)
+        most = job->qd_end;
+    return most;
+}
 
 /* --cycle-qd S:E[:xK|:+K] into the job's cycling fields. */
 static void parse_cycle(struct job *job)
@@ -335,12 +348,7 @@ void options_build_job(struct job *job)
         if (spec_validate(&job->specs[i], err, sizeof err) != 0)
             osm_usage_error("%s", err);
     /* what the engine can hold */
-    unsigned most = 0;
-    for (int i = 0; i < job->nworkers; i++)
-        if (job->workers[i].outstanding > most)
-            most = job->workers[i].outstanding;
-    if (job->cycle_qd && job->qd_end > most)
-        most = job->qd_end;
+    unsigned most = most_outstanding(job);
     if (opt.engine->max_qd && most > opt.engine->max_qd)
         osm_usage_error("%u outstanding I/Os per worker: the %s engine holds at most %u", most, opt.engine->name,
                         opt.engine->max_qd);
@@ -355,4 +363,20 @@ void options_build_job(struct job *job)
                                 "network feature; osmeter's disk generator does not support it",
                                 s->name, k + 1, (unsigned long long)s->line[k].reply);
     }
+}
+
+/* A target that refuses non-blocking I/O (zram) makes io_uring hand every request to one of its worker
+ * threads: a switch there and one back per request, or a failed inline try and then the hand-over. A
+ * thread per outstanding request issuing it itself (psync) does the same I/O without either, so the
+ * default engine is psync there; --engine uring (or any io_uring option) insists on io_uring. */
+void options_engine_for_target(const struct job *job, const struct target *t)
+{
+    const struct engine_ops *psync = engine_find("psync");
+    if (!opt.engine_auto || opt.engine != engine_default || t->fd < 0 || most_outstanding(job) > 4096 ||
+        !target_refuses_nowait(t->fd, t->lbs))
+        return;
+    opt.engine = psync;
+    opt.engine_fallback = "uring: the target refuses non-blocking I/O, so io_uring would hand every request to a "
+                          "worker thread; psync issues each from a thread of its own (--engine uring to insist)";
+    fprintf(stderr, "iogen: note: %s\n", opt.engine_fallback);
 }

@@ -14,6 +14,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define TMPFS_MAGIC_ 0x01021994
@@ -318,4 +319,24 @@ void target_close(struct target *t)
     if (t->fd >= 0)
         close(t->fd);
     t->fd = -1;
+}
+
+bool target_refuses_nowait(int fd, size_t len)
+{
+    void *buf;
+    if (len < 4096)
+        len = 4096;
+    if (posix_memalign(&buf, 4096, len) != 0)
+        return false;
+    struct iovec iov = { buf, len };
+    bool refuses = false;
+    for (int i = 0; i < 4; i++) {
+        ssize_t r = preadv2(fd, &iov, 1, 0, RWF_NOWAIT);
+        if (r >= 0 || errno != EAGAIN) {
+            refuses = r < 0 && errno == EOPNOTSUPP;
+            break;
+        }
+    }
+    free(buf);
+    return refuses;
 }

@@ -37,6 +37,12 @@ void target_none(struct target *t, uint64_t size);
 /* Can requests to it be polled for completion (io_uring IOPOLL)? Else why not. */
 bool target_pollable(const struct target *t, char *why, size_t whylen);
 void target_close(struct target *t);
+/* Does it refuse non-blocking I/O? A bio driver without nowait support
+ * (zram) answers a RWF_NOWAIT read of len bytes (a multiple of its logical
+ * block) at offset 0 with EOPNOTSUPP; a busy device's passing EAGAIN does
+ * not count. Then io_uring and AIO can only hand each request to a kernel
+ * worker thread. */
+bool target_refuses_nowait(int fd, size_t len);
 
 /* For tests and the messages: the first signature found in the first bytes
  * of a device ("ext2/3/4", "xfs", "btrfs", "swap", "MBR partition table",
