@@ -79,26 +79,16 @@ static void set_steady(const char *v)
         osm_usage_error("%s", err);
 }
 static void set_precondition(const char *v) { (void)v; opt.precondition = true; }
-static void set_taskrun(const char *v)
+/* The index of v among three choices, or a usage error naming them. */
+static int choice(const char *v, const char *const names[3])
 {
-    static const char *const names[] = { "defer", "coop", "plain" };
     for (int i = 0; i < 3; i++)
-        if (!strcmp(v, names[i])) {
-            opt.eng.taskrun = i;
-            return;
-        }
-    osm_usage_error("--taskrun: expected defer, coop or plain, got '%s'", v);
+        if (!strcmp(v, names[i]))
+            return i;
+    osm_usage_error("%s: expected %s, %s or %s, got '%s'", cur, names[0], names[1], names[2], v);
 }
-static void set_async(const char *v)
-{
-    static const char *const names[] = { "auto", "on", "off" };
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(v, names[i])) {
-            opt.eng.async = i;
-            return;
-        }
-    osm_usage_error("--async: expected auto, on or off, got '%s'", v);
-}
+static void set_taskrun(const char *v) { opt.eng.taskrun = choice(v, (const char *const[3]){ "defer", "coop", "plain" }); }
+static void set_async(const char *v) { opt.eng.async = choice(v, (const char *const[3]){ "auto", "on", "off" }); }
 static void do_help(const char *v);
 static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
 static void do_markdown(const char *v);
