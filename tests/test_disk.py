@@ -278,6 +278,12 @@ def test_signatures_and_mounts_are_refused(tmp_path):
         (("--target", "{work}/x.dat", "--size", "1M", "--spec", "{bad_sum}"), "100"),
         (("--target", "{work}/x.dat", "--size", "1M", "--spec", "{odd_size}"), "multiple of the target's"),
         (("--target", "{work}/x.dat", "--workload", "4k-random-read", "--workload", "database"), "exactly one"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--start-at", "soon"),
+         "--start-at: expected a Unix time in seconds"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--start-at", "5"),
+         "--start-at: expected a Unix time in seconds"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--taskrun", "later"),
+         "--taskrun: expected defer, coop or plain"),
     ],
 )
 def test_bad_requests_fail_clearly(work, tmp_path, args, words):

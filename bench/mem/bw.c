@@ -32,6 +32,7 @@ enum kernel { K_READ, K_WRITE, K_WRITE_NT, K_COPY, K_COPY_LOOP };
 static const char *kernel_name[] = { "read", "write", "write.nt", "copy", "copy.loop" };
 
 static uint64_t big_size, cache_size;
+static const char *size_rule = "8 x the last cache, within 256 MiB..max(1 GiB, 2 x the cache)"; /* how the out-of-cache size was chosen */
 static bool no_mt;
 
 /* ------------------------------------------------------------- kernels */
@@ -380,7 +381,7 @@ static int on_extra(const char *name, const char *v)
 }
 
 static const struct osm_extra_opt extra[] = {
-    { "size", true, "out-of-cache buffer per thread (default max(8 x last cache, 256M))" },
+    { "size", true, "out-of-cache buffer per thread (default 8 x the last cache, within 256M..max(1G, 2 x the cache))" },
     { "cache-size", true, "in-cache buffer (default half the L1 data cache)" },
     { "no-mt", false, "skip the one-thread-per-CPU measurements" },
     { 0 },
@@ -404,6 +405,8 @@ static void emit_one(const char *id, enum kernel k, size_t size, size_t samples,
     else
         measure_single(&m, k, size, samples);
     osm_param_str(&m, "kernel", kernel_name[k]);
+    if (size == big_size)
+        osm_param_str(&m, "size_rule", size_rule);
     osm_emit(&m);
     osm_meas_free(&m);
 }
@@ -418,12 +421,6 @@ int main(int argc, char **argv)
 #endif
     uint64_t llc = osm_cache_size(osm_cache_levels());
     uint64_t l1 = osm_cache_size(1);
-    if (!big_size)
-        big_size = llc * 8 > (256ull << 20) ? llc * 8 : 256ull << 20;
-    if (!cache_size)
-        cache_size = l1 ? l1 / 2 : 16384;
-    big_size = (big_size + 255) & ~(uint64_t)255;
-    cache_size = (cache_size + 255) & ~(uint64_t)255;
     int cpu = (int)osm_current_cpu();
     if (o.cpu < 0)
         osm_pin(cpu);
@@ -431,11 +428,30 @@ int main(int argc, char **argv)
     for (int c = 0; c < CPU_SETSIZE; c++)
         ncpu += osm_pin(c) == 0;
     osm_pin(cpu);
-    uint64_t need = big_size * 2 * (uint64_t)(no_mt ? 1 : ncpu);
+    /* At most half of the available memory, in two buffers (a copy's) per thread. */
+    uint64_t buffers = 2 * (uint64_t)(no_mt ? 1 : ncpu);
     uint64_t avail = osm_mem_available();
-    if (avail && need > avail / 2)
+    uint64_t fit = avail ? (avail / 2 / buffers) & ~((1ull << 20) - 1) : UINT64_MAX;
+    if (!big_size) {
+        /* 8 x the last cache, within 256 MiB..1 GiB but never below 2 x the cache: a VM may be shown its
+         * host's whole L3 (hundreds of MiB), where 8 x would take most of memory and a minute of page
+         * faults, and a stream of twice the cache already misses on every pass (LRU keeps none of it) */
+        uint64_t lo = 256ull << 20, hi = 2 * llc > (1ull << 30) ? 2 * llc : 1ull << 30;
+        big_size = llc * 8 < lo ? lo : llc * 8 > hi ? hi : llc * 8;
+        /* A last cache that is large for the memory (a VM shown its host's L3) gets the most that fits,
+         * still twice the cache or more: a stream that size misses on every pass. */
+        if (big_size > fit && fit >= 2 * llc && fit >= (64ull << 20)) {
+            big_size = fit;
+            size_rule = "the most that fits in half the available memory";
+        }
+    }
+    if (!cache_size)
+        cache_size = l1 ? l1 / 2 : 16384;
+    big_size = (big_size + 255) & ~(uint64_t)255;
+    cache_size = (cache_size + 255) & ~(uint64_t)255;
+    if (big_size > fit)
         osm_die("the out-of-cache measurements need %llu MiB but only %llu MiB is available; use --size",
-                (unsigned long long)(need >> 20), (unsigned long long)(avail >> 20));
+                (unsigned long long)(big_size * buffers >> 20), (unsigned long long)(avail >> 20));
 
     emit_one("mem.bw.read", K_READ, big_size, o.samples, -1);
     emit_one("mem.bw.write", K_WRITE, big_size, o.samples, -1);
