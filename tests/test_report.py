@@ -347,3 +347,31 @@ def test_report_no_pdf_writes_the_tex_only(quick_run, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (run / "report" / "report.tex").stat().st_size > 1000 and not (run / "report" / "report.pdf").exists()
     assert "PDF" not in r.stdout
+
+
+def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run, tmp_path):
+    """Every sample of an id can be dropped as disturbed (no median, no std): the
+    figures leave it out and the report still builds, naming it."""
+    import json
+    from osmeter import plots
+    run = tmp_path / "run"
+    shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report"))
+    doc = json.loads((run / "results.json").read_text())
+    emptied = []
+    for m in doc["measurements"]:
+        if "series" not in m and m["id"].split(".")[0] in ("cpu", "mem", "net", "fs"):
+            m.update(n=0, mean=None, median=None, std=None, min=None, max=None, ci95=[None, None])
+            emptied.append(m["id"])
+    assert "mem.bw.read" in emptied and "cpu.call.args0" in emptied
+    for figures in plots.FIGURES.values():
+        for fn in figures:
+            fig = fn(doc)
+            assert fig is None or hasattr(fig, "savefig")
+    for m in doc["measurements"]:
+        if m["id"] not in ("mem.bw.read", "cpu.call.args3"):
+            m.update(next(q for q in quick_run[1]["measurements"] if q["id"] == m["id"]))
+    (run / "results.json").write_text(json.dumps(doc))
+    r = osmeter("report", str(run), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    assert "mem.bw.read" in tex and tex.count(r"\includegraphics") >= 5

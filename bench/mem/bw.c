@@ -223,7 +223,17 @@ static void pass(enum kernel k, char *dst, const char *src, size_t n)
     OSM_BARRIER();
 }
 
+/* The most bytes one timed pass of the single-thread figures covers. */
+#define PASS_BYTES ((size_t)16 << 20)
+
 static bool is_copy(enum kernel k) { return k == K_COPY || k == K_COPY_LOOP; }
+
+/* One pass over the stretch at off; the offset of the next stretch (back to 0 past the end). */
+static size_t next_pass(enum kernel k, char *dst, const char *src, size_t size, size_t stretch, size_t off)
+{
+    pass(k, dst + off, src ? src + off : NULL, stretch);
+    return off + 2 * stretch <= size ? off + stretch : 0;
+}
 
 /* ------------------------------------------------------ single thread */
 
@@ -235,25 +245,32 @@ static void measure_single(struct osm_meas *m, enum kernel k, size_t size, size_
     if (src)
         memset(src, 2, size);
     pass(k, dst, src, size);
-    /* passes per sample: a window of at least 5 ms */
+    /* A pass is one stretch of the buffer, the next one each time, round and round: a stretch of a
+     * buffer that passes the caches was last touched a whole buffer ago, so it is out of cache too,
+     * and a sample stays a short window (at least 5 ms) however large the buffer: a long one is
+     * seldom left undisturbed. memcpy alone is called on the whole buffer: glibc picks its method by
+     * length (non-temporal stores above a threshold it sets from the cache size), and the figure is
+     * that of copying the buffer. */
+    size_t stretch = size < PASS_BYTES || k == K_COPY ? size : PASS_BYTES, off = 0;
     uint32_t c0, c1;
     uint64_t t0 = osm_begin(&c0);
-    pass(k, dst, src, size);
+    off = next_pass(k, dst, src, size, stretch, off);
     uint64_t one = osm_end(&c1) - t0;
     uint64_t passes = (uint64_t)(osm_timer.hz * 5e-3 / (double)(one ? one : 1)) + 1;
     for (size_t w = 0; w < osm_warmup_samples; w++)
-        pass(k, dst, src, size);
+        off = next_pass(k, dst, src, size, stretch, off);
     for (size_t i = 0; i < samples; i++) {
         struct osm_window win;
         bool d;
         osm_window_open(&win);
         for (uint64_t p = 0; p < passes; p++)
-            pass(k, dst, src, size);
+            off = next_pass(k, dst, src, size, stretch, off);
         uint64_t t = osm_window_close(&win, false, &d);
         double secs = ((double)t - osm_timer.overhead) / osm_timer.hz;
-        osm_meas_add(m, (double)(passes * size) / secs / 1e6, d);
+        osm_meas_add(m, (double)(passes * stretch) / secs / 1e6, d);
     }
     osm_param_num(m, "bytes", (double)size);
+    osm_param_num(m, "bytes_per_pass", (double)stretch);
     osm_param_num(m, "passes_per_sample", (double)passes);
     osm_param_int(m, "threads", 1);
     osm_param_str(m, "width", k == K_COPY ? "memcpy" : width());

@@ -13,7 +13,9 @@ plt.rcParams.update({"figure.figsize": (6.4, 3.6), "axes.grid": True, "grid.alph
 
 
 def _m(doc: dict) -> dict:
-    return {m["id"]: m for m in doc.get("measurements", [])}
+    """The measurements that have something to draw: a median (none when every
+    sample was disturbed and dropped) or a series."""
+    return {m["id"]: m for m in doc.get("measurements", []) if m.get("median") is not None or "series" in m}
 
 
 def _bytes_label(v: float) -> str:
@@ -80,7 +82,7 @@ def loop_and_calls(doc: dict, est=None):
         a.set_title(f"Loop: {loop['median']:.3g} ns per iteration")
     ks = [k for k in range(8) if calls[k]]
     if ks:
-        b.errorbar(ks, [calls[k]["median"] for k in ks], yerr=[calls[k]["std"] for k in ks], fmt="o-", ms=3,
+        b.errorbar(ks, [calls[k]["median"] for k in ks], yerr=[calls[k].get("std") or 0 for k in ks], fmt="o-", ms=3,
                    label="measured")
         ests = [_est(est, f"cpu.call.args{k}") for k in ks]
         if any(e is not None for e in ests):
@@ -103,7 +105,7 @@ def bandwidths(doc: dict, est=None):
         return None
     fig, ax = plt.subplots(figsize=(7, 3.4))
     y = np.arange(len(ids))
-    ax.barh(y, [m[i]["median"] / 1e3 for i in ids], xerr=[m[i]["std"] / 1e3 for i in ids], label="measured")
+    ax.barh(y, [m[i]["median"] / 1e3 for i in ids], xerr=[(m[i].get("std") or 0) / 1e3 for i in ids], label="measured")
     for k, i in enumerate(ids):
         e = _est(est, i)
         if e:
