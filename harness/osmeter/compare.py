@@ -10,9 +10,12 @@ whole between runs by more than the spread of the trials inside one:
   95% interval from a hierarchical bootstrap (runs resampled, then the
   trials of each chosen run);
 - significance: Welch's t test on the logs of the run medians (where one
-  side has a single run, its variance is taken from the other side). It
-  can decide with 3 runs per side, where a rank test on run medians never
-  reaches p < 0.05 below 4 runs per side;
+  side has a single run, its variance is taken from the other side), each
+  side's spread taken as at least 1% (RUN_SD_FLOOR): a shared machine's
+  runs fall into modes a few percent apart that three runs can all miss,
+  and a near-zero observed spread would make a split between modes look
+  like a change. It can decide with 3 runs per side, where a rank test on
+  run medians never reaches p < 0.05 below 4 runs per side;
 - many ids at once: Benjamini-Hochberg adjusted p values (q). It keeps the
   expected share of false "changed" verdicts among the flagged ids at 5%,
   and, when nothing changed at all, the chance of flagging anything at 5%;
@@ -45,6 +48,11 @@ from .stats import benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, rati
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02
+# The least run-to-run spread (standard deviation of log run medians) the run-level test assumes. A
+# shared machine's runs fall into discrete modes (address layout, the host core a vCPU lands on) a few
+# percent apart; three runs a side can all land in one mode by chance, the observed spread is then
+# near zero, and a mere split between the sides would look like a change.
+RUN_SD_FLOOR = 0.01
 POWER = 0.8
 LOWER_IS_BETTER = {"ns", "cycles"}
 HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
@@ -143,8 +151,9 @@ def compare_id(mid: str, unit: str, a: list[np.ndarray], b: list[np.ndarray], ar
     positive = np.all(ma > 0) and np.all(mb > 0)
     if positive:
         la, lb = np.log(ma), np.log(mb)
-        _, _, p = welch(la, lb)
+        _, _, p = welch(la, lb, RUN_SD_FLOOR)
         sd = _sd_pooled(la, lb)
+        sd = max(sd, RUN_SD_FLOOR) if sd is not None else None
     else:  # a figure that can be zero or negative: test the values themselves
         _, _, p = welch(ma, mb)
         sd = None

@@ -214,22 +214,24 @@ def t_quantile(q: float, df: float) -> float:
 
 # --------------------------------------------- tests whose unit is the run
 
-def welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+def welch(x: np.ndarray, y: np.ndarray, sd_floor: float = 0.0) -> tuple[float, float, float]:
     """Welch's two-sample t test of mean(y) - mean(x): (t, df, two-sided p).
     Where one side has a single value, its variance is taken to be the other
-    side's (a pooled test on the other side's degrees of freedom)."""
+    side's (a pooled test on the other side's degrees of freedom). Each
+    side's standard deviation is taken as at least sd_floor."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     nx, ny = x.size, y.size
     if nx < 1 or ny < 1 or nx + ny < 3:
         return float("nan"), float("nan"), float("nan")
     diff = float(y.mean() - x.mean())
+    v_floor = sd_floor * sd_floor
     if nx >= 2 and ny >= 2:
-        vx, vy = float(x.var(ddof=1)) / nx, float(y.var(ddof=1)) / ny
+        vx, vy = max(float(x.var(ddof=1)), v_floor) / nx, max(float(y.var(ddof=1)), v_floor) / ny
         se2 = vx + vy
         df = se2 * se2 / ((vx * vx / (nx - 1) if vx else 0.0) + (vy * vy / (ny - 1) if vy else 0.0)) if se2 else nx + ny - 2
     else:
         many = x if nx >= 2 else y
-        s2 = float(many.var(ddof=1))
+        s2 = max(float(many.var(ddof=1)), v_floor)
         se2 = s2 * (1 / nx + 1 / ny)
         df = many.size - 1
     if se2 <= 0:  # no spread at all on either side (a quantized figure)
