@@ -140,8 +140,8 @@ def test_distributions_against_known_values():
 
 def test_runs_split_between_two_modes_are_not_a_change():
     """Three runs a side, each run in one of two modes 2% apart with almost no
-    spread inside a mode (one CI run saw cpu.call.args2's runs do so, 3% apart,
-    among 30 ids): all of A in one mode and all of B in the other is a 1-in-32
+    spread inside a mode (a make test run here saw cpu.call.args2's runs do so,
+    3% apart, among 30 ids): all of A in one mode and all of B in the other is a 1-in-32
     chance, not a change. The same runs 30% apart are one."""
     rng = np.random.default_rng(3)
 
@@ -152,7 +152,7 @@ def test_runs_split_between_two_modes_are_not_a_change():
                 compare.compare_id("net.bw", "MB/s", side(125.0), side(4000.0), area="net")]
         compare.decide(rows)
         assert (rows[0].verdict == "faster") == flagged, (shift, rows[0])
-        assert rows[1].verdict == "higher" or rows[1].verdict == "faster"
+        assert rows[1].verdict == "faster"  # a rate that rose
     assert welch([0.0, 0.0001, 0.0002], [0.02, 0.0201, 0.0202], sd_floor=0.01)[2] > 0.05
     assert welch([0.0, 0.0001, 0.0002], [0.02, 0.0201, 0.0202])[2] < 1e-6
 

@@ -129,6 +129,11 @@ def test_bandwidth_counts_bytes_honestly():
     b = probe_lines("mem_bw", "--samples", "7", "--no-mt", "--size", "64M", "--cache-size", "8K", "--cpu", cpu)
     ra, rb = np.max(a["mem.bw.read.cache"]["samples"]), np.max(b["mem.bw.read.cache"]["samples"])
     assert 0.6 < ra / rb < 1.6
+    # out of cache a pass is a 16 MiB stretch, the next each time; memcpy alone copies the whole buffer
+    assert a["mem.bw.read"]["params"]["bytes_per_pass"] == 16 << 20 and a["mem.bw.read"]["params"]["bytes"] == 64 << 20
+    assert a["mem.bw.copy"]["params"]["bytes_per_pass"] == 64 << 20
+    assert a["mem.bw.read.cache"]["params"]["bytes_per_pass"] == 16 << 10
+    assert a["mem.bw.read"]["params"]["size_rule"] == "--size"
 
 
 def test_major_fault_costs_far_more_than_a_minor_one(quick_run):

@@ -32,7 +32,7 @@ enum kernel { K_READ, K_WRITE, K_WRITE_NT, K_COPY, K_COPY_LOOP };
 static const char *kernel_name[] = { "read", "write", "write.nt", "copy", "copy.loop" };
 
 static uint64_t big_size, cache_size;
-static const char *size_rule = "8 x the last cache, within 256 MiB..max(1 GiB, 2 x the cache)"; /* how the out-of-cache size was chosen */
+static const char *size_rule = "--size"; /* how the out-of-cache size was chosen */
 static bool no_mt;
 
 /* ------------------------------------------------------------- kernels */
@@ -455,6 +455,7 @@ int main(int argc, char **argv)
          * faults, and a stream of twice the cache already misses on every pass (LRU keeps none of it) */
         uint64_t lo = 256ull << 20, hi = 2 * llc > (1ull << 30) ? 2 * llc : 1ull << 30;
         big_size = llc * 8 < lo ? lo : llc * 8 > hi ? hi : llc * 8;
+        size_rule = "8 x the last cache, within 256 MiB..max(1 GiB, 2 x the cache)";
         /* A last cache that is large for the memory (a VM shown its host's L3) gets the most that fits,
          * still twice the cache or more: a stream that size misses on every pass. */
         if (big_size > fit && fit >= 2 * llc && fit >= (64ull << 20)) {
