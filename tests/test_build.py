@@ -16,6 +16,7 @@ import pytest
 
 from conftest import BIN, ROOT, osmeter
 from osmeter import registry
+from osmeter.present import fmt_value
 
 CROSS = "aarch64-linux-gnu-gcc"
 QEMU = "qemu-aarch64"
@@ -125,14 +126,16 @@ def test_aarch64_probes_print_valid_lines_under_qemu(binary, decl, aarch64_build
 
 
 def test_aarch64_timer_states_its_resolution(aarch64_build):
-    """The counter's rate comes from CNTFRQ_EL0; batching keeps one tick of
-    quantization under 1% of a window (at least 100 ticks per window)."""
+    """The counter's rate comes from CNTFRQ_EL0, its step is measured (a
+    whole number of ticks), and batching keeps one step of quantization
+    under 1% of a window (at least 100 steps per window)."""
     o = json.loads(qemu(aarch64_build / "bin" / "cpu_syscall", "--samples", "5").stdout.splitlines()[0])
     t = o["timer"]
     assert t["kind"] == "cntvct-isb" and o["tsc_hz"] > 1e6
-    assert t["resolution_ns"] == pytest.approx(1e9 / o["tsc_hz"])
+    assert t["step_ticks"] >= 1 and t["step_ticks"] == int(t["step_ticks"])
+    assert t["resolution_ns"] == pytest.approx(t["step_ticks"] * 1e9 / o["tsc_hz"])
     window_ticks = min(o["samples"]) * o["params"]["iterations_per_sample"]
-    assert window_ticks >= 99, window_ticks
+    assert window_ticks >= 99 * t["step_ticks"], window_ticks
 
 
 def test_aarch64_iogen_falls_back_and_says_why(aarch64_build, tmp_path):
@@ -164,7 +167,9 @@ def test_a_forced_clock_run_gives_labelled_results_with_the_same_ids(tmp_path):
     for m in clk["measurements"]:
         assert m["timer"]["kind"] == "clock_gettime" and m["timer"]["fallback"] == "requested with --timer clock"
         assert m["unit"] == "ns" and "cycles" not in m
-    assert "clock_gettime (fallback: requested with --timer clock), one tick 1 ns" in r.stdout + (
+    step = clk["measurements"][0]["timer"]["resolution_ns"]
+    assert step >= 1 and step == int(step)  # clock_gettime moves by whole ns
+    assert f"clock_gettime (fallback: requested with --timer clock), step {fmt_value(step, 'ns')}" in r.stdout + (
         tmp_path / "clk" / "summary.txt").read_text() + _machine_rows(clk)
 
 

@@ -11,15 +11,10 @@ size_t osm_warmup_samples = 2;
 uint64_t osm_autobatch(osm_body body, void *ctx)
 {
     /* Window long enough that the timer's overhead is under 1% of it, that
-     * one tick of quantization is under 1% of it (100 ticks: a 24 MHz
-     * aarch64 counter ticks every 42 ns, so 4.2 us), and at least 20 us so
-     * the 10 ns TSC step of a VM guest stays negligible. */
-    double want = osm_timer.overhead * 100.0;
-    double floor_ticks = osm_timer.hz * 20e-6;
-    if (want < floor_ticks)
-        want = floor_ticks;
-    if (want < 100.0)
-        want = 100.0;
+     * one step of the timer is under 1% of it (100 steps: a 24 MHz aarch64
+     * counter ticks every 42 ns, a guest's scaled TSC may step by tens of
+     * ticks), and at least 20 us. */
+    double want = osm_window_floor_ticks();
     uint64_t n = 1;
     for (;;) {
         double best = 1e300;

@@ -94,6 +94,23 @@ static void emit_human(const struct osm_meas *m)
     free(tmp);
 }
 
+/* The median of the kept samples in steps of the timer. Samples are in
+ * timer ticks (cycles) or ns (the clock), with the overhead subtracted: the
+ * window the timer measured was that much longer. */
+static double single_shot_steps(const struct osm_meas *m)
+{
+    double *tmp = xrealloc(NULL, m->n * sizeof *tmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->disturbed[i] && isfinite(m->v[i]))
+            tmp[k++] = m->v[i];
+    double med = k ? osm_median(tmp, k) : 0;
+    free(tmp);
+    double ticks = strcmp(m->unit, "cycles") == 0 ? med : med * osm_timer.hz / 1e9;
+    ticks += osm_timer.overhead;
+    return osm_timer.step_ticks > 0 ? ticks / osm_timer.step_ticks : ticks;
+}
+
 void osm_refuse(const char *id, const char *why)
 {
     if (osm_human_output) {
@@ -127,16 +144,27 @@ void osm_emit(const struct osm_meas *m)
     json_obj(&j);
     json_kstr(&j, "kind", osm_timer.kind == OSM_TIMER_TSC ? OSM_TIMER_NAME : "clock_gettime");
     json_knum(&j, "resolution_ns", osm_timer.resolution_ns);
+    json_knum(&j, "step_ticks", osm_timer.step_ticks);
+    json_knum(&j, "min_step_ns", osm_timer.min_step_ticks * 1e9 / osm_timer.hz);
     json_kbool(&j, "invariant_tsc", osm_timer.tsc_invariant);
     json_knum(&j, "overhead_median", osm_timer.overhead);
     if (osm_timer.fallback_why)
         json_kstr(&j, "fallback", osm_timer.fallback_why);
     json_kstr(&j, "deschedule_check", osm_deschedule_check());
     json_obj_end(&j);
-    /* the params object as built so far, closed */
-    char *params = xrealloc(NULL, m->params.len + 2);
+    /* the params object as built so far, closed; a single-shot measurement
+     * adds how many of the timer's steps its median spans */
+    char extra[160] = "";
+    if (m->single_shot && m->n) {
+        double steps = single_shot_steps(m);
+        snprintf(extra, sizeof extra, "%s\"median_timer_steps\":%.1f,\"quantized\":%s",
+                 m->params.len > 1 ? "," : "", steps, steps < 100 ? "true" : "false");
+    }
+    size_t xl = strlen(extra);
+    char *params = xrealloc(NULL, m->params.len + xl + 2);
     memcpy(params, m->params.buf, m->params.len);
-    memcpy(params + m->params.len, "}", 2);
+    memcpy(params + m->params.len, extra, xl);
+    memcpy(params + m->params.len + xl, "}", 2);
     json_key(&j, "params");
     json_raw(&j, params);
     free(params);

@@ -56,7 +56,10 @@ struct osm_timer_info {
     enum osm_timer_kind kind;
     double hz;                /* ticks per second: TSC Hz, or 1e9 for ns */
     bool tsc_invariant;       /* constant_tsc && nonstop_tsc (aarch64: the generic timer, always) */
-    double resolution_ns;     /* one tick of the timer, ns */
+    double resolution_ns;     /* the timer's real step (step_ticks ticks), ns */
+    double step_ticks;        /* granularity: consecutive reads differ by multiples of it (a guest's
+                                 scaled TSC: tens of ticks; a bare TSC or clock_gettime: 1) */
+    double min_step_ticks;    /* the least nonzero difference of two consecutive reads */
     double overhead;          /* median ticks of an empty window (subtracted) */
     double overhead_min;
     const char *fallback_why; /* why the clock fallback is in use, or NULL */
@@ -255,6 +258,14 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool switches, boo
  * by osm_init; exposed for tests. */
 void osm_timer_setup(enum osm_timer_kind want);
 double osm_calibrate_hz(void);
+/* The step of a timer read by read(): n consecutive reads; *granularity is
+ * the largest g that divides at least 99% of the nonzero differences (a
+ * rare off-grid read cannot hide the step), *least the smallest nonzero
+ * difference. Returns 0, or -1 when the timer never moved. */
+int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double *least);
+/* Ticks a timed window needs: 100 times the timer's overhead, 100 steps,
+ * and 20 us (osm_autobatch's target). */
+double osm_window_floor_ticks(void);
 
 /* ------------------------------------------------------------- samples */
 
@@ -266,6 +277,8 @@ struct osm_meas {
     bool *disturbed;
     size_t n, cap;
     double overhead_subtracted; /* per sample, in the sample's unit */
+    bool single_shot;     /* one operation per window (fork, a wake-up): osm_emit says, in params,
+                             how many timer steps its median spans and flags it quantized below 100 */
     struct json params;   /* the "params" object, built as the probe goes (osm_param_*) */
     /* optional series: x values and, per x, a row of samples */
     const char *series_x_name;

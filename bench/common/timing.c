@@ -174,6 +174,76 @@ double osm_calibrate_hz(void)
     return osm_median(est, 3);
 }
 
+/* ------------------------------------------------------ the timer's step */
+
+#define STEP_READS 20000
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double *least)
+{
+    uint64_t *d = malloc(n * sizeof *d);
+    if (!d)
+        osm_die("out of memory");
+    size_t k = 0;
+    uint64_t prev = read(), min = UINT64_MAX;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t t = read();
+        if (t > prev) {
+            d[k++] = t - prev;
+            if (t - prev < min)
+                min = t - prev;
+        }
+        prev = t;
+    }
+    int rc = -1;
+    if (k) {
+        /* the largest g that divides 99% of the differences, among the
+         * divisors of a difference at the 1st percentile (a rare off-grid
+         * read makes the least difference 1 tick: it must not decide) */
+        uint64_t *sorted = malloc(k * sizeof *sorted);
+        if (!sorted)
+            osm_die("out of memory");
+        memcpy(sorted, d, k * sizeof *d);
+        qsort(sorted, k, sizeof *sorted, cmp_u64);
+        uint64_t low = sorted[k / 100];
+        free(sorted);
+        uint64_t g = low > 1000000 ? 1 : low;
+        for (; g > 1; g--) {
+            if (low % g)
+                continue;
+            size_t on_grid = 0;
+            for (size_t i = 0; i < k; i++)
+                on_grid += d[i] % g == 0;
+            if ((double)on_grid >= 0.99 * (double)k)
+                break;
+        }
+        *granularity = (double)g;
+        *least = (double)min;
+        rc = 0;
+    }
+    free(d);
+    return rc;
+}
+
+static uint64_t read_stamp(void) { return osm_stamp(); }
+
+double osm_window_floor_ticks(void)
+{
+    double want = osm_timer.overhead * 100.0;
+    double steps = osm_timer.step_ticks * 100.0;
+    double floor_ticks = osm_timer.hz * 20e-6;
+    if (want < steps)
+        want = steps;
+    if (want < floor_ticks)
+        want = floor_ticks;
+    return want < 100.0 ? 100.0 : want;
+}
+
 #define OVERHEAD_WINDOWS 2000
 
 static double overhead_samples[OVERHEAD_WINDOWS];
@@ -231,13 +301,22 @@ void osm_timer_setup(enum osm_timer_kind want)
 #else
         osm_timer.hz = osm_calibrate_hz();
 #endif
-        osm_timer.resolution_ns = 1e9 / osm_timer.hz;
+    } else {
+        osm_timer.hz = 1e9;
+    }
+    /* the step the timer really advances by: a guest's TSC, scaled by the
+     * hypervisor, can move in steps of tens of ticks, never by one */
+    double g, least;
+    if (osm_timer_step(read_stamp, STEP_READS, &g, &least) == 0) {
+        osm_timer.step_ticks = g;
+        osm_timer.min_step_ticks = least;
     } else {
         struct timespec res;
-        osm_timer.hz = 1e9;
-        osm_timer.resolution_ns = clock_getres(CLOCK_MONOTONIC_RAW, &res) == 0 && res.tv_sec == 0
-                                      ? (double)res.tv_nsec : 1.0;
+        osm_timer.step_ticks = osm_timer.min_step_ticks =
+            osm_timer.kind == OSM_TIMER_CLOCK && clock_getres(CLOCK_MONOTONIC_RAW, &res) == 0 && res.tv_sec == 0
+                ? (double)res.tv_nsec : 1.0;
     }
+    osm_timer.resolution_ns = osm_timer.step_ticks * 1e9 / osm_timer.hz;
     calibrate_overhead();
 }
 

@@ -101,6 +101,7 @@ int main(int argc, char **argv)
 
     struct osm_meas m;
     osm_meas_init(&m, "cpu.proc_create", o.samples);
+    m.single_shot = true;
     size_t child_first = 0;
     for (size_t i = 0; i < o.warmup + o.samples; i++) {
         int p[2];
@@ -139,6 +140,7 @@ int main(int argc, char **argv)
     osm_meas_free(&m);
 
     osm_meas_init(&m, "cpu.proc_create_wait", o.samples);
+    m.single_shot = true;
     fork_wait_samples(&m, o.warmup, o.samples, NULL, NULL);
     m.overhead_subtracted = osm_timer.overhead;
     osm_param_int(&m, "parent_rss_kib", rss_kib());

@@ -44,6 +44,7 @@ int main(int argc, char **argv)
 
     struct osm_meas m;
     osm_meas_init(&m, "cpu.thread_create", o.samples);
+    m.single_shot = true;
     size_t thread_first = 0;
     for (size_t i = 0; i < o.warmup + o.samples; i++) {
         struct slot s = { 0, 0 };
@@ -67,6 +68,7 @@ int main(int argc, char **argv)
     osm_meas_free(&m);
 
     osm_meas_init(&m, "cpu.thread_create_join", o.samples);
+    m.single_shot = true;
     for (size_t i = 0; i < o.warmup + o.samples; i++) {
         struct osm_window w;
         bool dist;

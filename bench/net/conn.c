@@ -46,8 +46,10 @@ int main(int argc, char **argv)
     char id[64];
     snprintf(id, sizeof id, "net.connect.%s", t.where);
     osm_meas_init(&mc, id, o.samples);
+    mc.single_shot = true;
     snprintf(id, sizeof id, "net.close.%s", t.where);
     osm_meas_init(&mx, id, o.samples);
+    mx.single_shot = true;
     for (size_t i = 0; i < o.warmup + o.samples; i++) {
         int fd = socket(t.addr.ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)

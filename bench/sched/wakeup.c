@@ -180,6 +180,7 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
         osm_die("cannot start the wakee thread");
     struct osm_meas m;
     osm_meas_init(&m, v->id, o->samples);
+    m.single_shot = true;
     for (size_t i = 0; i < o->warmup + o->samples && !s.err; i++) {
         nap_us(gap_us);
         while (!atomic_load_explicit(&s.asleep, memory_order_acquire))

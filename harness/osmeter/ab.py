@@ -15,9 +15,11 @@ import random
 import subprocess
 import sys
 
+from . import compare
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
 from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
+from .stats import spend_alpha
 
 SETUP_TIMEOUT = 600.0
 
@@ -33,9 +35,21 @@ def _shell(what: str, cmd: str) -> None:
         raise RunError(f"{what} command failed with status {r.returncode}: {cmd}")
 
 
-def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
-           min_change: float = 0.02) -> int:
+def decided(c) -> bool:
+    """Every id of a comparison has a verdict other than 'too few runs'."""
     from . import compare
+
+    return bool(c.rows) and all(r.verdict in compare.DECIDED for r in c.rows)
+
+
+def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
+    """The level of the look after round `round_` of a sequential design of
+    at most `rounds` rounds: looks come after rounds 2..rounds."""
+    return spend_alpha(round_ - 1, rounds - 1, alpha)
+
+
+def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
+           min_change: float = 0.02, until_decided: bool = False) -> int:
     from .osmnet import peer_session
 
     if rounds < 1:
@@ -54,12 +68,17 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
         camps[side] = Campaign(out / side, opts, seed, rounds, side=side, setup_command=cmd, restore_command=restore,
                                design=f"ab: {rounds} rounds, random order within each round")
         camps[side].save()
-    print(f"osmeter: ab, {rounds} rounds into {out} (seed {seed}); restore: {restore or 'none'}")
+    plan_text = (f"until every id is decided, at most {rounds} rounds" if until_decided else f"{rounds} rounds")
+    print(f"osmeter: ab, {plan_text} into {out} (seed {seed}); restore: {restore or 'none'}")
     status = 0
+    looks: list[dict] = []
+    alpha = compare.ALPHA
     try:
         with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
             p.peer = peer
             for k, order in enumerate(orders, 1):
+                if until_decided and k > 2 and looks and looks[-1]["decided"]:
+                    break
                 for side in order:
                     camp = camps[side]
                     _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
@@ -74,6 +93,14 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                     print(f"osmeter: round {k}/{rounds} {side.upper()}: {run_dir}"
                           + ("" if rc == 0 else " (a probe failed: see its results.json)"), flush=True)
                     status = status or rc
+                if until_decided and k >= 2:
+                    alpha = look_alpha(k, rounds)
+                    look = _look(out, min_change, alpha)
+                    looks.append({"round": k, "alpha": alpha, **look})
+                    print(f"osmeter: look after round {k} (level {alpha:.4f}): " + look["text"], flush=True)
+                    for camp in camps.values():
+                        camp.doc["sequential"] = _sequential_doc(looks, rounds)
+                        camp.save()
         for camp in camps.values():
             camp.doc["complete"] = True
     except Interrupted:
@@ -94,14 +121,39 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                     print(f"osmeter: error: {e}", file=sys.stderr)
                     status = 1
     try:
-        cmp = compare.compare_paths([out / "a"], [out / "b"], min_change)
+        cmp = compare.compare_sides(compare.load_side([out / "a"]), compare.load_side([out / "b"]), min_change,
+                                    alpha=alpha)
     except ValueError as e:
         print(f"osmeter: no comparison: {e}", file=sys.stderr)
         return status or 1
     text = compare.text(cmp)
+    if until_decided and looks:
+        last = looks[-1]
+        text += (f"\nSequential design: {len(looks)} look(s) after rounds 2..{last['round']}, each at its increment "
+                 f"of an O'Brien-Fleming-type alpha spending function (overall 5%); stopped "
+                 + ("because every id was decided." if last["decided"] else f"at --max-rounds {rounds}, "
+                    f"{last['undecided']} id(s) undecided.") + f" This table is the last look's (level {alpha:.4f}).")
     (out / "compare.txt").write_text(text + "\n")
     (out / "compare.csv").write_text(compare.to_csv(cmp))
     print()
     print(text)
     print(f"\nosmeter: runs in {out}/a and {out}/b; this table in {out}/compare.txt and compare.csv")
     return status
+
+
+def _look(out, min_change: float, alpha: float) -> dict:
+    """One look of the sequential design at the runs so far."""
+    try:
+        c = compare.compare_sides(compare.load_side([out / "a"]), compare.load_side([out / "b"]), min_change,
+                                  alpha=alpha, sensitivity=False)
+    except ValueError as e:
+        return {"decided": False, "undecided": None, "text": f"no comparison yet ({e})"}
+    undecided = [r.id for r in c.rows if r.verdict not in compare.DECIDED]
+    tally = ", ".join(f"{n} {v}" for v, n in compare.counts(c.rows).items())
+    return {"decided": decided(c), "undecided": len(undecided), "counts": compare.counts(c.rows),
+            "text": tally + ("; every id decided" if not undecided else f"; {len(undecided)} undecided")}
+
+
+def _sequential_doc(looks: list[dict], rounds: int) -> dict:
+    return {"max_rounds": rounds, "spending": "Lan-DeMets O'Brien-Fleming type, overall alpha 0.05",
+            "looks": [{k: v for k, v in lk.items() if k != "text"} for lk in looks]}

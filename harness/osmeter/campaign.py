@@ -24,13 +24,20 @@ from pathlib import Path
 import numpy as np
 
 from .errors import Interrupted, RunError
+from .results import kept_by_process, run_figure
 from .results import load as load_results
 from .results import write_json_atomic
 from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
-from .stats import runs_needed
+from .stats import runs_needed, variance_split
 
 SCHEMA = "osmeter-campaign/1"
 DETECT = 0.05  # the change the stability table sizes designs for
+STABILITY_HEAD = (
+    "Each CV is a standard deviation of logs. A run's figure is the median of its processes' medians.\n"
+    "within process: the spread of samples inside one process; between processes: what processes of one run\n"
+    "add beyond their samples; between runs: what runs add beyond their processes. dominant: the part with\n"
+    "the largest share of the variance of one run's figure. runs/side: a Welch test on run figures, alpha\n"
+    "0.05, power 0.8.\n\n")
 
 
 def _now() -> str:
@@ -155,12 +162,17 @@ class Run:
 
     def samples(self, m: dict) -> np.ndarray:
         """The kept trials of one measurement (not disturbed, finite)."""
+        return np.concatenate(self.by_process(m))
+
+    def by_process(self, m: dict) -> list[np.ndarray]:
+        """The kept trials of one measurement, one array per process."""
         try:
-            z = np.load(self.path / m["samples_file"])
+            got = kept_by_process(self.path, m)
         except (OSError, KeyError, ValueError) as e:
             raise ValueError(f"{self.path}: cannot read the samples of {m['id']} ({e})") from None
-        v = z["values"]
-        return v[~z["disturbed"] & np.isfinite(v)]
+        if got is None:
+            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} (no file {m.get('samples_file')})")
+        return got
 
 
 def is_campaign(path: Path) -> bool:
@@ -205,27 +217,34 @@ def _load_run(path: Path, campaign: Path | None) -> Run:
 # ------------------------------------------------------------ stability
 
 def stability_rows(runs: list[Run]) -> list[dict]:
-    """Per id over the runs of one campaign: the median of the run medians,
-    the run-to-run CV (standard deviation of the logs of the run medians),
-    the median within-run CV, and the runs per side that a Welch test on
-    the run medians needs to see a 5% change 80% of the time."""
-    ids: dict[str, list[float]] = {}
-    within: dict[str, list[float]] = {}
+    """Per id over the runs of one campaign: the median of the run figures,
+    the run-to-run CV (standard deviation of the logs of the run figures),
+    where the variance comes from (stats.variance_split: within a process,
+    between processes, between runs, and the dominant part), and the runs
+    per side that a Welch test on the run figures needs to see a 5% change
+    80% of the time."""
+    per: dict[str, list[list[np.ndarray]]] = {}
     units = {}
     for r in runs:
-        for m in r.doc["measurements"]:
-            med, mean, std = m.get("median"), m.get("mean"), m.get("std")
-            if isinstance(med, (int, float)) and med > 0 and math.isfinite(med):
-                ids.setdefault(m["id"], []).append(med)
-                units[m["id"]] = m["unit"]
-                if isinstance(std, (int, float)) and mean:
-                    within.setdefault(m["id"], []).append(std / mean)
+        for mid, m in r.measurements.items():
+            try:
+                procs = r.by_process(m)
+            except ValueError:
+                continue
+            if procs and any(x.size for x in procs):
+                per.setdefault(mid, []).append(procs)
+                units[mid] = m["unit"]
     out = []
-    for mid, meds in ids.items():
-        logs = np.log(meds)
-        sd = float(np.std(logs, ddof=1)) if len(meds) > 1 else float("nan")
-        out.append({"id": mid, "unit": units[mid], "runs": len(meds), "median": float(np.median(meds)),
-                    "run_cv": sd, "within_cv": float(np.median(within[mid])) if mid in within else float("nan"),
+    for mid, rs in per.items():
+        figs = np.array([run_figure(x) for x in rs])
+        figs = figs[np.isfinite(figs)]
+        if not figs.size:
+            continue
+        positive = bool(np.all(figs > 0))
+        sd = float(np.std(np.log(figs), ddof=1)) if positive and figs.size > 1 else float("nan")
+        split = variance_split(rs) if positive else None
+        out.append({"id": mid, "unit": units[mid], "runs": int(figs.size), "median": float(np.median(figs)),
+                    "run_cv": sd, "split": split,
                     "runs_for_5pct": runs_needed(math.log1p(DETECT), sd) if math.isfinite(sd) else None})
     return out
 
@@ -233,14 +252,26 @@ def stability_rows(runs: list[Run]) -> list[dict]:
 def stability_table(rows: list[dict]) -> str:
     from .present import fmt_value, text_table
 
-    head = ("id", "median", "runs", "run-to-run CV", "within-run CV", f"runs/side for {DETECT:.0%}")
-    body = [(r["id"], fmt_value(r["median"], r["unit"]), str(r["runs"]), _pct(r["run_cv"]), _pct(r["within_cv"]),
-             "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"] else ">200"))
-            for r in rows]
-    return text_table(head, body, left=(0,))
+    head = ("id", "median", "runs", "run-to-run CV", "within process", "between processes", "between runs",
+            "dominant", f"runs/side for {DETECT:.0%}")
+    body = []
+    for r in rows:
+        sp = r.get("split") or {}
+        body.append((r["id"], fmt_value(r["median"], r["unit"]), str(r["runs"]), _pct(r["run_cv"]),
+                     _pct(sp.get("within_cv")), _pct(sp.get("process_cv")), _pct(sp.get("run_cv")),
+                     _dominant(sp),
+                     "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"]
+                                                                 else ">200")))
+    return text_table(head, body, left=(0, 7))
 
 
-def _pct(v: float) -> str:
+def _dominant(sp: dict) -> str:
+    d = sp.get("dominant")
+    share = (sp.get("share") or {}).get(d) if d else None
+    return f"{d} {share:.0%}" if d and isinstance(share, float) else "-"
+
+
+def _pct(v: float | None) -> str:
     return f"{v:.1%}" if isinstance(v, float) and math.isfinite(v) else "-"
 
 
@@ -252,6 +283,5 @@ def _write_stability(out: Path) -> None:
     if len(runs) < 2:
         return
     table = stability_table(stability_rows(runs))
-    (out / "stability.txt").write_text(table + "\n")
-    print(f"\nRun-to-run stability over {len(runs)} runs (runs/side: a Welch test on run medians, "
-          f"alpha 0.05, power 0.8):\n{table}\n\nosmeter: campaign in {out}")
+    (out / "stability.txt").write_text(STABILITY_HEAD + table + "\n")
+    print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")

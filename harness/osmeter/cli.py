@@ -122,7 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--restore", metavar="CMD",
                     help="shell command run at the end, and on Ctrl-C or SIGTERM, to put the machine back "
                          "(default: none: nothing is restored unless you give one)")
-    ab.add_argument("--rounds", type=_count, required=True, metavar="N", help="rounds, one run of each side per round")
+    ab.add_argument("--rounds", type=_count, metavar="N", help="rounds, one run of each side per round")
+    ab.add_argument("--until-decided", action="store_true",
+                    help="add rounds until every id is decided at --min-change (changed, '=' or '~'), or "
+                         "--max-rounds; each look tests at its share of the 5%% (O'Brien-Fleming-type alpha "
+                         "spending), so the chance of ever calling an unchanged id changed stays at 5%%")
+    ab.add_argument("--max-rounds", type=_count, metavar="N", help="with --until-decided: the most rounds (default 8)")
     ab.add_argument("--out", type=Path, metavar="DIR", help="where DIR/a and DIR/b go (default results/<host>-<time>-ab)")
     ab.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
                     help="smallest relative change the final comparison reports (default 0.02)")
@@ -445,7 +450,20 @@ def cmd_run(args) -> int:
 def cmd_ab(args) -> int:
     from .ab import run_ab
 
-    return run_ab(_run_opts(args), args.a, args.b, args.restore, args.rounds, args.seed, args.min_change)
+    if args.until_decided:
+        if args.rounds:
+            raise RunError("--until-decided adds rounds up to --max-rounds: give --max-rounds, not --rounds")
+        rounds = args.max_rounds or 8
+        if rounds < 2:
+            raise RunError("--max-rounds: a sequential design needs 2 or more")
+    else:
+        if args.max_rounds:
+            raise RunError("--max-rounds goes with --until-decided")
+        if not args.rounds:
+            raise RunError("give --rounds N (or --until-decided with --max-rounds N)")
+        rounds = args.rounds
+    return run_ab(_run_opts(args), args.a, args.b, args.restore, rounds, args.seed, args.min_change,
+                  until_decided=args.until_decided)
 
 
 def guarded(fn, *args) -> int:

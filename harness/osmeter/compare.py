@@ -44,7 +44,9 @@ import numpy as np
 
 from .campaign import Run, load_side
 from .present import esc, fmt_value, markdown_table, text_table
-from .stats import benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, ratio_ci, runs_needed, welch
+from .results import run_figure
+from .stats import (benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
+                    runs_needed, spend_alpha, tost, welch)
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02
@@ -56,7 +58,11 @@ RUN_SD_FLOOR = 0.01
 POWER = 0.8
 LOWER_IS_BETTER = {"ns", "cycles"}
 HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
-VERDICTS = ("faster", "slower", "higher", "lower", "~", "too few runs")
+VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
+DECIDED = ("faster", "slower", "higher", "lower", "=", "~")
+# runs per side below which nothing is called changed: one run against one run cannot tell drift
+# from change, whatever the trials inside each say
+MIN_RUNS = 2
 
 # machine facts and conditions that say nothing about the figures (they
 # change from run to run by nature), left out of the conditions diff
@@ -73,18 +79,26 @@ class Row:
     id: str
     unit: str
     area: str
-    runs_a: list[float]     # each run's median
+    runs_a: list[float]     # each run's figure (the median of its processes' medians)
     runs_b: list[float]
-    median_a: float         # median of the run medians
+    median_a: float         # median of the run figures
     median_b: float
     ratio: float            # B/A
     ci: tuple[float, float]
-    p: float
+    p: float                # the test whose unit is `test_unit` (NaN with one run a side)
     basis: str              # "runs" or "within-run"
-    run_sd: float | None    # pooled sd of the logs of run medians (about the run-to-run CV)
+    run_sd: float | None    # spread of the logs of the unit's values (about its CV)
     q: float = float("nan")
     need: int | None = None  # runs per side a decision would need, for "too few runs"
     verdict: str = "~"
+    test_unit: str = "run"  # "run", or "process" where the runs show no run-level variance of their own
+    units_a: int = 0        # how many values of that unit each side had
+    units_b: int = 0
+    p_within: float = float("nan")  # one run a side: Mann-Whitney on the two runs' trials (within-run only)
+    p_equiv: float = float("nan")   # two one-sided tests that the change is inside +-min_change
+    components: dict | None = None  # process and run spread of the logs (nested_components)
+    log_a: np.ndarray | None = field(default=None, repr=False)  # the logs of the unit's values, per side
+    log_b: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def n_a(self) -> int:
@@ -104,6 +118,8 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
     min_change: float = MIN_CHANGE
     labels: tuple[str, str] = ("A", "B")
+    alpha: float = ALPHA
+    within_run_verdicts: bool = False  # a fleet's hosts of one run each: within-run verdicts, labelled so
 
     @property
     def basis(self) -> str:
@@ -131,55 +147,103 @@ def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
     return math.sqrt(sum(d * v for d, v in parts) / dof) if dof else None
 
 
-def compare_id(mid: str, unit: str, a: list[np.ndarray], b: list[np.ndarray], area: str | None = None,
+def _processes(run) -> list[np.ndarray]:
+    """A run as a list of its processes' kept trials (a bare array is one process)."""
+    if isinstance(run, np.ndarray):
+        return [run] if run.size else []
+    return [np.asarray(x, float) for x in run if np.asarray(x).size]
+
+
+def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
                interval: bool = True) -> Row | None:
-    """One id: a and b hold the kept trials of each run on each side.
-    interval=False leaves out the bootstrap interval (simulations)."""
-    a = [x for x in a if x.size]
-    b = [x for x in b if x.size]
+    """One id: a and b hold each side's runs, a run being its kept trials
+    (an array) or one array of trials per process. interval=False leaves out
+    the bootstrap interval (simulations)."""
+    a = [p for p in (_processes(x) for x in a) if p]
+    b = [p for p in (_processes(x) for x in b) if p]
     if not a or not b:
         return None
-    ma = np.array([np.median(x) for x in a])
-    mb = np.array([np.median(x) for x in b])
+    ma = np.array([run_figure(x) for x in a])
+    mb = np.array([run_figure(x) for x in b])
     med_a, med_b = float(np.median(ma)), float(np.median(mb))
     ratio = med_b / med_a if med_a else float("nan")
     area = area or area_of(mid)
+    pooled_a = [np.concatenate(x) for x in a]
+    pooled_b = [np.concatenate(x) for x in b]
     if len(a) == 1 and len(b) == 1:
-        _, p = mann_whitney(a[0], b[0])
-        ci = ratio_ci(a[0], b[0]) if interval else (float("nan"), float("nan"))
-        return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, p, "within-run", None)
+        _, p = mann_whitney(pooled_a[0], pooled_b[0])
+        ci = ratio_ci(pooled_a[0], pooled_b[0]) if interval else (float("nan"), float("nan"))
+        return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, float("nan"), "within-run",
+                   None, test_unit="run", units_a=1, units_b=1, p_within=p)
     positive = np.all(ma > 0) and np.all(mb > 0)
-    if positive:
+    ci = hierarchical_ratio_ci(pooled_a, pooled_b) if interval else (float("nan"), float("nan"))
+    row = Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, float("nan"), "runs", None)
+    if not positive:  # a figure that can be zero or negative: test the run figures themselves
+        _, _, row.p = welch(ma, mb)
+        row.units_a, row.units_b = len(ma), len(mb)
+        return row
+    # the unit: the process where the runs show no variance of their own beyond their processes'
+    # (the run-level component is estimated at zero on both sides), else the run
+    pa = [np.log([np.median(p) for p in run]) for run in a]
+    pb = [np.log([np.median(p) for p in run]) for run in b]
+    comp = nested_components([x - np.mean(np.concatenate(pa)) for x in pa]
+                             + [x - np.mean(np.concatenate(pb)) for x in pb], sides=2)
+    row.components = comp
+    if comp and comp["run_var"] == 0 and min(len(x) for x in pa + pb) >= 2:
+        la, lb = np.concatenate(pa), np.concatenate(pb)
+        row.test_unit = "process"
+    else:
         la, lb = np.log(ma), np.log(mb)
-        _, _, p = welch(la, lb, RUN_SD_FLOOR)
-        sd = _sd_pooled(la, lb)
-        sd = max(sd, RUN_SD_FLOOR) if sd is not None else None
-    else:  # a figure that can be zero or negative: test the values themselves
-        _, _, p = welch(ma, mb)
-        sd = None
-    ci = hierarchical_ratio_ci(a, b) if interval else (float("nan"), float("nan"))
-    return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, p, "runs", sd)
+    row.units_a, row.units_b = la.size, lb.size
+    row.log_a, row.log_b = la, lb
+    _, _, row.p = welch(la, lb, RUN_SD_FLOOR)
+    sd = _sd_pooled(la, lb)
+    row.run_sd = max(sd, RUN_SD_FLOOR) if sd is not None else None
+    return row
 
 
-def decide(rows: list[Row], min_change: float = MIN_CHANGE) -> None:
+def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA,
+           within_run_verdicts: bool = False) -> None:
     """Adjusts the p values for the many ids (Benjamini-Hochberg) and gives
-    each row its verdict."""
-    for r, q in zip(rows, benjamini_hochberg([r.p for r in rows])):
+    each row its verdict: changed (q < alpha and a change of at least
+    min_change), "=" (shown to lie within +-min_change by two one-sided
+    tests at alpha), "too few runs" (the design could not have seen a change
+    of min_change, or one run a side), else "~". alpha is lower than ALPHA
+    at the looks of a sequential design (spend_alpha)."""
+    ps = [r.p_within if r.basis == "within-run" and within_run_verdicts else r.p for r in rows]
+    for r, q in zip(rows, benjamini_hochberg(ps)):
         r.q = q
+        if r.basis == "within-run" and within_run_verdicts:  # hosts of a fleet: labelled within-run only
+            big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
+            r.verdict = direction(r.unit, r.ratio > 1) if big and q < alpha else "~"
+            continue
+        if r.basis == "within-run":  # one run against one run: drift and change look alike
+            r.verdict = "too few runs"
+            r.need = max(3, runs_needed(math.log1p(min_change), RUN_SD_FLOOR, alpha, POWER) or 3)
+            continue
         big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
-        if big and q < ALPHA:
+        if big and q < alpha:
             r.verdict = direction(r.unit, r.ratio > 1)
             continue
         r.verdict = "~"
-        if r.basis == "runs" and r.run_sd is not None and math.isfinite(r.ratio) and r.ratio > 0:
-            effect = max(math.log1p(min_change), abs(math.log(r.ratio)))
-            r.need = runs_needed(effect, r.run_sd, ALPHA, POWER)
-            if r.need is None or r.need > min(r.n_a, r.n_b):
-                r.verdict = "too few runs"
+        if r.run_sd is None or r.log_a is None or not (math.isfinite(r.ratio) and r.ratio > 0):
+            continue
+        r.p_equiv = tost(r.log_a, r.log_b, math.log1p(min_change), RUN_SD_FLOOR)
+        if r.p_equiv < alpha:
+            r.verdict = "="
+            continue
+        effect = max(math.log1p(min_change), abs(math.log(r.ratio)))
+        need = runs_needed(effect, r.run_sd, alpha, POWER)  # values of the test's unit per side
+        if need is not None and r.test_unit == "process":
+            need = max(2, math.ceil(need * r.n_a / max(r.units_a, 1)))
+        r.need = need
+        if need is None or need > min(r.n_a, r.n_b):
+            r.verdict = "too few runs"
 
 
 def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
-                  labels: tuple[str, str] = ("A", "B")) -> Comparison:
+                  labels: tuple[str, str] = ("A", "B"), alpha: float = ALPHA,
+                  sensitivity: bool = True, within_run_verdicts: bool = False) -> Comparison:
     if not a or not b:
         raise ValueError(f"side {labels[0] if not a else labels[1]} is empty: give at least one run or campaign")
     if not math.isfinite(min_change) or not 0 <= min_change < 10:
@@ -216,8 +280,37 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
                  if sum(mid in r.measurements for r in side) < len(side)]
         if short and len(side) > 1:
             notes.append(f"ids missing from some runs of {label}: {', '.join(short)}")
-    decide(rows, min_change)
-    return Comparison(a, b, rows, conditions_diff(a, b), notes, min_change, labels)
+    decide(rows, min_change, alpha, within_run_verdicts)
+    if sensitivity:
+        notes += _without_flagged(a, b, rows, min_change, labels, alpha)
+    return Comparison(a, b, rows, conditions_diff(a, b), notes, min_change, labels, alpha, within_run_verdicts)
+
+
+def _without_flagged(a: list[Run], b: list[Run], rows: list[Row], min_change: float, labels: tuple[str, str],
+                     alpha: float) -> list[str]:
+    """Runs whose sentinels moved inside them, or that a noisier machine
+    disturbed (interference.noisy_runs), named; and whether leaving them out
+    changes any verdict."""
+    from .interference import noisy_runs
+
+    flagged = noisy_runs(a + b)
+    for r in a + b:
+        if (r.doc.get("sentinels") or {}).get("drifted"):
+            flagged.setdefault(r.name, f"drifted inside the run ({r.doc['sentinels'].get('why')})")
+    if not flagged:
+        return []
+    out = [f"flagged run {name}: {why}" for name, why in flagged.items()]
+    ka = [r for r in a if r.name not in flagged]
+    kb = [r for r in b if r.name not in flagged]
+    if not ka or not kb:
+        return out + ["leaving out the flagged runs would leave a side empty: their effect is not known"]
+    again = compare_sides(ka, kb, min_change, labels, alpha, sensitivity=False)
+    before = {r.id: _verdict_text(r) for r in rows}
+    moved = [f"{r.id} ({before[r.id]} -> {_verdict_text(r)})" for r in again.rows
+             if r.id in before and before[r.id].split(" (")[0] != _verdict_text(r).split(" (")[0]]
+    if moved:
+        return out + [f"without the flagged runs these verdicts change: {', '.join(moved)}"]
+    return out + ["leaving out the flagged runs changes no verdict"]
 
 
 def compare_paths(a: list[Path], b: list[Path], min_change: float = MIN_CHANGE) -> Comparison:
@@ -234,8 +327,9 @@ def _ids(side: list[Run]) -> dict[str, str]:
     return out
 
 
-def _trials(side: list[Run], mid: str) -> list[np.ndarray]:
-    return [r.samples(r.measurements[mid]) for r in side if mid in r.measurements]
+def _trials(side: list[Run], mid: str) -> list[list[np.ndarray]]:
+    """Per run, the kept trials of each of its processes."""
+    return [r.by_process(r.measurements[mid]) for r in side if mid in r.measurements]
 
 
 # --------------------------------------------------------- conditions
@@ -303,24 +397,43 @@ def _describe_side(label: str, side: list[Run]) -> str:
 
 
 def method_line(c: Comparison) -> str:
-    if c.basis == "within-run":
+    level = f"q < {c.alpha:.2g}" if c.alpha == ALPHA else f"q < {c.alpha:.4f} (this look's share of 5%)"
+    if c.basis == "within-run" and c.within_run_verdicts:
         return ("one run per side: verdicts compare the trials of one run with those of the other (Mann-Whitney U, "
-                "Benjamini-Hochberg q < 0.05, change >= {:.0%}). That is WITHIN-RUN ONLY: a shared machine drifts "
+                "Benjamini-Hochberg q < 0.05, change >= {:.0%}). That is WITHIN-RUN ONLY: a machine drifts "
                 "between runs by more than the spread inside one, so a verdict here may be drift. Repeat each side "
-                "(osmeter run --runs N, or osmeter ab) to test against run-to-run variance.").format(c.min_change)
-    return ("the unit is the run: Welch's t test on the logs of the run medians, Benjamini-Hochberg q < 0.05 over all "
-            f"ids, change >= {c.min_change:.0%}; interval: hierarchical bootstrap (runs, then trials); "
-            f"'too few runs': a {c.min_change:.0%} change (or the change seen, if larger) would need more runs per "
-            f"side to be seen {POWER:.0%} of the time")
+                "(--runs N) to test against run-to-run variance.").format(c.min_change)
+    if c.basis == "within-run":
+        return ("one run per side: one run against one run cannot tell the machine's drift between runs from a "
+                "change, so no id is called changed; 'p within-run' compares the trials of one run with those of "
+                "the other (Mann-Whitney U) and is shown for reading only. Repeat each side (osmeter run --runs N, "
+                "or osmeter ab) to test against run-to-run variance")
+    return (f"a run's figure is the median of its processes' medians; the unit of the test is the run, or the "
+            f"process where the runs show no variance beyond their processes' ('unit'); Welch's t test on the logs, "
+            f"each side's spread taken as at least {RUN_SD_FLOOR:.0%}, Benjamini-Hochberg {level} over all ids, "
+            f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
+            f"hierarchical bootstrap (runs, then trials); 'too few runs': a {c.min_change:.0%} change (or the "
+            f"change seen, if larger) would need more runs per side to be seen {POWER:.0%} of the time")
 
 
 def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The table every output of compare shows: header and one row per id."""
     la, lb = c.labels
-    head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "verdict")
+    if c.basis == "within-run":
+        head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "p within-run", "runs", "verdict")
+        body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
+                 f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.p_within:.2g}", f"{r.n_a}/{r.n_b}", _verdict_text(r))
+                for r in c.rows]
+        return head, body
+    head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "unit", "verdict")
     body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
-             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", _verdict_text(r)) for r in c.rows]
+             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", _unit_text(r), _verdict_text(r))
+            for r in c.rows]
     return head, body
+
+
+def _unit_text(r: Row) -> str:
+    return f"process {r.units_a}/{r.units_b}" if r.test_unit == "process" else "run"
 
 
 def markdown(c: Comparison) -> str:
@@ -354,7 +467,7 @@ def text(c: Comparison) -> str:
     if per:
         out.append("Per area, geometric mean of the cost ratio (time per operation; rates inverted): "
                    + "; ".join(f"{a} {g:.3f} ({_pct_change(g)}, {n} ids)" for a, g, n in per))
-    out.append(", ".join(f"{n} {v}" for v, n in counts(c.rows).items()) + (" (within-run only)" if c.basis ==
+    out.append(", ".join(f"{n} {v}" for v, n in counts(c.rows).items()) + (" (one run a side)" if c.basis ==
                                                                            "within-run" else ""))
     out.append(f"Method: {method_line(c)}.")
     return "\n".join(out)
@@ -369,7 +482,8 @@ def _pct_change(g: float) -> str:
 
 
 CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",
-               "basis", "run_cv", "runs_needed", "verdict")
+               "basis", "test_unit", "units_a", "units_b", "p_within_run", "p_equivalence", "run_cv", "runs_needed",
+               "verdict")
 
 
 def to_csv(c: Comparison) -> str:
@@ -385,7 +499,8 @@ def to_csv(c: Comparison) -> str:
     w.writerow(CSV_COLUMNS)
     for r in c.rows:
         w.writerow([r.id, r.unit, r.area, r.n_a, r.n_b, r.median_a, r.median_b, r.ratio, r.ci[0], r.ci[1], r.p, r.q,
-                    r.basis, r.run_sd if r.run_sd is not None else "", r.need or "", r.verdict])
+                    r.basis, r.test_unit, r.units_a, r.units_b, r.p_within, r.p_equiv,
+                    r.run_sd if r.run_sd is not None else "", r.need or "", r.verdict])
     return f.getvalue()
 
 

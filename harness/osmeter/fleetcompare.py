@@ -59,7 +59,8 @@ def compare_fleet(fleet_dir: Path, baseline: str | None = None,
         raise ValueError(f"--baseline {baseline}: not a host with results here ({', '.join(labels)})")
     order = [base] + [x for x in labels if x != base]
     runs = {x: load_side([fleet_dir / x]) for x in order}
-    columns = {x: compare.compare_sides(runs[base], runs[x], min_change, labels=(base, x)) for x in order[1:]}
+    columns = {x: compare.compare_sides(runs[base], runs[x], min_change, labels=(base, x), within_run_verdicts=True)
+               for x in order[1:]}
     ids = list(compare._ids(runs[base]).items())
     facts = {x: {} for x in order}
     for x in order:

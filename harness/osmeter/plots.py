@@ -293,7 +293,7 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
     return fig
 
 
-VERDICT_COLORS = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1"}
+VERDICT_COLORS = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1", "=": "C4"}
 
 
 def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):

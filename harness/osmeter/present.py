@@ -226,8 +226,11 @@ def _timer_summary(doc: dict) -> str:
             extra = f" (fallback: {t['fallback']})"
         res = t.get("resolution_ns")
         if isinstance(res, (int, float)) and res > 0:
-            # what the tick costs: a window of the batching floor (100 ticks or more) is read to 1 tick
-            extra += f", one tick {fmt_value(res, 'ns')}"
+            # the step the timer really advances by, measured at calibration (a guest's scaled TSC
+            # moves tens of ticks at a time); every batched window spans 100 steps or more
+            step = t.get("step_ticks")
+            ticks = f" = {step:g} ticks" if isinstance(step, (int, float)) and step > 1 else ""
+            extra += f", step {fmt_value(res, 'ns')}{ticks}"
         out.append(f"{kind}{extra}")
     return "; ".join(out)
 

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 PRESETS = ("quick", "full")
+# Processes per probe in one run, per preset: a process, not a sample, lands in one of the
+# machine's modes (address layout, which physical pages, the host core a vCPU sits on), so each
+# probe that takes --samples runs in this many processes, its samples shared among them, in
+# separate passes over the selection (interleaved with the other probes, not back to back).
+PROCESSES = {"quick": 3, "full": 5}
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,15 @@ class Probe:
     # 2-vCPU guest of docs/DESIGN.md's facts): the budget the progress line counts down, and
     # the run's announced total; probes that take under a second leave it out
     expect: dict[str, float] = field(default_factory=dict)
+    # processes per run: None takes PROCESSES[preset] where the preset's arguments give
+    # --samples (shared among them), else 1; 1 for a probe whose setup dwarfs its samples
+    processes: int | None = None
+
+    def processes_in(self, preset: str) -> int:
+        """How many processes of this probe one run of `preset` takes."""
+        if self.processes is not None:
+            return self.processes
+        return PROCESSES.get(preset, 1) if "--samples" in self.presets.get(preset, ()) else 1
 
     def ids(self) -> list[str]:
         return [m.id for m in self.measures]

@@ -72,6 +72,85 @@ def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
     return values, disturbed, unit
 
 
+def merge_processes(per_process: list[list[dict]]) -> list[dict]:
+    """The lines several processes of one probe printed, one line per id:
+    samples in process order, each sample's process in "process", disturbed
+    indices shifted, series trials side by side. Cycle counts are brought to
+    the first process's tsc_hz (each process calibrates its own). A probe's
+    own per-event tail belongs to one process and is dropped: the tail is
+    then taken from the pooled samples. Refusals come from the first process."""
+    per_process = [p for p in per_process if p]
+    if len(per_process) <= 1:
+        return per_process[0] if per_process else []
+    out = []
+    for first in per_process[0]:
+        if "refused" in first:
+            out.append(first)
+            continue
+        lines = [x for p in per_process for x in p if x.get("id") == first["id"] and "refused" not in x]
+        hz = first.get("tsc_hz")
+        merged = dict(first)
+        samples, disturbed, process, ovh = [], [], [], []
+        sx, srows, sdist = None, None, None
+        for k, line in enumerate(lines):
+            scale = 1.0
+            if line.get("unit") == "cycles" and hz and line.get("tsc_hz"):
+                scale = hz / line["tsc_hz"]
+            vals = [None if v is None else v * scale for v in line["samples"]]
+            disturbed += [len(samples) + i for i in line.get("disturbed", [])]
+            samples += vals
+            process += [k] * len(vals)
+            if isinstance(line.get("overhead_subtracted"), (int, float)):
+                ovh.append(line["overhead_subtracted"] * scale)
+            series = line.get("series")
+            if series and (sx is None or series.get("x") == sx):
+                rows = [[None if v is None else v * scale for v in r] for r in series["samples"]]
+                if sx is None:
+                    sx, srows = series.get("x"), rows
+                    sdist = [list(d) for d in series.get("disturbed") or [[] for _ in rows]]
+                else:
+                    width = len(srows[0]) if srows else 0
+                    for r, (row, d) in enumerate(zip(rows, series.get("disturbed") or [[] for _ in rows])):
+                        srows[r] = srows[r] + row
+                        sdist[r] = sdist[r] + [width + i for i in d]
+        merged.update(samples=samples, disturbed=disturbed, process=process)
+        if ovh:
+            merged["overhead_subtracted"] = float(np.median(ovh))
+        if sx is not None:
+            merged["series"] = dict(first["series"], x=sx, samples=srows, disturbed=sdist)
+        merged.pop("tail", None)
+        merged["params"] = dict(first.get("params") or {}, processes=len(lines))
+        out.append(merged)
+    return out
+
+
+def process_summary(values: np.ndarray, keep: np.ndarray, process: np.ndarray) -> dict | None:
+    """Per process of a merged line: its median and kept samples; the spread
+    of log samples inside a process (within_cv: the median absolute deviation,
+    scaled to a standard deviation) and of the logs of the process medians
+    (between_cv), and the median of the process medians, the run's figure
+    where processes disagree (compare takes it)."""
+    ks = sorted(set(process.tolist()))
+    if len(ks) < 2:
+        return None
+    meds, ns, mads = [], [], []
+    for k in ks:
+        v = values[keep & (process == k)]
+        if v.size:
+            meds.append(float(np.median(v)))
+            ns.append(int(v.size))
+            if np.all(v > 0) and v.size > 1:
+                lv = np.log(v)
+                mads.append(1.4826 * float(np.median(np.abs(lv - np.median(lv)))))
+    if not meds:
+        return None
+    med = np.asarray(meds)
+    out = {"n": len(ks), "medians": meds, "kept": ns, "median_of_medians": float(np.median(med))}
+    out["within_cv"] = float(np.sqrt(np.mean(np.square(mads)))) if mads else None
+    out["between_cv"] = float(np.std(np.log(med), ddof=1)) if med.size > 1 and np.all(med > 0) else None
+    return out
+
+
 def _finite(x):
     """JSON has no NaN: None instead."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -131,6 +210,14 @@ class Results:
         m["timer"] = line.get("timer")
         m["params"] = line.get("params", {})
         arrays = {"values": values, "raw": raw, "disturbed": disturbed}
+        proc = line.get("process")
+        if isinstance(proc, list) and len(proc) == raw.size:
+            arrays["process"] = np.asarray(proc, dtype=np.int32)
+            ps = process_summary(values, keep, arrays["process"])
+            if ps:
+                m["processes"] = ps
+        if isinstance(line.get("interference"), dict):
+            m["interference"] = line["interference"]
         series = line.get("series")
         if series:
             sx = np.asarray(series["x"], dtype=float)
@@ -226,12 +313,31 @@ def write_json_atomic(path: Path, doc: dict) -> Path:
 def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
     """A measurement's samples in its reported unit, disturbed ones left
     out, from the file beside results.json; None where it is missing."""
+    got = kept_by_process(run_dir, m)
+    return None if got is None else np.concatenate(got)
+
+
+def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
+    """The kept samples of each process that measured the id (one array
+    for a measurement of one process); None where the file is missing."""
     f = run_dir / m.get("samples_file", "")
     if not m.get("samples_file") or not f.is_file():
         return None
     with np.load(f) as z:
         v, d = z["values"], z["disturbed"]
-    return v[~d & np.isfinite(v)]
+        proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
+    keep = ~d & np.isfinite(v)
+    return [v[keep & (proc == k)] for k in sorted(set(proc.tolist()))] or [v[keep]]
+
+
+def run_figure(per_process: list[np.ndarray]) -> float:
+    """One run's figure for an id: the median of its processes' medians
+    (a process, not a sample, lands in one of the machine's modes), or the
+    median of the samples where one process measured it."""
+    meds = [float(np.median(x)) for x in per_process if x.size]
+    if not meds:
+        return float("nan")
+    return float(np.median(meds))
 
 
 def load(path: Path) -> dict:

@@ -27,8 +27,9 @@ from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher
 from .progress import StatusLine
-from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, parse_probe_output,
-                      write_text_atomic)
+from .interference import NOISE_ARGS, add, counters, delta, noise_of, shares
+from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, merge_processes,
+                      parse_probe_output, write_text_atomic)
 
 
 __all__ = ["RunError", "RunOptions", "Plan", "plan", "execute", "run", "repo_root"]
@@ -254,49 +255,75 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         say(f"osmeter: {label}expected wall time about {expected / 60:.0f} min (the probes' budgets, measured on "
             "a 2-vCPU guest; a slower disk or a larger file cache takes longer)")
     live = not quiet and sys.stdout.isatty()
+    procs = {probe.name: probe.processes_in(opts.preset) for probe, _ in order}
+    total_runs = sum(procs.values())
+    per_process: dict[str, list[list[dict]]] = {}   # each probe's parsed lines, one list per process
+    interference: dict[str, dict] = {}
+    stopped: set[str] = set()                         # failed or skipped: no further process
+    results.doc["interference"] = {"cpu": p.cpu, "probes": interference}
     try:
         if sentinels:
             results.doc["sentinels"] = {"start": _sentinel(launch)}
             results.save()
-        width = len(str(len(order)))
-        for k, (probe, wanted) in enumerate(order, 1):
-            say(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}", end=" ", flush=True)
-            args = _args(probe.presets[opts.preset], subst)
-            if opts.timer != "tsc" and probe.parse is None and not probe.external:
-                args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
-            argv = launch.argv(probe.binary, args, probe.external)
-            if argv is None:
-                why = f"{probe.binary} is not installed"
-                results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
+        results.doc["interference"]["noise_start"] = _noise(launch)
+        width = len(str(total_runs))
+        done = 0
+        for k in range(1, max(procs.values(), default=1) + 1):
+            # each pass runs every probe that takes a k-th process, reshuffled when the run is seeded
+            pass_order = order if k == 1 or order_seed is None else random.Random(order_seed + k).sample(order,
+                                                                                                      len(order))
+            for probe, wanted in pass_order:
+                if procs[probe.name] < k or probe.name in stopped:
+                    continue
+                done += 1
+                of = f" {k}/{procs[probe.name]}" if procs[probe.name] > 1 else ""
+                head = f"{label}[{done:>{width}}/{total_runs}] {(probe.name + of):<24}"
+                say(head, end=" ", flush=True)
+                args = _args(probe.presets[opts.preset], subst)
+                args = _share_samples(args, procs[probe.name])
+                if opts.timer != "tsc" and probe.parse is None and not probe.external:
+                    args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
+                argv = launch.argv(probe.binary, args, probe.external)
+                if argv is None:
+                    why = f"{probe.binary} is not installed"
+                    results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
+                    results.save()
+                    stopped.add(probe.name)
+                    say(f"skipped: {why}")
+                    continue
+                t0 = time.monotonic()
+                before = counters(p.cpu)
+                if live:  # a terminal: a line that shows the probe's steps and the time left
+                    with StatusLine(head, probe.expect.get(opts.preset)) as status:
+                        rc, stdout, stderr = launch.run(argv, probe.timeout, progress=status.update)
+                else:
+                    rc, stdout, stderr = launch.run(argv, probe.timeout)
+                elapsed = time.monotonic() - t0
+                interference[probe.name] = shares(add(interference.get(probe.name), delta(before, counters(p.cpu))))
+                raw_name = probe.name if procs[probe.name] == 1 else f"{probe.name}.p{k}"
+                write_text_atomic(raw_dir / f"{raw_name}.out", stdout)
+                if stderr:
+                    write_text_atomic(raw_dir / f"{raw_name}.err", stderr)
+                for w in (ln for ln in stderr.splitlines() if ln.strip()):  # "name: warning: ..." as printed
+                    w = w if w.startswith(f"{probe.binary}: ") else f"{probe.binary}: {w}"
+                    if w not in conditions["probe_warnings"]:
+                        conditions["probe_warnings"].append(w)
+                if rc is None:
+                    results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
+                    ok = False
+                    say(f"TIMEOUT after {probe.timeout:.0f} s")
+                else:
+                    ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
+                                  per_process.setdefault(probe.name, []), interference[probe.name])
+                    _derive_across(results, p.derived, lines_seen)
+                    nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
+                    say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
+                        + (f" ({nref} refused here)" if nref else ""), flush=True)
                 results.save()
-                say(f"skipped: {why}")
-                continue
-            t0 = time.monotonic()
-            if live:  # a terminal: a line that shows the probe's steps and the time left
-                with StatusLine(f"{label}[{k:>{width}}/{len(order)}] {probe.name:<20}",
-                                probe.expect.get(opts.preset)) as status:
-                    rc, stdout, stderr = launch.run(argv, probe.timeout, progress=status.update)
-            else:
-                rc, stdout, stderr = launch.run(argv, probe.timeout)
-            elapsed = time.monotonic() - t0
-            write_text_atomic(raw_dir / f"{probe.name}.out", stdout)
-            if stderr:
-                write_text_atomic(raw_dir / f"{probe.name}.err", stderr)
-            for w in (ln for ln in stderr.splitlines() if ln.strip()):  # "name: warning: ..." as printed
-                conditions["probe_warnings"].append(w if w.startswith(f"{probe.binary}: ") else f"{probe.binary}: {w}")
-            if rc is None:
-                results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
-                ok = False
-                say(f"TIMEOUT after {probe.timeout:.0f} s")
-            else:
-                ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen)
-                _derive_across(results, p.derived, lines_seen)
-                nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
-                say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
-                    + (f" ({nref} refused here)" if nref else ""), flush=True)
-            results.save()
-            if not ok:
-                status = 1
+                if not ok:
+                    status = 1
+                    stopped.add(probe.name)
+        results.doc["interference"]["noise_end"] = _noise(launch)
         if sentinels:
             s = results.doc["sentinels"]
             s["end"] = _sentinel(launch)
@@ -335,6 +362,32 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             file=sys.stderr)
         status = 1
     return status
+
+
+def _share_samples(args: list[str], processes: int) -> list[str]:
+    """A probe's --samples N shared among its processes: ceil(N / processes) each."""
+    if processes <= 1 or "--samples" not in args:
+        return args
+    i = args.index("--samples")
+    try:
+        n = int(args[i + 1])
+    except (IndexError, ValueError):
+        return args
+    return [*args[:i + 1], str(max(1, -(-n // processes))), *args[i + 2:]]
+
+
+def _noise(launch: Launcher) -> dict | None:
+    """A short noise measurement on the pinned CPU (interference.py)."""
+    if not (launch.bin_dir / "sched_noise").exists():
+        return None
+    argv = launch.argv("sched_noise", list(NOISE_ARGS))
+    rc, stdout, _ = launch.run(argv, timeout=30)
+    if rc != 0:
+        return None
+    try:
+        return noise_of(parse_probe_output(stdout))
+    except ProbeOutputError:
+        return None
 
 
 def clean_stale(out: Path, opts: RunOptions) -> None:
@@ -385,15 +438,21 @@ def run(opts: RunOptions) -> int:
 
 
 def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str,
-             lines_seen: dict[str, dict]) -> bool:
-    """Adds what a probe printed; records a failure and returns False when it
-    exited non-zero, printed garbage, or left out an id it should print."""
+             lines_seen: dict[str, dict], processes: list[list[dict]] | None = None,
+             interference: dict | None = None) -> bool:
+    """Adds what a process of a probe printed, merged with what its earlier
+    processes of this run printed (`processes`, which it extends); records a
+    failure and returns False when it exited non-zero, printed garbage, or
+    left out an id it should print."""
     if rc != 0:
         why = f"exited with status {rc}" if rc > 0 else f"killed by signal {-rc}"
         results.add_failure(probe.name, why, stderr)
         return False
+    processes = [] if processes is None else processes
     try:
         lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
+        processes.append(lines)
+        lines = merge_processes(processes)
         refused = [x for x in lines if "refused" in x]
         lines = [x for x in lines if "refused" not in x]
         if probe.derive is not None:
@@ -407,6 +466,8 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
         for line in lines:
             lines_seen[line["id"]] = line
             if line["id"] in wanted:
+                if interference:
+                    line = dict(line, interference=interference)
                 results.add_line(line, probe.name, descriptions[line["id"]])
                 got.add(line["id"])
     except (ProbeOutputError, ValueError, KeyError, TypeError) as e:

@@ -219,10 +219,38 @@ def welch(x: np.ndarray, y: np.ndarray, sd_floor: float = 0.0) -> tuple[float, f
     Where one side has a single value, its variance is taken to be the other
     side's (a pooled test on the other side's degrees of freedom). Each
     side's standard deviation is taken as at least sd_floor."""
+    got = _welch_parts(x, y, sd_floor)
+    if got is None:
+        return float("nan"), float("nan"), float("nan")
+    diff, se2, df = got
+    if se2 <= 0:  # no spread at all on either side (a quantized figure)
+        return (0.0, float(df), 1.0) if diff == 0 else (math.copysign(math.inf, diff), float(df), 0.0)
+    t = diff / math.sqrt(se2)
+    return t, float(df), t_two_sided_p(t, df)
+
+
+def tost(x: np.ndarray, y: np.ndarray, margin: float, sd_floor: float = 0.0) -> float:
+    """Two one-sided tests (Schuirmann) that mean(y) - mean(x) lies inside
+    (-margin, +margin), with Welch's standard error and degrees of freedom:
+    the larger of the two one-sided p values. Small means shown equivalent."""
+    got = _welch_parts(x, y, sd_floor)
+    if got is None or margin <= 0:
+        return float("nan")
+    diff, se2, df = got
+    if se2 <= 0:
+        return 0.0 if abs(diff) < margin else 1.0
+    se = math.sqrt(se2)
+    p_low = 1 - t_cdf((diff + margin) / se, df)   # H0: diff <= -margin
+    p_high = t_cdf((diff - margin) / se, df)      # H0: diff >= +margin
+    return max(p_low, p_high)
+
+
+def _welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
+    """(mean(y) - mean(x), its squared standard error, degrees of freedom)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     nx, ny = x.size, y.size
     if nx < 1 or ny < 1 or nx + ny < 3:
-        return float("nan"), float("nan"), float("nan")
+        return None
     diff = float(y.mean() - x.mean())
     v_floor = sd_floor * sd_floor
     if nx >= 2 and ny >= 2:
@@ -234,10 +262,107 @@ def welch(x: np.ndarray, y: np.ndarray, sd_floor: float = 0.0) -> tuple[float, f
         s2 = max(float(many.var(ddof=1)), v_floor)
         se2 = s2 * (1 / nx + 1 / ny)
         df = many.size - 1
-    if se2 <= 0:  # no spread at all on either side (a quantized figure)
-        return (0.0, float(df), 1.0) if diff == 0 else (math.copysign(math.inf, diff), float(df), 0.0)
-    t = diff / math.sqrt(se2)
-    return t, float(df), t_two_sided_p(t, df)
+    return diff, se2, float(df)
+
+
+def nested_components(groups: list[np.ndarray], sides: int = 1) -> dict | None:
+    """Variance components of values nested in groups (one-way random
+    effects ANOVA, method of moments): the values are the logs of process
+    medians, a group is a run. proc_var is the spread of processes inside a
+    run, run_var what the runs add beyond it (0 when their means agree no
+    more than their processes allow). `sides` groups of runs were centred
+    apart (one degree of freedom each)."""
+    groups = [np.asarray(g, float) for g in groups if np.asarray(g).size]
+    k = len(groups)
+    n = np.array([g.size for g in groups], float)
+    total = n.sum()
+    if k - sides < 1 or total - k < 1:
+        return None
+    grand = float(np.concatenate(groups).mean())
+    ms_within = float(sum(((g - g.mean()) ** 2).sum() for g in groups)) / (total - k)
+    ms_between = float(sum(ni * (g.mean() - grand) ** 2 for ni, g in zip(n, groups))) / (k - sides)
+    n0 = (total - float((n * n).sum()) / total) / (k - 1)
+    return {"proc_var": ms_within, "run_var": max(0.0, (ms_between - ms_within) / n0), "runs": k,
+            "processes_per_run": float(total / k)}
+
+
+def variance_split(runs: list[list[np.ndarray]]) -> dict | None:
+    """Where an id's variance comes from, after Kalibera and Jones: runs,
+    each a list of its processes' samples (positive values). On the log
+    scale (so each part reads as a CV):
+
+    within   the spread of samples inside a process (median absolute
+             deviation scaled to a standard deviation, pooled);
+    process  the spread of processes inside a run beyond what their
+             samples' spread puts into a median (pi/2 sigma^2 / n);
+    run      the spread of runs beyond what their processes put into them.
+
+    Each part's share of the variance of one run's figure (the median of P
+    process medians of n samples) is given, and the largest is `dominant`."""
+    logs = [[np.log(p[p > 0]) for p in run if np.asarray(p).size and np.all(np.asarray(p) > 0)] for run in runs]
+    logs = [[p for p in run if p.size] for run in logs]
+    logs = [run for run in logs if run]
+    if not logs:
+        return None
+    mads, sizes = [], []
+    for run in logs:
+        for p in run:
+            sizes.append(p.size)
+            if p.size > 1:
+                mads.append(1.4826 * float(np.median(np.abs(p - np.median(p)))))
+    within = float(np.sqrt(np.mean(np.square(mads)))) if mads else 0.0
+    n = float(np.mean(sizes))
+    median_noise = math.pi / 2 * within * within / n  # variance a process median gets from its samples
+    groups = [np.array([np.median(p) for p in run]) for run in logs]
+    procs = float(np.mean([g.size for g in groups]))
+    comp = nested_components(groups) if len(groups) > 1 else None
+    process_var = run_var = float("nan")
+    if comp is not None:
+        process_var, run_var = max(0.0, comp["proc_var"] - median_noise), comp["run_var"]
+    elif len(groups) == 1 and groups[0].size > 1:  # one run of several processes: no run part
+        process_var = max(0.0, float(np.var(groups[0], ddof=1)) - median_noise)
+    elif len(groups) > 1:  # runs of one process each: processes and runs cannot be told apart
+        run_var = max(0.0, float(np.var([g[0] for g in groups], ddof=1)) - median_noise)
+    parts = {"within": median_noise / procs, "process": process_var / procs, "run": run_var}
+    known = {k: v for k, v in parts.items() if math.isfinite(v)}
+    total = sum(known.values())
+    return {"within_cv": within, "process_cv": math.sqrt(process_var) if math.isfinite(process_var) else None,
+            "run_cv": math.sqrt(run_var) if math.isfinite(run_var) else None, "samples_per_process": n,
+            "processes_per_run": procs, "runs": len(groups),
+            "share": {k: (v / total if total > 0 else None) for k, v in known.items()},
+            "dominant": max(known, key=known.get) if total > 0 else None}
+
+
+def normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2))
+
+
+def normal_quantile(q: float) -> float:
+    """The z with normal_cdf(z) = q (bisection)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if normal_cdf(mid) < q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def spend_alpha(look: int, looks: int, alpha: float = 0.05) -> float:
+    """The level of look `look` (1..looks) of a sequential design: the
+    increment of the Lan-DeMets O'Brien-Fleming-type spending function
+    alpha(t) = 2 - 2 Phi(z_(1 - alpha/2) / sqrt(t)) at t = look/looks. Each
+    look tests at its increment, so by the union bound the chance of ever
+    rejecting a true null over all looks is at most alpha; early looks
+    spend little, the last nearly alpha's share left."""
+    if not 1 <= look <= looks:
+        raise ValueError(f"look {look} of {looks}")
+    z = normal_quantile(1 - alpha / 2)
+
+    def spent(t: float) -> float:
+        return 0.0 if t <= 0 else 2 - 2 * normal_cdf(z / math.sqrt(t))
+    return spent(look / looks) - spent((look - 1) / looks)
 
 
 def benjamini_hochberg(p: list[float]) -> list[float]:

@@ -27,6 +27,18 @@ static void busy(void *ctx, uint64_t n)
         OSM_BARRIER();
 }
 
+/* A fake timer that advances in steps of 26 ticks (a guest's scaled TSC):
+ * an underlying count moving 7 ticks a read, cut down to the grid, with one
+ * read in 500 off the grid by a tick (as RDTSC beside RDTSCP can be). */
+static uint64_t fake_count;
+static unsigned fake_reads;
+static uint64_t fake_step26(void)
+{
+    fake_count += 7;
+    uint64_t t = fake_count / 26 * 26;
+    return ++fake_reads % 500 == 0 ? t + 1 : t;
+}
+
 int main(void)
 {
     osm_timer_setup(OSM_TIMER_TSC);
@@ -72,6 +84,33 @@ int main(void)
     uint64_t t1 = osm_end(&c1);
     check((double)(t1 - t0) >= 50 * osm_timer.overhead, "autobatch", "%llu iterations take %llu ticks",
           (unsigned long long)n, (unsigned long long)(t1 - t0));
+
+    /* 3b. The timer's real step: a fake timer stepping by 26 ticks is
+     * measured as such, and the real one's step divides its least move. */
+    {
+        double g = 0, least = 0;
+        int rc = osm_timer_step(fake_step26, 20000, &g, &least);
+        check(rc == 0 && g == 26 && least == 1, "step of a 26-tick timer",
+              "granularity %.0f, least difference %.0f ticks", g, least);
+        check(osm_timer.step_ticks >= 1 && osm_timer.resolution_ns > 0,
+              "step of this timer", "step %.0f ticks (%.3f ns), least move %.0f ticks", osm_timer.step_ticks,
+              osm_timer.resolution_ns, osm_timer.min_step_ticks);
+        /* windows grow to 100 steps: a timer whose step is 1/2000 of a second */
+        double keep = osm_timer.step_ticks;
+        osm_timer.step_ticks = osm_timer.hz / 2000;
+        uint64_t nb = osm_autobatch(busy, NULL);
+        double best = 1e300;
+        for (int k = 0; k < 3; k++) {
+            uint64_t a0 = osm_begin(&c0);
+            busy(NULL, nb);
+            uint64_t a1 = osm_end(&c1);
+            best = fmin(best, (double)(a1 - a0));
+        }
+        check(best >= 100 * osm_timer.step_ticks * 0.9, "windows of 100 steps",
+              "a step of %.0f ticks: the batch of %llu iterations takes %.0f ticks (%.0f steps)",
+              osm_timer.step_ticks, (unsigned long long)nb, best, best / osm_timer.step_ticks);
+        osm_timer.step_ticks = keep;
+    }
 
     /* 4. A window that moves to another CPU is flagged. */
     cpu_set_t allowed;

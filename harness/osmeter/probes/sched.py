@@ -57,4 +57,27 @@ PROBES = (
         smoke=("--seconds", "0.2"),
         timeout=180.0,
     ),
+    Probe(
+        name="sched.noise", binary="sched_noise", area="sched",
+        measures=(
+            m("sched.noise.lost", "%", "share of a pinned spinning thread's time lost to interruptions "
+              "(interrupts, kernel threads, the hypervisor), per 10 ms quantum"),
+            m("sched.noise.gap", "ns", "length of one interruption of a pinned spinning thread"),
+        ),
+        methodology=(
+            "sysjitter's and FTQ's method: a thread pinned to the measuring CPU (at SCHED_FIFO where "
+            "permitted) reads the timer back to back; a gap between two reads longer than the threshold "
+            "(1 us) is an interruption: an interrupt or softirq, a kernel thread, or the hypervisor "
+            "running something else on the vCPU's core. Time is cut into 10 ms quanta and each quantum "
+            "is a sample of .lost, the share of it spent away; each interruption is a sample of .gap. "
+            "params give the interruptions per second and their histogram by length. Every run also "
+            "measures this for 0.2 s at its start and its end (interference in results.json), beside "
+            "the pinned CPU's steal, irq and softirq time and interrupt count from /proc around every "
+            "probe process; compare names the runs whose noise or steal stands out."
+        ),
+        presets={"quick": ("--seconds", "1"), "full": ("--seconds", "10")},
+        expect={"quick": 1, "full": 10},
+        smoke=("--seconds", "0.1"),
+        timeout=120.0,
+    ),
 )

@@ -1,0 +1,127 @@
+/* noise.c - how much of its CPU a spinning thread loses to everything else
+ * (sysjitter's and FTQ's question): the thread, pinned, reads the timer
+ * back to back; a gap between two reads longer than --threshold-ns is an
+ * interruption (an interrupt, a softirq, a kernel thread, the hypervisor
+ * running another guest or its own work). Time is cut into quanta of
+ * --quantum-us; one quantum is one sample.
+ *
+ *   sched.noise.lost   share of each quantum lost to interruptions (%)
+ *   sched.noise.gap    each interruption's length (ns): its distribution
+ *
+ * params: interruptions per second, the threshold, the quantum, and a
+ * histogram of the interruptions by length (powers of two of ns).
+ * A run whose noise stands out among its campaign's is flagged by compare.
+ */
+#include "osm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double seconds = 1;
+static unsigned quantum_us = 10000;
+static unsigned threshold_ns = 1000;
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "seconds")) {
+        char *end;
+        seconds = strtod(v, &end);
+        if (*end || !(seconds > 0) || seconds > 3600)
+            return -1;
+    } else if (!strcmp(name, "quantum-us")) {
+        quantum_us = (unsigned)osm_parse_u64("--quantum-us", v, 100, 10000000);
+    } else if (!strcmp(name, "threshold-ns")) {
+        threshold_ns = (unsigned)osm_parse_u64("--threshold-ns", v, 50, 100000000);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "seconds", true, "how long to spin (default 1)" },
+    { "quantum-us", true, "one sample's length, us (default 10000)" },
+    { "threshold-ns", true, "a gap between two timer reads longer than this is an interruption (default 1000)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "sched_noise",
+    .summary = "Noise: the share of a pinned spinning thread's time lost to interruptions, and their lengths.",
+    .default_samples = 1,
+    .default_iterations = 1,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+#define BUCKETS 40
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    double tick_ns = 1e9 / osm_timer.hz;
+    uint64_t quantum = (uint64_t)(quantum_us * 1e3 / tick_ns);
+    uint64_t threshold = (uint64_t)(threshold_ns / tick_ns);
+    if (threshold < 1)
+        threshold = 1;
+    size_t nq = (size_t)ceil(seconds * 1e6 / quantum_us);
+    struct osm_meas lost, gap;
+    osm_meas_init(&lost, "sched.noise.lost", nq);
+    lost.unit = "%";
+    osm_meas_init(&gap, "sched.noise.gap", 1024);
+    gap.unit = "ns";
+    long long hist[BUCKETS] = { 0 };
+    size_t interruptions = 0;
+    for (size_t q = 0; q < nq + 1; q++) { /* the first quantum warms up and is not kept */
+        uint64_t start = osm_stamp(), prev = start, away = 0;
+        uint32_t cpu0 = osm_current_cpu();
+        for (;;) {
+            uint64_t t = osm_stamp();
+            uint64_t d = t - prev;
+            prev = t;
+            if (d > threshold) {
+                away += d;
+                if (q > 0) {
+                    double ns = (double)d * tick_ns;
+                    osm_meas_add(&gap, ns, false);
+                    interruptions++;
+                    int b = 0;
+                    while (b < BUCKETS - 1 && (double)(2ull << b) <= ns)
+                        b++;
+                    hist[b]++;
+                }
+            }
+            if (t - start >= quantum)
+                break;
+        }
+        if (q > 0)
+            osm_meas_add(&lost, 100.0 * (double)away / (double)(prev - start), osm_current_cpu() != cpu0);
+    }
+    double secs = (double)nq * quantum_us / 1e6;
+    osm_param_num(&lost, "interruptions_per_s", (double)interruptions / secs);
+    osm_param_int(&lost, "threshold_ns", threshold_ns);
+    osm_param_int(&lost, "quantum_us", quantum_us);
+    struct json *j = osm_param(&lost, "histogram_ns");
+    json_arr(j);
+    for (int b = 0; b < BUCKETS; b++)
+        if (hist[b]) {
+            json_obj(j);
+            json_kint(j, "from", b ? 1ll << b : 0);
+            json_kint(j, "below", 2ll << b);
+            json_kint(j, "count", hist[b]);
+            json_obj_end(j);
+        }
+    json_arr_end(j);
+    osm_emit(&lost);
+    osm_param_int(&gap, "threshold_ns", threshold_ns);
+    osm_param_num(&gap, "interruptions_per_s", (double)interruptions / secs);
+    if (gap.n == 0) /* a quiet CPU: no interruption at all, so no lengths to give */
+        osm_refuse("sched.noise.gap", "no interruption longer than the threshold in the whole run");
+    else
+        osm_emit(&gap);
+    osm_meas_free(&lost);
+    osm_meas_free(&gap);
+    return 0;
+}

@@ -1,0 +1,132 @@
+"""What else used the measuring CPU while a probe ran: the hypervisor's
+steal time, interrupts and softirqs from /proc for the pinned CPU, read
+before and after every probe process, and a short noise measurement
+(bench/sched/noise.c: the share of a spinning thread's time lost to
+interruptions) at the start and the end of every run. compare names the
+runs that a noisier machine disturbed (noisy_runs)."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+NOISE_ARGS = ("--seconds", "0.2", "--quantum-us", "10000")
+# a run stands out when its steal share or its noise is this many times its comparison's median,
+# and above the floor (a share of the CPU's time)
+NOISY_FACTOR = 3.0
+NOISY_FLOOR = 0.01
+
+
+def _clk_tck() -> float:
+    try:
+        return float(os.sysconf("SC_CLK_TCK"))
+    except (ValueError, OSError):
+        return 100.0
+
+
+def counters(cpu: int, proc: Path = Path("/proc")) -> dict:
+    """The CPU's cumulative steal, irq and softirq time (s) from /proc/stat
+    and its interrupt count from /proc/interrupts, with the time read."""
+    out: dict = {"t": time.monotonic()}
+    hz = _clk_tck()
+    try:
+        for line in (proc / "stat").read_text().splitlines():
+            f = line.split()
+            if f and f[0] == f"cpu{cpu}":
+                # user nice system idle iowait irq softirq steal ...
+                vals = [int(x) for x in f[1:]]
+                out["irq_s"] = vals[5] / hz if len(vals) > 5 else None
+                out["softirq_s"] = vals[6] / hz if len(vals) > 6 else None
+                out["steal_s"] = vals[7] / hz if len(vals) > 7 else None
+                break
+    except (OSError, ValueError):
+        pass
+    try:
+        lines = (proc / "interrupts").read_text().splitlines()
+        cpus = lines[0].split()
+        col = cpus.index(f"CPU{cpu}")
+        total = 0
+        for line in lines[1:]:
+            f = line.split()
+            if len(f) > col + 1 and f[col + 1].isdigit():
+                total += int(f[col + 1])
+        out["interrupts"] = total
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def delta(a: dict, b: dict) -> dict:
+    """What happened on the CPU between two readings."""
+    out = {"wall_s": round(b["t"] - a["t"], 6)}
+    for k in ("steal_s", "irq_s", "softirq_s", "interrupts"):
+        if a.get(k) is not None and b.get(k) is not None:
+            out[k] = round(b[k] - a[k], 6) if k != "interrupts" else b[k] - a[k]
+    return out
+
+
+def add(total: dict | None, d: dict) -> dict:
+    """Deltas of several processes of one probe, summed."""
+    if not total:
+        return dict(d)
+    return {k: round(total.get(k, 0) + v, 6) for k, v in d.items()}
+
+
+def shares(d: dict) -> dict:
+    """Steal and interrupt figures per second of wall time."""
+    wall = d.get("wall_s") or 0
+    out = dict(d)
+    if wall > 0:
+        if d.get("steal_s") is not None:
+            out["steal_share"] = round(d["steal_s"] / wall, 6)
+        if d.get("interrupts") is not None:
+            out["interrupts_per_s"] = round(d["interrupts"] / wall, 1)
+    return out
+
+
+def noise_of(lines: list[dict]) -> dict | None:
+    """The noise probe's lines -> the mean share of time lost and the
+    interruptions per second."""
+    for line in lines:
+        if line.get("id") == "sched.noise.lost" and line.get("samples"):
+            v = np.asarray([x for x in line["samples"] if x is not None], float)
+            return {"lost_share": round(float(v.mean()) / 100, 6),
+                    "interruptions_per_s": (line.get("params") or {}).get("interruptions_per_s")}
+    return None
+
+
+def run_level(doc: dict) -> dict:
+    """A run's interference in a few numbers: its steal share over all the
+    probes' processes, and its noise at the start and the end."""
+    f = doc.get("interference") or {}
+    total = None
+    for d in (f.get("probes") or {}).values():
+        total = add(total, {k: v for k, v in d.items() if isinstance(v, (int, float))
+                            and k in ("wall_s", "steal_s", "irq_s", "softirq_s", "interrupts")})
+    out = shares(total) if total else {}
+    lost = [x["lost_share"] for x in (f.get("noise_start"), f.get("noise_end")) if isinstance(x, dict)
+            and isinstance(x.get("lost_share"), (int, float))]
+    if lost:
+        out["noise_lost_share"] = max(lost)
+    return out
+
+
+def noisy_runs(runs) -> dict[str, str]:
+    """The runs (of a comparison, both sides) whose steal share or noise
+    stands out: above NOISY_FLOOR and NOISY_FACTOR times the median of all
+    the runs. {run name: why}."""
+    levels = [(r.name, run_level(r.doc)) for r in runs]
+    out: dict[str, str] = {}
+    for key, what in (("steal_share", "steal time"), ("noise_lost_share", "time lost to interruptions")):
+        vals = [lv[key] for _, lv in levels if isinstance(lv.get(key), (int, float))]
+        if len(vals) < 3:
+            continue
+        med = float(np.median(vals))
+        for name, lv in levels:
+            v = lv.get(key)
+            if isinstance(v, (int, float)) and v > NOISY_FLOOR and v > NOISY_FACTOR * med:
+                out.setdefault(name, f"{what} {v:.1%} of the pinned CPU against a median of {med:.1%} over "
+                                     "the compared runs")
+    return out
