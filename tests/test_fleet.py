@@ -255,8 +255,8 @@ def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path):
                           "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", "--python", sys.executable, "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env)
     seen: set[str] = set()
-    for line in p.stdout:  # each host has finished its first probe; the second runs for seconds
-        if "] [1/2]" in line:
+    for line in p.stdout:  # each host has finished sched.wakeup's first of 3 processes; timer.latency runs for seconds
+        if "] [1/4]" in line:
             seen.add(line.split("]")[0])
         if len(seen) == 2:
             break

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import shutil
 import subprocess
@@ -168,19 +169,27 @@ def test_compare_of_two_single_runs_flags_a_known_change_in_the_right_direction(
     c = compare_paths([a], [b])
     v = {r.id: r for r in c.rows}
     assert c.basis == "within-run"
-    assert v["t.slow"].verdict == "slower" and v["t.slow"].ratio == pytest.approx(1.2, rel=0.03)
-    assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p < 1e-6
-    assert v["t.same"].verdict == "~"
-    assert v["t.rate"].verdict == "faster" and v["t.size"].verdict == "lower"
+    # one run a side: nothing is called changed, the within-run test is there to read
+    assert {r.verdict for r in c.rows} == {"too few runs"}
+    assert v["t.slow"].ratio == pytest.approx(1.2, rel=0.03)
+    assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p_within < 1e-6
+    assert v["t.same"].p_within > 0.01
+    # a fleet's hosts keep within-run verdicts, in the right direction
+    from osmeter.campaign import load_side
+    from osmeter.compare import compare_sides
+
+    f = {r.id: r for r in compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows}
+    assert f["t.slow"].verdict == "slower" and f["t.same"].verdict == "~"
+    assert f["t.rate"].verdict == "faster" and f["t.size"].verdict == "lower"
     assert ("machine.kernel", "6.1", "6.2") in c.conditions
     r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "c.tex"),
                 "--plot", str(tmp_path / "c.png"))
     assert r.returncode == 0, r.stderr
-    assert "machine.kernel: 6.1  ->  6.2" in r.stdout and "slower" in r.stdout
+    assert "machine.kernel: 6.1  ->  6.2" in r.stdout and "p within-run" in r.stdout
     text = (tmp_path / "c.csv").read_text()
     assert text.startswith("# condition differs: machine.kernel: 6.1 -> 6.2\n")
     rows_csv = list(csv.DictReader(ln for ln in io.StringIO(text) if not ln.startswith("#")))
-    assert {x["id"]: x["verdict"] for x in rows_csv}["t.rate"] == "faster"
+    assert {x["id"]: x["verdict"] for x in rows_csv}["t.rate"] == "too few runs"
     assert r"\section{Before and after}" in (tmp_path / "c.tex").read_text()
     assert (tmp_path / "c.png").stat().st_size > 1000
 
@@ -189,13 +198,17 @@ def test_a_tiny_but_significant_shift_is_no_change(tmp_path):
     # quantized timer readings: 52 cycles against a few more 53s; p is tiny, the ratio is 1.00
     a = fake_run(tmp_path / "a", {"q": ("ns", np.array([52.0] * 900 + [53.0] * 100))})
     b = fake_run(tmp_path / "b", {"q": ("ns", np.array([52.0] * 800 + [53.0] * 200))})
-    r = compare_paths([a], [b]).rows[0]
-    assert r.p < 0.001 and r.ratio == 1.0 and r.verdict == "~"
+    from osmeter.campaign import load_side
+    from osmeter.compare import compare_sides
+
+    r = compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows[0]
+    assert r.p_within < 0.001 and r.ratio == 1.0 and r.verdict == "~"
 
 
 def test_a_run_compared_with_itself_changes_nothing(quick_run):
     c = compare_paths([quick_run[0]], [quick_run[0]])
-    assert c.rows and c.conditions == [] and all(r.verdict == "~" for r in c.rows)
+    assert c.rows and c.conditions == [] and all(r.verdict == "too few runs" for r in c.rows)
+    assert all(r.ratio == 1.0 or not math.isfinite(r.ratio) for r in c.rows)
 
 
 def test_mann_whitney_against_known_values():

@@ -2,8 +2,8 @@
  * (sysjitter's and FTQ's question): the thread, pinned, reads the timer
  * back to back; a gap between two reads longer than --threshold-ns is an
  * interruption (an interrupt, a softirq, a kernel thread, the hypervisor
- * running another guest or its own work). Time is cut into quanta of
- * --quantum-us; one quantum is one sample.
+ * running another guest or its own work). Time is cut into --samples
+ * quanta of --quantum-us; one quantum is one sample.
  *
  *   sched.noise.lost   share of each quantum lost to interruptions (%)
  *   sched.noise.gap    each interruption's length (ns): its distribution
@@ -14,22 +14,15 @@
  */
 #include "osm.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static double seconds = 1;
 static unsigned quantum_us = 10000;
 static unsigned threshold_ns = 1000;
 
 static int on_extra(const char *name, const char *v)
 {
-    if (!strcmp(name, "seconds")) {
-        char *end;
-        seconds = strtod(v, &end);
-        if (*end || !(seconds > 0) || seconds > 3600)
-            return -1;
-    } else if (!strcmp(name, "quantum-us")) {
+    if (!strcmp(name, "quantum-us")) {
         quantum_us = (unsigned)osm_parse_u64("--quantum-us", v, 100, 10000000);
     } else if (!strcmp(name, "threshold-ns")) {
         threshold_ns = (unsigned)osm_parse_u64("--threshold-ns", v, 50, 100000000);
@@ -40,7 +33,6 @@ static int on_extra(const char *name, const char *v)
 }
 
 static const struct osm_extra_opt extra[] = {
-    { "seconds", true, "how long to spin (default 1)" },
     { "quantum-us", true, "one sample's length, us (default 10000)" },
     { "threshold-ns", true, "a gap between two timer reads longer than this is an interruption (default 1000)" },
     { 0 },
@@ -49,7 +41,7 @@ static const struct osm_extra_opt extra[] = {
 static const struct osm_probe_info info = {
     .name = "sched_noise",
     .summary = "Noise: the share of a pinned spinning thread's time lost to interruptions, and their lengths.",
-    .default_samples = 1,
+    .default_samples = 100,
     .default_iterations = 1,
     .extra = extra,
     .on_extra = on_extra,
@@ -66,7 +58,7 @@ int main(int argc, char **argv)
     uint64_t threshold = (uint64_t)(threshold_ns / tick_ns);
     if (threshold < 1)
         threshold = 1;
-    size_t nq = (size_t)ceil(seconds * 1e6 / quantum_us);
+    size_t nq = o.samples;
     struct osm_meas lost, gap;
     osm_meas_init(&lost, "sched.noise.lost", nq);
     lost.unit = "%";
@@ -117,6 +109,7 @@ int main(int argc, char **argv)
     osm_emit(&lost);
     osm_param_int(&gap, "threshold_ns", threshold_ns);
     osm_param_num(&gap, "interruptions_per_s", (double)interruptions / secs);
+    osm_param_int(&gap, "interruptions", (long long)interruptions);
     if (gap.n == 0) /* a quiet CPU: no interruption at all, so no lengths to give */
         osm_refuse("sched.noise.gap", "no interruption longer than the threshold in the whole run");
     else

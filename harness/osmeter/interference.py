@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-NOISE_ARGS = ("--seconds", "0.2", "--quantum-us", "10000")
+NOISE_ARGS = ("--samples", "20", "--quantum-us", "10000")
 # a run stands out when its steal share or its noise is this many times its comparison's median,
 # and above the floor (a share of the CPU's time)
 NOISY_FACTOR = 3.0

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from . import plots, registry
 from .estimates import Estimate
-from .present import ESTIMATE_HEAD, cell, esc, estimate_rows, machine_rows  # noqa: F401  (esc re-exported)
+from .present import (ESTIMATE_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows,  # noqa: F401
+                      machine_rows, spread_rows)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
@@ -53,6 +54,35 @@ def _summary(doc: dict, est: dict[str, Estimate], curves: set[str]) -> str:
             "files/s; sizes in bytes. A rate's hardware and software estimates are times per unit (ns per byte, "
             "us per I/O, us per file), which add up; the predicted rate is their sum turned back into a rate. "
             "Measured is the median across trials; $\\geq$ marks a lower bound (a search stopped by a limit)."]
+    return "\n".join(out)
+
+
+def _stability(doc: dict, curves: set[str]) -> str:
+    """How stable each figure is inside this run: the spread of samples in
+    a process against the spread of its processes, and what else used the
+    measuring CPU."""
+    rows = spread_rows(doc, curves)  # a curve's spread is drawn in its figure, not set in a table
+    inter = interference_rows(doc)
+    if not rows and not inter:
+        return ""
+    out = [r"\section{How stable the figures are}",
+           "Each probe that takes samples ran in several processes, interleaved with the other probes; a "
+           "fresh process can land on another of the machine's levels (address layout, physical pages). "
+           "Below, per id, the spread of the samples inside one process and the spread of the processes' "
+           "medians, each the standard deviation of the logarithms (about a coefficient of variation), and "
+           "which of the two weighs more on the run's figure, the median of the processes' medians. A "
+           "figure moves between runs by at least its between-processes spread; \\texttt{osmeter run -{}-runs N} "
+           "measures the spread between runs as well (stability.txt)."]
+    if inter:
+        out += [r"\paragraph{Interference.} What else used the pinned CPU during this run.", "",
+                r"\begin{tabular}{@{}ll@{}}", r"\toprule"]
+        out += [f"{esc(k)} & {esc(v)} \\\\" for k, v in inter]
+        out += [r"\bottomrule", r"\end{tabular}", ""]
+    if rows:
+        out += [r"{\small\begin{longtable}{@{}lrrrrl@{}}", r"\toprule",
+                " & ".join(esc(h) for h in SPREAD_HEAD) + r" \\", r"\midrule", r"\endhead"]
+        out += [" & ".join(esc(c) for c in r) + r" \\" for r in rows]
+        out += [r"\bottomrule", r"\end{longtable}}"]
     return "\n".join(out)
 
 
@@ -108,7 +138,8 @@ def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
     return fill(root, "report.tex", out / "report.tex", {
         "TITLE": esc(f"osmeter: {host}"),
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
-        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections), "SUMMARY": _summary(doc, est, curves)})
+        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections + [_stability(doc, curves)]),
+        "SUMMARY": _summary(doc, est, curves)})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:

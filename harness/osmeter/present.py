@@ -180,6 +180,52 @@ def estimate_rows(measurements: list[dict], est: dict, curves: set[str] | None =
     return rows
 
 
+SPREAD_HEAD = ("id", "processes", "samples", "within a process", "between processes", "larger")
+
+
+def spread_rows(doc: dict, skip: set[str] = frozenset()) -> list[tuple[str, ...]]:
+    """Per id measured in several processes: how much its samples spread
+    inside a process, and how much the processes' medians spread (each a
+    standard deviation of logs, about a CV), and which of the two weighs
+    more on the run's figure (the median of P process medians of n samples:
+    pi/2 within^2 / (n P) against between^2 / P)."""
+    import math
+
+    rows = []
+    for m in doc.get("measurements", []):
+        ps = m.get("processes")
+        if m["id"] in skip or not isinstance(ps, dict) or not ps.get("n"):
+            continue
+        w, b = ps.get("within_cv"), ps.get("between_cv")
+        n = sum(ps.get("kept") or [0]) / ps["n"]
+        larger = "-"
+        if isinstance(w, (int, float)) and isinstance(b, (int, float)) and n:
+            from_samples = math.pi / 2 * w * w / n
+            larger = "between processes" if b * b - from_samples > from_samples else "within a process"
+        pct = lambda v: f"{v:.2%}" if isinstance(v, (int, float)) else "-"  # noqa: E731
+        rows.append((m["id"], str(ps["n"]), f"{n:.0f}", pct(w), pct(b), larger))
+    return rows
+
+
+def interference_rows(doc: dict) -> list[tuple[str, str]]:
+    """What else used the measuring CPU during the run (interference.py)."""
+    from .interference import run_level
+
+    f = doc.get("interference") or {}
+    lv = run_level(doc)
+    out = []
+    if "steal_share" in lv:
+        out.append(("steal time (all probes)", f"{lv['steal_share']:.2%} of the pinned CPU"))
+    if "interrupts_per_s" in lv:
+        out.append(("interrupts on the pinned CPU", f"{lv['interrupts_per_s']:,.0f} per second"))
+    for key, what in (("noise_start", "at the start"), ("noise_end", "at the end")):
+        x = f.get(key)
+        if isinstance(x, dict) and isinstance(x.get("lost_share"), (int, float)):
+            out.append((f"time lost to interruptions {what}",
+                        f"{x['lost_share']:.2%} ({x.get('interruptions_per_s') or 0:,.0f} interruptions per second)"))
+    return out
+
+
 def machine_rows(doc: dict) -> list[tuple[str, str]]:
     """The machine and the conditions of a run, as label and value: the
     report's first table and the notebook's."""

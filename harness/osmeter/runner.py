@@ -28,8 +28,9 @@ from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher
 from .progress import StatusLine
 from .interference import NOISE_ARGS, add, counters, delta, noise_of, shares
-from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, merge_processes,
-                      parse_probe_output, write_text_atomic)
+from .results import (ProbeOutputError, Results, ResultsDir, WriteError, kept_by_process, line_values,
+                      merge_processes, parse_probe_output, run_figure, write_text_atomic)
+from .stats import figure_ci
 
 
 __all__ = ["RunError", "RunOptions", "Plan", "plan", "execute", "run", "repo_root"]
@@ -268,61 +269,92 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         results.doc["interference"]["noise_start"] = _noise(launch)
         width = len(str(total_runs))
         done = 0
+        ran = dict.fromkeys(procs, 0)  # processes run so far, per probe
+
+        def one_process(probe: registry.Probe, wanted: list[str], k: int, planned: int) -> None:
+            """The k-th process of a probe: run, keep its raw output, merge, save."""
+            nonlocal done, status
+            done += 1
+            ran[probe.name] += 1
+            of = f" {k}/{planned}" if planned > 1 else ""
+            head = f"{label}[{done:>{width}}/{max(total_runs, done)}] {(probe.name + of):<20}"
+            say(head, end=" ", flush=True)
+            args = _args(probe.presets[opts.preset], subst)
+            args = _share_samples(args, procs[probe.name])
+            if opts.timer != "tsc" and probe.parse is None and not probe.external:
+                args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
+            argv = launch.argv(probe.binary, args, probe.external)
+            if argv is None:
+                why = f"{probe.binary} is not installed"
+                results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
+                results.save()
+                stopped.add(probe.name)
+                say(f"skipped: {why}")
+                return
+            t0 = time.monotonic()
+            before = counters(p.cpu)
+            if live:  # a terminal: a line that shows the probe's steps and the time left
+                with StatusLine(head, probe.expect.get(opts.preset)) as line:
+                    rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update)
+            else:
+                rc, stdout, stderr = launch.run(argv, probe.timeout)
+            elapsed = time.monotonic() - t0
+            interference[probe.name] = shares(add(interference.get(probe.name), delta(before, counters(p.cpu))))
+            raw_name = probe.name if procs[probe.name] == 1 else f"{probe.name}.p{k}"
+            write_text_atomic(raw_dir / f"{raw_name}.out", stdout)
+            if stderr:
+                write_text_atomic(raw_dir / f"{raw_name}.err", stderr)
+            for w in (ln for ln in stderr.splitlines() if ln.strip()):  # "name: warning: ..." as printed
+                w = w if w.startswith(f"{probe.binary}: ") else f"{probe.binary}: {w}"
+                if w not in conditions["probe_warnings"]:
+                    conditions["probe_warnings"].append(w)
+            if rc is None:
+                results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
+                ok = False
+                say(f"TIMEOUT after {probe.timeout:.0f} s")
+            else:
+                ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
+                              per_process.setdefault(probe.name, []), interference[probe.name])
+                _derive_across(results, p.derived, lines_seen)
+                nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
+                say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
+                    + (f" ({nref} refused here)" if nref else ""), flush=True)
+            results.save()
+            if not ok:
+                status = 1
+                stopped.add(probe.name)
+
         for k in range(1, max(procs.values(), default=1) + 1):
             # each pass runs every probe that takes a k-th process, reshuffled when the run is seeded
             pass_order = order if k == 1 or order_seed is None else random.Random(order_seed + k).sample(order,
                                                                                                       len(order))
             for probe, wanted in pass_order:
-                if procs[probe.name] < k or probe.name in stopped:
+                if procs[probe.name] >= k and probe.name not in stopped:
+                    one_process(probe, wanted, k, procs[probe.name])
+        # more processes for the probes whose figures are not yet known to +-PRECISION, while the
+        # extra time stays within EXTRA_TIME of the run so far and each probe within MORE_PROCESSES x
+        base_s = time.monotonic() - start
+        more_until = time.monotonic() + EXTRA_TIME * base_s
+        ended: dict[str, str] = {}
+        while True:
+            want = []
+            for probe, wanted in order:
+                if probe.name in stopped or procs[probe.name] < 2 or probe.name in ended:
                     continue
-                done += 1
-                of = f" {k}/{procs[probe.name]}" if procs[probe.name] > 1 else ""
-                head = f"{label}[{done:>{width}}/{total_runs}] {(probe.name + of):<24}"
-                say(head, end=" ", flush=True)
-                args = _args(probe.presets[opts.preset], subst)
-                args = _share_samples(args, procs[probe.name])
-                if opts.timer != "tsc" and probe.parse is None and not probe.external:
-                    args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
-                argv = launch.argv(probe.binary, args, probe.external)
-                if argv is None:
-                    why = f"{probe.binary} is not installed"
-                    results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
-                    results.save()
-                    stopped.add(probe.name)
-                    say(f"skipped: {why}")
-                    continue
-                t0 = time.monotonic()
-                before = counters(p.cpu)
-                if live:  # a terminal: a line that shows the probe's steps and the time left
-                    with StatusLine(head, probe.expect.get(opts.preset)) as status:
-                        rc, stdout, stderr = launch.run(argv, probe.timeout, progress=status.update)
+                if not _imprecise(results, wanted):
+                    ended[probe.name] = "precision"
+                elif ran[probe.name] >= MORE_PROCESSES * procs[probe.name]:
+                    ended[probe.name] = "process limit"
                 else:
-                    rc, stdout, stderr = launch.run(argv, probe.timeout)
-                elapsed = time.monotonic() - t0
-                interference[probe.name] = shares(add(interference.get(probe.name), delta(before, counters(p.cpu))))
-                raw_name = probe.name if procs[probe.name] == 1 else f"{probe.name}.p{k}"
-                write_text_atomic(raw_dir / f"{raw_name}.out", stdout)
-                if stderr:
-                    write_text_atomic(raw_dir / f"{raw_name}.err", stderr)
-                for w in (ln for ln in stderr.splitlines() if ln.strip()):  # "name: warning: ..." as printed
-                    w = w if w.startswith(f"{probe.binary}: ") else f"{probe.binary}: {w}"
-                    if w not in conditions["probe_warnings"]:
-                        conditions["probe_warnings"].append(w)
-                if rc is None:
-                    results.add_failure(probe.name, f"timed out after {probe.timeout:.0f} s", stderr)
-                    ok = False
-                    say(f"TIMEOUT after {probe.timeout:.0f} s")
-                else:
-                    ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
-                                  per_process.setdefault(probe.name, []), interference[probe.name])
-                    _derive_across(results, p.derived, lines_seen)
-                    nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
-                    say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
-                        + (f" ({nref} refused here)" if nref else ""), flush=True)
-                results.save()
-                if not ok:
-                    status = 1
-                    stopped.add(probe.name)
+                    want.append((probe, wanted))
+            if not want:
+                break
+            if time.monotonic() >= more_until:
+                ended.update((probe.name, "time budget") for probe, _ in want)
+                break
+            for probe, wanted in want:
+                one_process(probe, wanted, ran[probe.name] + 1, ran[probe.name] + 1)
+        _precision(results, order, procs, ran, ended)
         results.doc["interference"]["noise_end"] = _noise(launch)
         if sentinels:
             s = results.doc["sentinels"]
@@ -362,6 +394,48 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             file=sys.stderr)
         status = 1
     return status
+
+
+PRECISION = 0.01      # a figure is known when its 95% interval is within +-1% of it
+MORE_PROCESSES = 2    # a probe may run up to this many times its planned processes to get there
+EXTRA_TIME = 0.5      # ... within this share of the run's time so far
+
+
+def _figure_interval(results: Results, m: dict) -> tuple[float, float, float] | None:
+    """(figure, lo, hi) of a measurement's run figure, from its samples."""
+    procs = kept_by_process(results.dir, m)
+    if not procs or not any(x.size for x in procs):
+        return None
+    fig = run_figure(procs)
+    lo, hi = figure_ci(procs)
+    return fig, lo, hi
+
+
+def _imprecise(results: Results, wanted: list[str]) -> bool:
+    """Is any wanted id's figure known worse than +-PRECISION?"""
+    by_id = {m["id"]: m for m in results.measurements}
+    for mid in wanted:
+        m = by_id.get(mid)
+        got = _figure_interval(results, m) if m else None
+        if got and got[0] > 0 and (got[2] - got[1]) / 2 / got[0] > PRECISION:
+            return True
+    return False
+
+
+def _precision(results: Results, order, procs: dict[str, int], ran: dict[str, int], ended: dict[str, str]) -> None:
+    """Each measurement's `precision`: its figure's 95% interval relative to
+    it, the processes run, and what ended the sampling: "precision" (known
+    to +-PRECISION), "time budget", "process limit", or "one process" (a
+    probe that runs whole in one process)."""
+    names = {probe.name for probe, _ in order}
+    for m in results.measurements:
+        if m.get("probe") not in names:
+            continue
+        got = _figure_interval(results, m)
+        rel = (got[2] - got[1]) / 2 / got[0] if got and got[0] > 0 else None
+        why = ended.get(m["probe"]) or ("one process" if procs.get(m["probe"], 1) < 2 else "precision")
+        m["precision"] = {"ci95_rel": rel, "target": PRECISION, "processes": ran.get(m["probe"], 1), "ended_by": why}
+    results.save()
 
 
 def _share_samples(args: list[str], processes: int) -> list[str]:

@@ -398,6 +398,23 @@ def hierarchical_ratio_ci(a_runs: list[np.ndarray], b_runs: list[np.ndarray], re
     return _interval(side(b_runs), side(a_runs))
 
 
+def figure_ci(per_process: list[np.ndarray], resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """95% interval of a run's figure, the median of its processes' medians
+    (one process: the median of its samples), by a hierarchical bootstrap:
+    processes resampled, then each chosen process's samples."""
+    procs = [np.asarray(p, float) for p in per_process if np.asarray(p).size]
+    if not procs:
+        return float("nan"), float("nan")
+    if len(procs) == 1:
+        return bootstrap_ci95_median(procs[0], resamples, seed)
+    rng = np.random.default_rng(seed)
+    boots = np.stack([np.median(p[rng.integers(0, p.size, (resamples, p.size))], axis=1) for p in procs])
+    pick = rng.integers(0, len(procs), (resamples, len(procs)))
+    col = rng.integers(0, resamples, (resamples, len(procs)))
+    lo, hi = np.percentile(np.median(boots[pick, col], axis=1), [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def power_two_sided(effect: float, sd: float, n: int, alpha: float = 0.05) -> float:
     """Approximate power of a two-sample t test with n runs per side to see a
     difference `effect` in means of values whose spread is `sd`."""
