@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, osmeter
@@ -168,3 +169,30 @@ def test_real_run_interrupted_by_sigterm_stays_valid(tmp_path):
         assert doc["interrupted"] is True
     else:  # the run was quicker than the signal
         assert p.returncode == 0 and doc["complete"] is True
+
+
+def test_a_probe_runs_in_several_interleaved_processes(tmp_path):
+    """The quick preset runs each probe that takes --samples in 3 processes,
+    its samples shared among them, in passes over the selection; the
+    measurement keeps each sample's process, the run records what else used
+    the CPU, and says what ended the sampling."""
+    out = tmp_path / "r"
+    r = osmeter("run", "--probes", "cpu.syscall,cpu.loop", "--out", str(out), "--no-report")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    m = next(x for x in doc["measurements"] if x["id"] == "cpu.syscall.getppid")
+    assert m["processes"]["n"] >= 3 and len(m["processes"]["medians"]) == m["processes"]["n"]
+    z = np.load(out / m["samples_file"])
+    assert set(z["process"].tolist()) == set(range(m["processes"]["n"]))
+    assert (z["process"] == 0).sum() == 34  # 100 samples shared by 3 processes
+    assert m["precision"]["ended_by"] in ("precision", "time budget", "process limit")
+    assert m["precision"]["processes"] == m["processes"]["n"]
+    # interleaved: the two probes' processes alternate in the raw outputs' order of writing
+    raw = sorted((out / "raw").glob("*.out"), key=lambda f: f.stat().st_mtime_ns)
+    names = [f.name.rsplit(".p", 1)[0] for f in raw]
+    assert names[:4] == ["cpu.loop", "cpu.syscall", "cpu.loop", "cpu.syscall"] or \
+        names[:4] == ["cpu.syscall", "cpu.loop", "cpu.syscall", "cpu.loop"], names
+    inter = doc["interference"]
+    assert inter["cpu"] == doc["conditions"]["pinned_cpu"]
+    assert inter["probes"]["cpu.syscall"]["wall_s"] > 0 and "interrupts" in inter["probes"]["cpu.syscall"]
+    assert 0 <= inter["noise_start"]["lost_share"] < 1 and inter["noise_end"]["interruptions_per_s"] >= 0

@@ -107,3 +107,32 @@ def test_load_rejects_other_files(tmp_path):
     (tmp_path / "results.json").write_text("{")
     with pytest.raises(ValueError, match="not valid JSON"):
         load(tmp_path)
+
+
+def test_processes_merge_into_one_line_per_id():
+    """Two processes of one probe: samples side by side with their process,
+    disturbed indices shifted, cycle counts brought to the first process's
+    rate, series trials side by side, a probe's own tail dropped."""
+    from osmeter.results import merge_processes, process_summary
+
+    p1 = [{"id": "x", "unit": "cycles", "tsc_hz": 1e9, "samples": [10.0, 12.0], "disturbed": [1],
+           "params": {"k": 1}, "overhead_subtracted": 2.0, "tail": {"n": 9},
+           "series": {"x": [1, 2], "samples": [[1.0], [2.0]], "disturbed": [[], [0]]}},
+          {"id": "gone", "refused": "not here"}]
+    p2 = [{"id": "x", "unit": "cycles", "tsc_hz": 2e9, "samples": [20.0, 22.0, 24.0], "disturbed": [0],
+           "params": {"k": 2}, "overhead_subtracted": 4.0,
+           "series": {"x": [1, 2], "samples": [[3.0, 5.0], [4.0, 6.0]], "disturbed": [[1], []]}}]
+    merged = merge_processes([p1, p2])
+    assert [m["id"] for m in merged] == ["x", "gone"] and merged[1] == {"id": "gone", "refused": "not here"}
+    x = merged[0]
+    assert x["samples"] == [10.0, 12.0, 10.0, 11.0, 12.0]  # the second process's cycles at 1 GHz
+    assert x["disturbed"] == [1, 2] and x["process"] == [0, 0, 1, 1, 1]
+    assert x["series"]["samples"] == [[1.0, 1.5, 2.5], [2.0, 2.0, 3.0]]
+    assert x["series"]["disturbed"] == [[2], [0]]
+    assert "tail" not in x and x["params"] == {"k": 1, "processes": 2} and x["overhead_subtracted"] == 2.0
+    assert merge_processes([p1]) is p1
+    # the per-process summary: medians, and the run's figure their median
+    v = np.array([100, 101, 99, 110, 111, 109, 120, 121, 119.0])
+    ps = process_summary(v, np.ones(9, bool), np.repeat([0, 1, 2], 3))
+    assert ps["medians"] == [100, 110, 120] and ps["median_of_medians"] == 110 and ps["n"] == 3
+    assert ps["between_cv"] == pytest.approx(np.std(np.log([100, 110, 120]), ddof=1))

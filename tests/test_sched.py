@@ -212,3 +212,25 @@ def test_wakeup_other_cpu_chooses_the_wakee(tmp_path):
     assert not [o for o in lines if o["id"].startswith("sched.wakeup.cross") and "samples" in o]
     r = probe("sched_wakeup", "--cpu", str(waker), "--other-cpu", "1000")
     assert r.returncode == 2 and "--other-cpu 1000" in r.stderr
+
+
+def test_a_stall_of_the_timer_thread_is_one_late_sample():
+    """The process is stopped for 0.3 s in a 1.5 s run of a 1 ms timer: the
+    wake-up after it is one sample late by about 0.3 s, the ticks it slept
+    through are skipped and counted (params.overruns), and the rest are on
+    time. Counting each missed tick as a sample, late by what is left of the
+    stall, would make some 300 samples late by over a millisecond."""
+    import signal
+    import time
+
+    p = subprocess.Popen([str(BIN / "sched_timer"), "--seconds", "1.5"], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    os.kill(p.pid, signal.SIGSTOP)
+    time.sleep(0.3)
+    os.kill(p.pid, signal.SIGCONT)
+    out, _ = p.communicate(timeout=60)
+    o = json.loads(out.splitlines()[0])
+    v = np.asarray(o["samples"])
+    assert v.max() >= 0.25e9, v.max()  # the stall itself
+    assert o["params"]["overruns"] >= 250, o["params"]
+    assert (v > 1e6).sum() <= 5, (v > 1e6).sum()  # one stall, one late sample (and the host's own hiccups)

@@ -345,6 +345,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                     ended[probe.name] = "precision"
                 elif ran[probe.name] >= MORE_PROCESSES * procs[probe.name]:
                     ended[probe.name] = "process limit"
+                elif interference[probe.name].get("wall_s", 0) / max(ran[probe.name], 1) > CHEAP_PROCESS_S:
+                    ended[probe.name] = "time budget"
                 else:
                     want.append((probe, wanted))
             if not want:
@@ -397,8 +399,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
 
 
 PRECISION = 0.01      # a figure is known when its 95% interval is within +-1% of it
-MORE_PROCESSES = 2    # a probe may run up to this many times its planned processes to get there
-EXTRA_TIME = 0.5      # ... within this share of the run's time so far
+MORE_PROCESSES = 2    # a probe may run up to this many times its planned processes to get there,
+EXTRA_TIME = 0.25     # ... within this share of the run's time so far,
+CHEAP_PROCESS_S = 1.0  # ... if one of its processes takes at most this long (a long one is its own budget)
 
 
 def _figure_interval(results: Results, m: dict) -> tuple[float, float, float] | None:

@@ -90,5 +90,6 @@ PROBES = (
         expect={"quick": 14, "full": 14},
         timeout=300.0,
         smoke=("--files", "50"),
+        processes=1,  # one process's setup (its buffers, its files) outweighs its samples
     ),
 )

@@ -170,6 +170,7 @@ PROBES = (
         expect={"quick": 7, "full": 12},
         timeout=600.0,
         smoke=("--size", "16M"),
+        processes=1,  # one process's setup (its buffers, its files) outweighs its samples
     ),
     Probe(
         name="mem.pagefault", binary="mem_pagefault", area="mem",
