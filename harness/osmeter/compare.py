@@ -147,6 +147,11 @@ def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
     return math.sqrt(sum(d * v for d, v in parts) / dof) if dof else None
 
 
+def _se(x: np.ndarray, y: np.ndarray) -> float:
+    """The standard error of mean(y) - mean(x), each side's spread taken as at least RUN_SD_FLOOR."""
+    return math.sqrt(sum(max(float(np.var(v, ddof=1)), RUN_SD_FLOOR ** 2) / v.size for v in (x, y)))
+
+
 def _processes(run) -> list[np.ndarray]:
     """A run as a list of its processes' kept trials (a bare array is one process)."""
     if isinstance(run, np.ndarray):
@@ -189,11 +194,14 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
     comp = nested_components([x - np.mean(np.concatenate(pa)) for x in pa]
                              + [x - np.mean(np.concatenate(pb)) for x in pb], sides=2)
     row.components = comp
+    la, lb = np.log(ma), np.log(mb)
     if comp and comp["run_var"] == 0 and min(len(x) for x in pa + pb) >= 2:
-        la, lb = np.concatenate(pa), np.concatenate(pb)
-        row.test_unit = "process"
-    else:
-        la, lb = np.log(ma), np.log(mb)
+        # processes as the unit only where that also knows the sides' means better: a run's figure,
+        # the median of its processes', shrugs off one process in another mode, their mean does not
+        xa, xb = np.concatenate(pa), np.concatenate(pb)
+        if _se(xa, xb) < _se(la, lb):
+            la, lb = xa, xb
+            row.test_unit = "process"
     row.units_a, row.units_b = la.size, lb.size
     row.log_a, row.log_b = la, lb
     _, _, row.p = welch(la, lb, RUN_SD_FLOOR)
