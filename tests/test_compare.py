@@ -517,6 +517,38 @@ def test_a_against_a_flags_at_most_five_percent(tmp_path):
     pytest.fail(f"A/A flagged more than 5% of {n} ids twice: {tries}")
 
 
+def test_ab_until_decided_stops_once_decided_and_keeps_its_looks(tmp_path):
+    """A sequential A/A of one cheap id: it looks after rounds 2..N at its
+    spent share of alpha, keeps every look in campaign.json, stops at the
+    first look where the id is decided (or at --max-rounds), says so, and
+    flags nothing."""
+    out = tmp_path / "seq"
+    r = osmeter("ab", "--a", "true", "--b", "true", "--until-decided", "--max-rounds", "4", "--min-change", "0.2",
+                "--probes", "cpu.syscall.getppid", "--out", str(out), timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    seq = json.loads((out / "a" / "campaign.json").read_text())["sequential"]
+    looks = seq["looks"]
+    assert [lk["round"] for lk in looks] == list(range(2, 2 + len(looks))) and seq["max_rounds"] == 4
+    from osmeter.ab import look_alpha
+    assert [lk["alpha"] for lk in looks] == pytest.approx([look_alpha(k, 4) for k in range(2, 2 + len(looks))])
+    runs = len(json.loads((out / "a" / "campaign.json").read_text())["runs"])
+    assert runs == looks[-1]["round"] and (looks[-1]["decided"] or runs == 4)
+    assert all(not lk["decided"] for lk in looks[:-1])  # it went on only while undecided
+    assert "Sequential design" in r.stdout and "look after round 2" in r.stdout
+    assert _flagged(out)[0] == []
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--until-decided", "--rounds", "3"), "not --rounds"),
+    (("--max-rounds", "3", "--rounds", "3"), "--max-rounds goes with --until-decided"),
+    (("--until-decided", "--max-rounds", "1"), "2 or more"),
+    ((), "give --rounds N"),
+])
+def test_ab_round_options_are_checked(args, words):
+    r = osmeter("ab", "--a", "true", "--b", "true", "--probes", "cpu.syscall", *args)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+
+
 def _netns(name: str):
     subprocess.run(["ip", "netns", "del", name], capture_output=True)
     r = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
