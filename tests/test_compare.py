@@ -3,6 +3,7 @@ diff and the outputs of compare; synthetic campaigns with known drift and
 known shifts; the real A/A and a real shaped link through `osmeter ab`."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -644,3 +645,51 @@ def test_the_notebook_compares_two_campaigns(tmp_path, quick_run):
     md = "".join(o.get("data", {}).get("text/markdown", "") for o in last)
     assert "| cpu.a |" in md and "slower" in md.split("| cpu.a |")[1].split("\n")[0]
     assert sum("image/png" in o.get("data", {}) for o in last) == 2  # a forest plot per area: cpu, net
+
+
+def test_a_run_given_twice_on_one_side_is_refused(tmp_path):
+    """compare r1 r1 r1 -- r2 r2 r2 would count one run three times and
+    call its drift a change; so would a campaign given with one of its runs."""
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2, {"cpu.a": 0.2})
+    for args in ((str(a / "run-01"),) * 3 + ("--",) + (str(b / "run-01"),) * 3,
+                 (str(a), str(a / "run-02"), "--", str(b))):
+        r = osmeter("compare", *args)
+        assert r.returncode == 2 and "given twice" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_loopback_icmp_pings_loopback_even_with_a_peer():
+    from osmeter import registry
+
+    probes = {p.name: p for p in registry.PROBES}
+    for preset in ("quick", "full"):
+        assert probes["net.icmp.loopback"].presets[preset][-1] == "127.0.0.1"
+        assert probes["net.icmp.remote"].presets[preset][-1] == "{peer_host}"
+
+
+@pytest.mark.parametrize("signals, status", [
+    ((signal.SIGINT, signal.SIGINT), 130),   # Ctrl-C, and Ctrl-C again while the restore runs
+    ((signal.SIGTERM, signal.SIGINT), 143),
+    ((signal.SIGHUP,), 129),                 # the terminal or the ssh session closed
+])
+def test_ab_restores_exactly_once_whatever_signals_come(tmp_path, signals, status):
+    """The signals go to ab's whole process group, as a terminal sends them:
+    the restore command, in a session of its own, still runs to its end,
+    once; campaign.json says interrupted; the exit says which signal."""
+    out = tmp_path / "ab"
+    mark = tmp_path / "restored"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "ab", "--a", "true", "--b", "true", "--rounds", "4",
+                          "--restore", f"sleep 1; echo done >> {mark}", "--probes", "cpu.syscall", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(out.glob("*/run-01/results.json")):
+        time.sleep(0.05)
+    os.killpg(p.pid, signals[0])
+    for sig in signals[1:]:
+        time.sleep(0.5)  # the restore's sleep is running now
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, sig)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == status, stdout[-2000:] + stderr
+    assert mark.read_text() == "done\n", "the restore did not run exactly once to its end"
+    assert json.loads((out / "a" / "campaign.json").read_text())["interrupted"]

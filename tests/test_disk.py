@@ -723,3 +723,48 @@ def test_the_live_line_shows_on_a_terminal_only(ramloop):
     assert b"\r\x1b[K[qd 1]" in out and b"IOPS" in out
     r = iogen("--target", ramloop, "--workload", "4k-random-read", "--time", 0.6, "--ramp", 0)
     assert "\x1b[K" not in r.stdout + r.stderr
+
+
+def test_the_request_log_never_follows_a_link(tmp_path):
+    """--log at a path where another user planted a link (a shared /tmp) is
+    refused with the reason; the link's target is untouched."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    link = tmp_path / "log.csv"
+    link.symlink_to(victim)
+    r = subprocess.run([str(BIN / "iogen"), "--target", str(tmp_path / "t.dat"), "--size", "4M", "--workload",
+                        "4k-random-read", "--time", "0.2", "--ramp", "0", "--log", str(link)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "--log" in r.stderr, r.stderr
+    assert victim.read_text() == "keep me\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (zram)")
+def test_compare_fio_refuses_a_zram_device_that_holds_data():
+    """compare-fio resets and overwrites /dev/zram0: one that is set up (and
+    so may hold someone's data) is refused unless --allow-destroy-data, before
+    any tool is looked for, and its data stay."""
+    zram = Path("/sys/block/zram0")
+    if not zram.exists():
+        subprocess.run(["modprobe", "zram"], capture_output=True)
+    if not zram.exists():
+        pytest.skip("no zram module")
+    if (zram / "disksize").read_text().strip() not in ("", "0"):
+        pytest.skip("/dev/zram0 is already set up by someone else: not ours to touch")
+    (zram / "disksize").write_text("16M")
+    try:
+        with open("/dev/zram0", "r+b") as f:
+            f.write(b"someone's data\n")
+        r = subprocess.run([str(ROOT / "bench" / "disk" / "compare-fio"), "--quick"], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode != 0 and "--allow-destroy-data" in r.stderr and "zram0 is set up" in r.stderr, r.stderr
+        with open("/dev/zram0", "rb") as f:
+            assert f.read(15) == b"someone's data\n"
+    finally:
+        (zram / "reset").write_text("1")
+
+
+def test_a_start_instant_days_away_is_refused(tmp_path):
+    r = subprocess.run([str(BIN / "iogen"), "--target", str(tmp_path / "t.dat"), "--size", "4M",
+                        "--start-at", "99999999999"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 2 and "--start-at" in r.stderr and "within the next day" in r.stderr, r.stderr

@@ -123,10 +123,33 @@ def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"
-    # the netpeer it started there is gone, and so is its copy
-    left = shutil.which("pgrep") and __import__("subprocess").run(["pgrep", "-f", "osmeter-netpeer-"],
+    # the netpeer it started there is gone, and so is its private copy (a mktemp -d directory)
+    left = shutil.which("pgrep") and __import__("subprocess").run(["pgrep", "-f", "osmeter-netpeer"],
                                                                    capture_output=True).stdout
-    assert not left and not list(Path("/tmp").glob("osmeter-netpeer-*"))
+    assert not left and not list(Path("/tmp").glob("osmeter-netpeer*"))
+
+
+@needs_hosts
+def test_remote_never_follows_a_link_planted_at_a_guessable_path(hosts, tmp_path):
+    """Another user's links at /tmp/osmeter-netpeer-<pid> for the next pids
+    (the old fixed name) are never written through: the copy goes into a
+    fresh mktemp -d directory, and the victim's file is untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    here = int(Path("/proc/sys/kernel/ns_last_pid").read_text())  # the next processes get the pids after it
+    links = [Path(f"/tmp/osmeter-netpeer-{p}") for p in range(here + 1, here + 400)]
+    for ln in links:
+        if not ln.exists() and not ln.is_symlink():
+            ln.symlink_to(victim)
+    try:
+        r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*", "--no-report",
+                    "--out", str(tmp_path / "r"), env=hosts.env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert victim.read_text() == "precious\n"
+    finally:
+        for ln in links:
+            if ln.is_symlink() and ln.resolve() == victim:
+                ln.unlink()
 
 
 @needs_hosts

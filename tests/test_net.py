@@ -277,3 +277,16 @@ def test_a_timed_out_connect_is_named(netns):
     r = in_a(netns, BIN / "net_conn", "--peer", f"10.231.{netns['net']}.99:9", "--timeout", "500", "--samples", "1")
     assert r.returncode == 1 and "no answer" in r.stderr and "in progress" not in r.stderr, r.stderr
     assert time.monotonic() - t0 < 10
+
+
+def test_netpeer_with_a_lifeline_stops_when_its_input_closes():
+    """--lifeline (how --remote starts it over ssh): when the session that
+    started it ends, even by a SIGKILL of the controller, netpeer stops
+    instead of listening on forever."""
+    p = subprocess.Popen([str(BIN / "netpeer"), "--port", "0", "--lifeline"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith("listening on ")
+    time.sleep(0.2)
+    assert p.poll() is None  # input open: it serves
+    p.stdin.close()
+    assert p.wait(timeout=10) == 0

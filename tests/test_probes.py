@@ -114,3 +114,13 @@ def test_call_probe_subtracts_loop_and_timer():
     loop = o["params"]["loop_per_iteration"]
     assert o["overhead_subtracted"] >= loop / 8
     assert o["params"]["calls_per_iteration"] == 8
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("cpu_c2c", "--cpus", "0,0"), "named twice"),
+    (("cpu_c2c", "--cpus", "0,1,1,0"), "named twice"),
+    (("cpu_call", "--iterations", "1099511627776"), "--iterations"),
+])
+def test_inputs_that_would_never_finish_are_refused(argv, words):
+    r = probe(*argv, timeout=20)
+    assert r.returncode == 2 and words in r.stderr, r.stderr

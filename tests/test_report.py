@@ -5,6 +5,7 @@ import csv
 import io
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -388,3 +389,49 @@ def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run,
     assert r.returncode == 0, r.stderr
     tex = (run / "report" / "report.tex").read_text()
     assert "mem.bw.read" in tex and tex.count(r"\includegraphics") >= 5
+
+
+# --- hostile text from a results directory (issue 25) ------------------------------------------
+
+HOSTILE_ID = r"cpu}\catcode95=12\input{^^2fetc^^2fpasswd}x.y"
+
+
+def test_a_hostile_id_and_file_name_stay_text_in_compare_tex(tmp_path):
+    """An id from a results directory reaches \\includegraphics only as a
+    safe file name, and its text is shown literally: /etc/passwd is never
+    read into the document."""
+    rng = np.random.default_rng(3)
+    a = [fake_run(tmp_path / f"a{k}", {HOSTILE_ID: ("ns", 100 * rng.normal(1, 0.01, 20))}) for k in range(2)]
+    b = [fake_run(tmp_path / f"b{k}", {HOSTILE_ID: ("ns", 100 * rng.normal(1, 0.01, 20))}) for k in range(2)]
+    tex = tmp_path / "out dir" / "we{ird}$name.tex"
+    tex.parent.mkdir()
+    r = osmeter("compare", *map(str, a), "--", *map(str, b), "--tex", str(tex))
+    assert r.returncode == 0, r.stderr
+    body = tex.read_text()
+    graphics = re.findall(r"\\includegraphics\[[^\]]*\]\{([^}]*)\}", body)
+    assert graphics and all(re.fullmatch(r"[A-Za-z0-9_-]+/[A-Za-z0-9_-]+\.pdf", g) for g in graphics), graphics
+    assert r"\input{" not in body and r"\catcode" not in body
+    assert r"\textbackslash{}input\{" in body  # the id, as text
+    pdf = tex.with_suffix(".pdf")
+    if shutil.which("pdflatex") and shutil.which("pdftotext"):
+        assert pdf.exists(), r.stdout + r.stderr
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+        assert "root:" not in text and "catcode95" in text.replace("\n", "")
+
+
+def test_hostile_host_facts_are_text_in_the_notebook_html(tmp_path):
+    """A host's cpu_model and kernel with HTML in them show as text in
+    notebook.html, never as markup a browser would run."""
+    from osmeter.notebook import execute
+
+    d = tmp_path / "run"
+    r = Results(d, {"kernel": "<script>alert(2)</script>", "cpu_model": "<img src=x onerror=alert(1)>"},
+                {"pinned_cpu": 1})
+    r.add_line({"id": "cpu.syscall.getppid", "unit": "ns", "samples": [100.0] * 10, "disturbed": []}, "fake",
+               "a [link](javascript:alert(3)) *here*")
+    r.save()
+    ok, msg = execute(d, None, ROOT)
+    assert ok, msg
+    html = (d / "notebook.html").read_text()
+    assert "<script>alert(2)" not in html and "<img src=x" not in html and 'href="javascript:' not in html
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html

@@ -135,7 +135,7 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
         } else if (strcmp(name, "samples") == 0) {
             o->samples = osm_parse_u64("--samples", val, 1, 10000000);
         } else if (strcmp(name, "iterations") == 0) {
-            o->iterations = osm_parse_u64("--iterations", val, 1, 1ull << 40);
+            o->iterations = osm_parse_u64("--iterations", val, 1, 10000000000ull); /* 10^10: seconds a window */
         } else if (strcmp(name, "warmup") == 0) {
             o->warmup = osm_parse_u64("--warmup", val, 0, 1000000);
         } else if (strcmp(name, "cpu") == 0) {

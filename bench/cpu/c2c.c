@@ -179,6 +179,10 @@ int main(int argc, char **argv)
         n = osm_parse_cpu_list(cpus_arg, cpus, CPU_SETSIZE);
         if (n < 0)
             osm_usage_error("--cpus: expected a list such as 0-3,8, got '%s'", cpus_arg);
+        for (int i = 0; i < n; i++) /* a CPU twice would ping-pong with itself: a pair that never answers */
+            for (int k = 0; k < i; k++)
+                if (cpus[i] == cpus[k])
+                    osm_usage_error("--cpus %s: CPU %d is named twice", cpus_arg, cpus[i]);
     } else {
         /* the online CPUs, which need not be 0..n-1 */
         char buf[4096] = "";

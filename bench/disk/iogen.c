@@ -17,6 +17,7 @@
 #include "osm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,11 @@ int main(int argc, char **argv)
 
     FILE *logf = NULL;
     if (opt.log_file) {
-        logf = fopen(opt.log_file, "w");
+        /* never through a link planted at the path (a shared /tmp): O_NOFOLLOW */
+        int lfd = open(opt.log_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        logf = lfd < 0 ? NULL : fdopen(lfd, "w");
+        if (lfd >= 0 && !logf)
+            close(lfd);
         if (!logf) {
             fprintf(stderr, "iogen: error: --log %s: %s\n", opt.log_file, strerror(errno));
             target_close(&t);

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* --batch 4: on the devices measured (zram, a RAM loop device, a virtio disk)
  * four requests per submission gave the most I/Os per second, where every
@@ -58,7 +59,14 @@ static void set_ramp(const char *v) { opt.ramp_s = parse_num(v, "seconds", 0, MA
 static void set_transactions(const char *v) { opt.transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
 static void set_interval(const char *v) { opt.interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
 static void set_rate(const char *v) { opt.rate = parse_num(v, "I/Os per second", 0, 1e9); }
-static void set_start_at(const char *v) { opt.start_at = parse_num(v, "a Unix time in seconds", 1e9, 1e11); }
+static void set_start_at(const char *v)
+{
+    opt.start_at = parse_num(v, "a Unix time in seconds", 1e9, 1e11);
+    /* a start instant is for hosts started together: a day away is a mistake, not a plan */
+    double away = opt.start_at - (double)time(NULL);
+    if (away > 86400 || away < -3600)
+        osm_usage_error("--start-at %s is %.0f s from now: expected a time within the next day", v, away);
+}
 static void set_log(const char *v) { opt.log_file = v; }
 static void set_verify(const char *v) { (void)v; opt.verify = true; }
 static void set_buffered(const char *v) { (void)v; opt.buffered = true; }

@@ -226,21 +226,37 @@ static int bind_pair(const char *bind_addr, unsigned port, int *tfd, int *ufd, s
     osm_die("found no port free for both TCP and UDP");
 }
 
+/* --lifeline: standard input is the starter's; when it closes (the ssh
+ * session that started us ended, or the controller died), stop. */
+static void *lifeline(void *arg)
+{
+    (void)arg;
+    char buf[256];
+    while (read(0, buf, sizeof buf) > 0)
+        ;
+    kill(getpid(), SIGTERM);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     osm_progname = "netpeer";
+    bool use_lifeline = false;
     const char *bind_addr = "0.0.0.0";
     unsigned port = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: netpeer [--port N] [--bind ADDR]\n"
+            printf("usage: netpeer [--port N] [--bind ADDR] [--lifeline]\n"
                    "Serves osmeter's network probes (echo, sink, source, close-watch on TCP; echo on UDP)\n"
-                   "on one port (default: any free one), printing 'listening on ADDR:PORT', until SIGINT/SIGTERM.\n");
+                   "on one port (default: any free one), printing 'listening on ADDR:PORT', until SIGINT/SIGTERM\n"
+                   "(with --lifeline, also until its standard input closes).\n");
             return 0;
         } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
             port = (unsigned)osm_parse_u64("--port", argv[++i], 0, 65535);
         } else if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
             bind_addr = argv[++i];
+        } else if (!strcmp(argv[i], "--lifeline")) {
+            use_lifeline = true;
         } else {
             osm_usage_error("unknown or incomplete option '%s'", argv[i]);
         }
@@ -274,6 +290,9 @@ int main(int argc, char **argv)
     pthread_t at, ut;
     if (pthread_create(&at, NULL, accept_loop, (void *)(intptr_t)tfd) != 0 ||
         pthread_create(&ut, NULL, udp_loop, (void *)(intptr_t)ufd) != 0)
+        osm_die("cannot start threads");
+    pthread_t lt;
+    if (use_lifeline && pthread_create(&lt, NULL, lifeline, NULL) != 0)
         osm_die("cannot start threads");
     int sig;
     sigwait(&set, &sig);

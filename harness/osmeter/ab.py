@@ -25,10 +25,12 @@ SETUP_TIMEOUT = 600.0
 
 
 def _shell(what: str, cmd: str) -> None:
-    """Runs a user's setup or restore command; a failure stops the rounds."""
+    """Runs a user's setup or restore command; a failure stops the rounds. It
+    runs in a session of its own: a Ctrl-C at the terminal, or the terminal
+    closing, reaches osmeter (which finishes it first), never the command."""
     print(f"osmeter: {what}: {cmd}", flush=True)
     try:
-        r = subprocess.run(["/bin/sh", "-c", cmd], timeout=SETUP_TIMEOUT)
+        r = subprocess.run(["/bin/sh", "-c", cmd], timeout=SETUP_TIMEOUT, start_new_session=True)
     except subprocess.TimeoutExpired:
         raise RunError(f"{what} command did not finish within {SETUP_TIMEOUT:.0f} s: {cmd}") from None
     if r.returncode != 0:
@@ -73,6 +75,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     status = 0
     looks: list[dict] = []
     alpha = compare.ALPHA
+    first: Interrupted | None = None  # the signal that stopped the rounds
     try:
         with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
             p.peer = peer
@@ -103,23 +106,36 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                         camp.save()
         for camp in camps.values():
             camp.doc["complete"] = True
-    except Interrupted:
+    except Interrupted as e:
+        first = e
         for camp in camps.values():
             camp.doc["interrupted"] = True
         print("\nosmeter: interrupted; the finished runs are kept")
         raise
     finally:
-        for camp in camps.values():
-            camp.save()
-        for c in claims:
-            c.release()
-        if restore:
-            with shielded():  # a second Ctrl-C must not leave the machine half restored
+        # the machine first: nothing below (a full disk, a removed directory) may keep it from its restore
+        try:
+            if restore:
+                with shielded():  # a second Ctrl-C, a SIGTERM or a SIGHUP must not leave it half restored
+                    try:
+                        _shell("restore", restore)
+                    except RunError as e:
+                        print(f"osmeter: error: {e}", file=sys.stderr)
+                        status = 1
+        except Interrupted:
+            if first is None:  # the signal that came during the restore is the first: it ends ab
+                raise
+            # else the first signal already ends ab, and its status (130, 143, 129) stays the one reported
+        finally:
+            for camp in camps.values():
                 try:
-                    _shell("restore", restore)
-                except RunError as e:
-                    print(f"osmeter: error: {e}", file=sys.stderr)
+                    camp.save()
+                except OSError as e:
+                    print(f"osmeter: error: cannot write {camp.dir}/campaign.json: {e.strerror or e}",
+                          file=sys.stderr)
                     status = 1
+            for c in claims:
+                c.release()
     try:
         cmp = compare.compare_sides(compare.load_side([out / "a"]), compare.load_side([out / "b"]), min_change,
                                     alpha=alpha)

@@ -201,6 +201,13 @@ def load_side(paths: list[Path]) -> list[Run]:
             runs += [_load_run(d, path) for d in found]
         else:
             runs.append(_load_run(path, None))
+    seen: dict[Path, Run] = {}
+    for r in runs:  # one run counted twice would pass for two runs that agree
+        key = r.path.resolve()
+        if key in seen:
+            raise ValueError(f"{r.path} is given twice on one side (itself, or inside a campaign also given): "
+                             "each run counts once")
+        seen[key] = r
     return runs
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from .campaign import Run, load_side
-from .present import esc, fmt_value, markdown_table, text_table
+from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_table
 from .results import run_figure
 from .stats import (benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
                     runs_needed, spend_alpha, tost, welch)
@@ -447,14 +447,14 @@ def _unit_text(r: Row) -> str:
 def markdown(c: Comparison) -> str:
     """For the notebook: the sides, the conditions that differ, the table."""
     la, lb = c.labels
-    out = [f"**{_describe_side(la, c.a)}**  ", f"**{_describe_side(lb, c.b)}**", ""]
+    out = [f"**{md(_describe_side(la, c.a))}**  ", f"**{md(_describe_side(lb, c.b))}**", ""]
     if c.conditions:
         out += [markdown_table(("condition", la, lb), c.conditions), ""]
     else:
         out += ["Every recorded condition is the same on both sides.", ""]
-    out += [f"- {n}" for n in c.notes] + [""] if c.notes else []
-    out += [markdown_table(*cells(c)), "", f"{', '.join(f'{n} {v}' for v, n in counts(c.rows).items())}. "
-            f"*Method:* {method_line(c)}."]
+    out += [f"- {md(n)}" for n in c.notes] + [""] if c.notes else []
+    out += [markdown_table(*cells(c)), "", md(f"{', '.join(f'{n} {v}' for v, n in counts(c.rows).items())}. ")
+            + f"*Method:* {md(method_line(c))}."]
     return "\n".join(out)
 
 
@@ -544,10 +544,11 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
     for area in areas:
         rows = [r for r in c.rows if r.area == area]
         fig = forest(rows, f"{area}: {lb} against {la}", c.min_change, c.labels)
-        name = f"{prefix}-{area}.pdf"
+        name = f"{tex_file_name(prefix)}-{tex_file_name(area)}.pdf"
         fig.savefig(figdir / name, bbox_inches="tight")
         plt.close(fig)
-        out += [r"\begin{figure}[H]\centering", f"\\includegraphics[width=0.85\\linewidth]{{{figdir.name}/{name}}}",
+        out += [r"\begin{figure}[H]\centering",
+                f"\\includegraphics[width=0.85\\linewidth]{{{tex_file_name(figdir.name)}/{name}}}",
                 r"\end{figure}"]
     out += [r"{\small\begin{longtable}{@{}lrrrrrl@{}}", r"\toprule",
             f"Measurement & {esc(la)} & {esc(lb)} & {esc(lb)}/{esc(la)} & 95\\% interval & $q$ & Verdict \\\\",

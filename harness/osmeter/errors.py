@@ -1,11 +1,14 @@
 """The two ways a command ends early, shared by every module: a request that
 cannot be served (RunError, exit 2) and an interruption by a signal
 (Interrupted, exit 128 + the signal's number: 130 for SIGINT, 143 for
-SIGTERM)."""
+SIGTERM, 129 for SIGHUP: a closed terminal or ssh session)."""
 from __future__ import annotations
 
 import contextlib
 import signal
+
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class RunError(Exception):
@@ -13,7 +16,7 @@ class RunError(Exception):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived. A BaseException, like KeyboardInterrupt, so
+    """SIGINT, SIGTERM or SIGHUP arrived. A BaseException, like KeyboardInterrupt, so
     that no `except Exception` swallows it on its way out."""
 
     def __init__(self, signum: int):
@@ -27,11 +30,11 @@ class Interrupted(BaseException):
 
 @contextlib.contextmanager
 def interruptible():
-    """SIGINT and SIGTERM raise Interrupted inside the block."""
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted inside the block."""
     def raise_it(signum, frame):
         raise Interrupted(signum)
 
-    old = {s: signal.signal(s, raise_it) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, raise_it) for s in SIGNALS}
     try:
         yield
     finally:
@@ -41,10 +44,10 @@ def interruptible():
 
 @contextlib.contextmanager
 def shielded():
-    """SIGINT and SIGTERM wait until the block is done (clean-up that must
-    finish: restoring a machine setting, writing a results file)."""
+    """SIGINT, SIGTERM and SIGHUP wait until the block is done (clean-up that
+    must finish: restoring a machine setting, writing a results file)."""
     got: list[int] = []
-    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in SIGNALS}
     try:
         yield
     finally:

@@ -580,7 +580,15 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
 
     def go(h: Host):
         off = extra[h.label]["clock_offset_s"]
-        rlog = f"/tmp/osmeter-load-{stamp}-{h.label}.csv" if log else None
+        # the log goes into the host's own fleet tree (made by osmeter, the user's), never a shared /tmp path;
+        # on this machine straight into the results
+        if not log:
+            rlog = None
+        elif h.local:
+            (out / h.label).mkdir(exist_ok=True)
+            rlog = str(out / h.label / "iogen-log.csv")
+        else:
+            rlog = f"{h.tree_dir}/load-{stamp}.csv"
         argv = [iogens[h.label], *(a.replace("{host}", h.label) for a in io_opts["iogen_args"]),
                 "--start-at", f"{start + off:.6f}"]
         if rlog:
@@ -593,7 +601,7 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
         write_json_atomic(out / h.label / "iogen.json", res)
         extra[h.label]["iogen"] = {k: res[k] for k in ("iops", "mbps", "reads", "writes", "run_s", "start_unix",
                                                          "start_unix_here") if k in res}
-        if rlog:
+        if rlog and not h.local:
             _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / "iogen-log.csv")
         h.status = "ok"
 

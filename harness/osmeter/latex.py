@@ -12,7 +12,7 @@ from pathlib import Path
 from . import plots, registry
 from .estimates import Estimate
 from .present import (ESTIMATE_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows,  # noqa: F401
-                      machine_rows, spread_rows)
+                      machine_rows, spread_rows, tex_file_name)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
@@ -155,8 +155,8 @@ def write_compare(c, tex: Path, root: Path) -> Path:
     before/after section, its figures in FILE's directory."""
     from .compare import to_latex
 
-    figdir = tex.parent / f"{tex.stem}-figures"
-    body = to_latex(c, figdir, prefix=tex.stem)
+    figdir = tex.parent / f"{tex_file_name(tex.stem)}-figures"
+    body = to_latex(c, figdir, prefix=tex_file_name(tex.stem))
     return fill(root, "compare.tex", tex, {"TITLE": "osmeter: before and after",
                                            "DATE": esc(dt.date.today().isoformat()), "BODY": body})
 

@@ -5,7 +5,8 @@ and stops afterwards. OpenSSH is the only transport."""
 from __future__ import annotations
 
 import contextlib
-import os
+import re
+import shlex
 import socket
 import subprocess
 from pathlib import Path
@@ -34,15 +35,20 @@ def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
     """Copies netpeer to USER@HOST, starts it there on a free port, yields
     HOST:PORT once it says where it listens, and stops and removes it after."""
     host = remote.rsplit("@", 1)[-1]
-    rpath = f"/tmp/osmeter-netpeer-{os.getpid()}"
+    # a directory of its own (mktemp -d: a fresh name, mode 0700), never a guessable path that another
+    # user could have planted a link at
     try:
-        r = ssh.run(remote, f"cat > {rpath} && chmod +x {rpath}", input=netpeer.read_bytes(), text=False, timeout=30)
+        r = ssh.run(remote, 'd=$(mktemp -d "${TMPDIR:-/tmp}/osmeter-netpeer.XXXXXXXX") && cat > "$d/netpeer" && '
+                            'chmod 700 "$d/netpeer" && echo "$d"', input=netpeer.read_bytes(), text=False, timeout=30)
     except RunError as e:
         raise RunError(f"{what} {e}") from None
-    if r.returncode != 0:
+    rdir = r.stdout.decode(errors="replace").strip().splitlines()[-1:] if r.returncode == 0 else []
+    if r.returncode != 0 or not rdir or not re.fullmatch(r"/[\w./-]*/osmeter-netpeer\.\w{8}", rdir[0]):
         raise RunError(f"{what} {remote}: cannot copy netpeer there: {r.stderr.decode(errors='replace').strip()}")
-    proc = subprocess.Popen(ssh.argv(remote, f"echo $$; exec {rpath} --port 0"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    rdir = shlex.quote(rdir[0])
+    # --lifeline: the peer stops when this ssh session's input closes, however the controller ends
+    proc = subprocess.Popen(ssh.argv(remote, f"echo $$; exec {rdir}/netpeer --port 0 --lifeline"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rpid = ""
     try:
         rpid = proc.stdout.readline().strip()
@@ -55,7 +61,9 @@ def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
         yield f"{host}:{port}"
     finally:
         with contextlib.suppress(RunError, OSError):
-            ssh.run(remote, (f"kill {rpid} 2>/dev/null; " if rpid.isdigit() else "") + f"rm -f {rpath}", timeout=30)
+            ssh.run(remote, (f"kill {rpid} 2>/dev/null; " if rpid.isdigit() else "") + f"rm -rf {rdir}", timeout=30)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
         proc.kill()
         proc.wait()
 

@@ -64,14 +64,39 @@ def text_table(head: Sequence[str], rows: Sequence[Sequence[str]], left: Sequenc
     return "\n".join(x.rstrip() for x in out)
 
 
-def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """The same cells as a Markdown table (the notebook)."""
-    def cell(c: str) -> str:
-        return c.replace("|", "\\|")
+_MD_SPECIAL = set("\\`*_[]()|#!~{}")
 
-    out = ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
+
+def md(s) -> str:
+    """Text safe for Markdown that becomes HTML (the notebook): anything from
+    a results directory (ids, host facts, notes) shows as the literal text,
+    never as markup, a link or HTML (&, <, > as entities; Markdown's
+    punctuation backslash-escaped)."""
+    out = []
+    for c in str(s):
+        if c in "&<>":
+            out.append({"&": "&amp;", "<": "&lt;", ">": "&gt;"}[c])
+        elif c in _MD_SPECIAL:
+            out.append("\\" + c)
+        elif c in "\r\n\t":
+            out.append(" ")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def markdown_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The same cells as a Markdown table (the notebook), every cell escaped (md)."""
+    out = ["| " + " | ".join(map(md, head)) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(map(md, r)) + " |" for r in rows]
     return "\n".join(out)
+
+
+def tex_file_name(s: str) -> str:
+    """A file name safe inside \\includegraphics{...}: ASCII letters, digits,
+    - and _ only (an id or a file stem from elsewhere could end the brace
+    or carry TeX)."""
+    return "".join(c if (c.isascii() and c.isalnum()) or c in "-_" else "_" for c in str(s)) or "_"
 
 
 def summary_table(doc: dict) -> str:

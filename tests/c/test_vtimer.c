@@ -148,7 +148,9 @@ int main(void)
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     check(ms(gvirt) >= 4 * 19.5 && ms(gvirt) < 4 * 25, "global virtual", "4 x 20 ms of work: %.2f ms", ms(gvirt));
-    check(ms(gphys) >= 4 * 49 && ms(gphys) < 4 * 120, "global physical", "4 x (20 ms work + 30 ms sleep): %.2f ms",
+    /* each thread's interval is at least its 50 ms; four threads on a small, shared machine wait for a
+     * CPU in turn, so the sum may stretch well past 200 ms (a CI run beside other work saw 482) */
+    check(ms(gphys) >= 4 * 49 && ms(gphys) < 4 * 250, "global physical", "4 x (20 ms work + 30 ms sleep): %.2f ms",
           ms(gphys));
 
     /* 6. bad handles and misuse */

@@ -48,6 +48,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
     remote = where == "remote"
     peer = ("--peer", "{peer}") if remote else ()
     needs = "peer" if remote else None
+    dest = "{peer_host}" if remote else "127.0.0.1"  # loopback pings loopback, whatever peer is given
     return (
         Probe(
             name=f"net.rtt.{where}", binary="net_rtt", area="net",
@@ -90,8 +91,8 @@ def _probes(where: str) -> tuple[Probe, ...]:
                          "to the next."),
             expect={"quick": 0.6, "full": 3.5},
             processes=3,
-            presets={"quick": ("-n", "-c", "30", "-i", "{ping_interval}", "{peer_host}"),
-                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", "{peer_host}")},
+            presets={"quick": ("-n", "-c", "30", "-i", "{ping_interval}", dest),
+                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", dest)},
             timeout=120.0, needs=needs, external=True,
             parse=lambda out, w=where: ping_lines(out, w),
         ),
