@@ -60,9 +60,6 @@ LOWER_IS_BETTER = {"ns", "cycles"}
 HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
 VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
 DECIDED = ("faster", "slower", "higher", "lower", "=", "~")
-# runs per side below which nothing is called changed: one run against one run cannot tell drift
-# from change, whatever the trials inside each say
-MIN_RUNS = 2
 
 # machine facts and conditions that say nothing about the figures (they
 # change from run to run by nature), left out of the conditions diff
