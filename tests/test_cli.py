@@ -196,3 +196,34 @@ def test_a_probe_runs_in_several_interleaved_processes(tmp_path):
     assert inter["cpu"] == doc["conditions"]["pinned_cpu"]
     assert inter["probes"]["cpu.syscall"]["wall_s"] > 0 and "interrupts" in inter["probes"]["cpu.syscall"]
     assert 0 <= inter["noise_start"]["lost_share"] < 1 and inter["noise_end"]["interruptions_per_s"] >= 0
+
+
+def test_results_of_one_kind_never_land_in_another(tmp_path):
+    """A run into a campaign, a campaign into a run, an ab into either: each
+    refused before anything runs, and nothing there is touched."""
+    run = tmp_path / "run"
+    camp = tmp_path / "camp"
+    run.mkdir()
+    camp.mkdir()
+    (run / "results.json").write_text("{}")
+    (camp / "campaign.json").write_text("{}")
+    for args in (("run", "--probes", "cpu.syscall", "--out", str(camp)),
+                 ("run", "--runs", "2", "--probes", "cpu.syscall", "--out", str(run)),
+                 ("ab", "--a", "true", "--b", "true", "--rounds", "1", "--probes", "cpu.syscall", "--out", str(run)),
+                 ("ab", "--a", "true", "--b", "true", "--rounds", "1", "--probes", "cpu.syscall", "--out", str(camp))):
+        r = osmeter(*args)
+        assert r.returncode == 2 and "already holds" in r.stderr, (args, r.stderr)
+    assert sorted(p.name for p in run.iterdir()) == ["results.json"]
+    assert sorted(p.name for p in camp.iterdir()) == ["campaign.json"]
+
+
+def test_ab_refused_for_its_b_side_leaves_no_a_side(tmp_path):
+    """An ab whose b/ already holds a campaign is refused before a/ gets a
+    campaign.json or a lock: 'nothing was overwritten' and nothing added."""
+    out = tmp_path / "ab"
+    (out / "b").mkdir(parents=True)
+    (out / "b" / "campaign.json").write_text("{}")
+    r = osmeter("ab", "--a", "true", "--b", "true", "--rounds", "1", "--probes", "cpu.syscall", "--out", str(out))
+    assert r.returncode == 2 and "already holds" in r.stderr, r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["b"]
+    assert sorted(p.name for p in (out / "b").iterdir()) == ["campaign.json"]

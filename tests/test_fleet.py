@@ -130,6 +130,22 @@ def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
 
 
 @needs_hosts
+def test_remote_through_an_ssh_config_alias_measures_the_host_it_reached(hosts, tmp_path):
+    """--remote root@ALIAS, where only ~/.ssh/config knows ALIAS: the probes
+    use the address the ssh session reached (SSH_CONNECTION), not the alias."""
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host osmeter-alias\n  HostName {hosts[0].addr}\n"
+                      + hosts.config.read_text().replace("Host 10.231.*", "Host 10.231.* osmeter-alias"))
+    env = dict(hosts.env, OSMETER_SSH_CONFIG=str(config))
+    out = tmp_path / "alias"
+    r = osmeter("run", "--remote", "root@osmeter-alias", "--probes", "net.rtt.tcp.*", "--no-report",
+                "--out", str(out), env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
+    assert ms["net.rtt.tcp.remote"]["n"] > 0
+
+
+@needs_hosts
 def test_remote_never_follows_a_link_planted_at_a_guessable_path(hosts, tmp_path):
     """Another user's links at /tmp/osmeter-netpeer-<pid> for the next pids
     (the old fixed name) are never written through: the copy goes into a

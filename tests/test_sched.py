@@ -234,3 +234,41 @@ def test_a_stall_of_the_timer_thread_is_one_late_sample():
     assert v.max() >= 0.25e9, v.max()  # the stall itself
     assert o["params"]["overruns"] >= 250, o["params"]
     assert (v > 1e6).sum() <= 5, (v > 1e6).sum()  # one stall, one late sample (and the host's own hiccups)
+
+
+def _one_cpu_cpuset(cpu: int) -> tuple[Path, str]:
+    """A cpuset of one CPU, on cgroup v2 or v1 (this machine kind has v1's
+    cpuset hierarchy): its directory and the file a task joins it through."""
+    v2 = Path("/sys/fs/cgroup")
+    v1 = Path("/sys/fs/cgroup/cpuset")
+    if (v2 / "cgroup.controllers").exists() and "cpuset" in (v2 / "cgroup.controllers").read_text():
+        if "cpuset" not in (v2 / "cgroup.subtree_control").read_text():
+            (v2 / "cgroup.subtree_control").write_text("+cpuset")
+        cg = v2 / f"osmeter-test-{os.getpid()}"
+        cg.mkdir()
+        (cg / "cpuset.cpus").write_text(str(cpu))
+        return cg, "cgroup.procs"
+    if (v1 / "cpuset.cpus").exists():
+        cg = v1 / f"osmeter-test-{os.getpid()}"
+        cg.mkdir()
+        (cg / "cpuset.cpus").write_text(str(cpu))
+        (cg / "cpuset.mems").write_text((v1 / "cpuset.mems").read_text().strip())
+        return cg, "tasks"
+    pytest.skip("no cpuset controller (cgroup v2 or v1) is mounted")
+
+
+def test_c2c_in_a_one_cpu_cpuset_refuses_instead_of_failing(tmp_path):
+    """Two CPUs online but a cpuset of one: cpu.c2c is refused with the
+    reason (as sched.wakeup refuses .cross), not a failed run."""
+    if os.geteuid() != 0 or ncpus() < 2:
+        pytest.skip("needs root and two CPUs")
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    cg, join = _one_cpu_cpuset(cpu)
+    try:
+        r = subprocess.run(["/bin/sh", "-c", f'echo $$ > {cg}/{join} && exec "$0" --cpu {cpu} --samples 3',
+                            str(BIN / "cpu_c2c")], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout.splitlines()[0])
+        assert o["id"] == "cpu.c2c" and "cpuset" in o["refused"], o
+    finally:
+        cg.rmdir()

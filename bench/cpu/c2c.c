@@ -200,10 +200,21 @@ int main(int argc, char **argv)
                 cpus[n] = n;
         }
     }
-    if (!list_pairs)
-        for (int i = 0; i < n; i++)
-            if (osm_pin(cpus[i]) != 0)
+    int outside = 0; /* online CPUs this process may not use (a cpuset): left out, not an error */
+    if (!list_pairs) {
+        int kept = 0;
+        for (int i = 0; i < n; i++) {
+            if (osm_pin(cpus[i]) == 0)
+                cpus[kept++] = cpus[i];
+            else if (cpus_arg)
                 osm_usage_error("--cpus: cannot pin to CPU %d (offline, or outside this process's cpuset)", cpus[i]);
+            else
+                outside++;
+        }
+        n = kept;
+        if (o.cpu >= 0)
+            osm_pin(o.cpu);
+    }
     struct pair *pairs = malloc((size_t)(n > 1 ? n * (n - 1) : 1) * sizeof *pairs);
     unsigned np = n > 1 ? choose_pairs(n, max_pairs, pairs) : 0;
     if (list_pairs) {
@@ -225,7 +236,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (np == 0) {
-        osm_refuse("cpu.c2c", "one online CPU only: there is no pair to measure");
+        osm_refuse("cpu.c2c", outside ? "one CPU only that this process may use (the others are outside its "
+                                        "cpuset): there is no pair to measure"
+                                      : "one online CPU only: there is no pair to measure");
         return 0;
     }
     double *matrix = malloc((size_t)n * (size_t)n * sizeof *matrix);

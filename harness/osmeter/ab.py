@@ -64,9 +64,22 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     rng = random.Random(seed)
     orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]
     seeds = dict(zip("ab", (run_seeds(s, rounds) for s in (rng.getrandbits(31), rng.getrandbits(31)))))
+    for f in ("results.json", "campaign.json"):  # a run or a campaign is not the home of an ab
+        if (out / f).exists():
+            raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
     claims, camps = [], {}
+    try:  # both sides claimed before either is written: a refusal of b leaves no a behind
+        for side in "ab":
+            claims.append(ResultsDir(out / side, "campaign.json"))
+    except RunError:
+        for c in claims:
+            c.release()
+            try:
+                c.out.rmdir()  # made by the claim, and empty again
+            except OSError:
+                pass
+        raise
     for side, cmd in (("a", a_cmd), ("b", b_cmd)):
-        claims.append(ResultsDir(out / side, "campaign.json"))
         camps[side] = Campaign(out / side, opts, seed, rounds, side=side, setup_command=cmd, restore_command=restore,
                                design=f"ab: {rounds} rounds, random order within each round")
         camps[side].save()

@@ -47,10 +47,15 @@ def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
         raise RunError(f"{what} {remote}: cannot copy netpeer there: {r.stderr.decode(errors='replace').strip()}")
     rdir = shlex.quote(rdir[0])
     # --lifeline: the peer stops when this ssh session's input closes, however the controller ends
-    proc = subprocess.Popen(ssh.argv(remote, f"echo $$; exec {rdir}/netpeer --port 0 --lifeline"),
+    # SSH_CONNECTION's third field is the address this ssh session reached: the probes use it, since
+    # HOST may be an alias that only ~/.ssh/config knows
+    proc = subprocess.Popen(ssh.argv(remote, f'echo "$SSH_CONNECTION"; echo $$; exec {rdir}/netpeer --port 0 --lifeline'),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rpid = ""
     try:
+        conn = proc.stdout.readline().split()
+        if len(conn) == 4:
+            host = f"[{conn[2]}]" if ":" in conn[2] else conn[2]
         rpid = proc.stdout.readline().strip()
         line = proc.stdout.readline()
         if not line.startswith("listening on "):

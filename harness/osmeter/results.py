@@ -423,9 +423,10 @@ class ResultsDir:
             os.close(self.fd)
             raise RunError(f"{out} is being written by another osmeter run (pid "
                            f"{_read_pid(out / self.LOCK)}); choose another --out") from None
-        if (out / what).exists():
+        held = [f for f in dict.fromkeys((what, "results.json", "campaign.json")) if (out / f).exists()]
+        if held:  # a run, a campaign or an ab's side: results of another kind must not mix in
             self.release()
-            raise RunError(f"{out} already holds a {what}; choose another --out (nothing was overwritten)")
+            raise RunError(f"{out} already holds a {held[0]}; choose another --out (nothing was overwritten)")
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n".encode())
 
