@@ -693,3 +693,60 @@ def test_ab_restores_exactly_once_whatever_signals_come(tmp_path, signals, statu
     assert p.returncode == status, stdout[-2000:] + stderr
     assert mark.read_text() == "done\n", "the restore did not run exactly once to its end"
     assert json.loads((out / "a" / "campaign.json").read_text())["interrupted"]
+
+
+@pytest.mark.parametrize("runs", ['"run-01"', '{"name": "run-01"}', "3", '[3]', '[{"name": 7}]'])
+def test_a_malformed_campaign_json_is_an_error_not_a_traceback(tmp_path, runs):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    doc = json.loads((a / "campaign.json").read_text())
+    (a / "campaign.json").write_text(json.dumps(doc).replace(json.dumps(doc["runs"]), runs))
+    r = osmeter("compare", str(a), str(a / "run-01"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "campaign.json" in r.stderr and "runs" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("truncated", "not a readable samples file"),
+    ("no disturbed", "lacks disturbed"),
+    ("strings", "must be 1-d arrays of numbers"),
+])
+def test_a_damaged_samples_file_is_named_not_a_traceback(tmp_path, damage, words):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2)
+    m = next(m for m in json.loads((b / "run-02" / "results.json").read_text())["measurements"] if m["id"] == "cpu.a")
+    f = b / "run-02" / m["samples_file"]
+    if damage == "truncated":
+        f.write_bytes(f.read_bytes()[:200])
+    elif damage == "no disturbed":
+        np.savez(f, values=np.ones(5))
+    else:
+        np.savez(f, values=np.array(["1", "2"]), disturbed=np.zeros(2, bool))
+    for cmd in (("compare", str(a), str(b)), ("report", "--no-pdf", str(b / "run-02"))):
+        r = osmeter(*cmd)
+        assert "Traceback" not in r.stderr, (cmd, r.stderr)
+        if cmd[0] == "compare":
+            assert r.returncode == 2 and words in r.stderr and "cpu.a" in r.stderr, r.stderr
+
+
+def test_an_id_with_every_sample_disturbed_on_one_side_is_named(tmp_path):
+    """Not dropped in silence: the comparison says which id and which side."""
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2)
+    for run in ("run-01", "run-02"):
+        m = next(m for m in json.loads((b / run / "results.json").read_text())["measurements"] if m["id"] == "cpu.b")
+        f = b / run / m["samples_file"]
+        with np.load(f) as z:
+            arrays = {k: z[k] for k in z.files}
+        arrays["disturbed"][:] = True
+        np.savez(f, **arrays)
+    r = osmeter("compare", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    assert "cpu.b: no kept sample in B" in r.stdout, r.stdout
+    assert not any(ln.startswith("cpu.b ") for ln in r.stdout.splitlines())
+
+
+def test_report_and_export_of_a_campaign_say_it_is_a_campaign(tmp_path):
+    a = make_campaign(tmp_path / "a", 2, 1)
+    for cmd in ("report", "export"):
+        r = osmeter(cmd, str(a))
+        assert r.returncode == 2 and "is a campaign, not one run" in r.stderr and "run-01, run-02" in r.stderr, r.stderr

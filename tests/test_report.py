@@ -435,3 +435,34 @@ def test_hostile_host_facts_are_text_in_the_notebook_html(tmp_path):
     html = (d / "notebook.html").read_text()
     assert "<script>alert(2)" not in html and "<img src=x" not in html and 'href="javascript:' not in html
     assert "&lt;script&gt;alert(2)&lt;/script&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_symbols_control_characters_and_dollars_are_mapped_not_fatal(tmp_path):
+    """Notes with ≈ and ≤, a host name with control characters, an id with
+    '$\\frac{': report, compare --tex and compare --plot all finish, and the
+    PDF shows the symbols (a note's ≈ as ≈, the escape as caret notation)."""
+    d = tmp_path / "run"
+    r = Results(d, {"kernel": "6.1", "cpu_model": "X", "hostname": "lab\x1b[31mhost\x07"}, {"pinned_cpu": 1})
+    r.add_line({"id": "cpu.syscall.getppid", "unit": "ns", "samples": [100.0] * 10, "disturbed": []}, "fake", "x")
+    r.save()
+    est = tmp_path / "est.toml"
+    est.write_text('["cpu.syscall.getppid"]\nhw = 50\nsw = 20\nnote = "trap ≈ 50 ns ≤ the call; 日本"\n',
+                   encoding="utf-8")
+    rep = osmeter("report", str(d), "--estimates", str(est))
+    assert rep.returncode == 0 and "Traceback" not in rep.stderr, rep.stdout + rep.stderr
+    tex = (d / "report" / "report.tex").read_text()
+    assert r"$\approx$ 50 ns $\leq$" in tex and "[U+65E5]" in tex and "\x1b" not in tex and "\x07" not in tex
+    assert r"lab\textasciicircum{}[[31mhost\textasciicircum{}G" in tex
+    if shutil.which("pdflatex") and shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", str(d / "report" / "report.pdf"), "-"], capture_output=True,
+                              text=True).stdout
+        assert "≈ 50 ns ≤" in text and "^[[31mhost^G" in text, text[:3000]
+    rng = np.random.default_rng(5)
+    odd = r"cpu.x$\frac{1}{$"
+    sides = [[fake_run(tmp_path / f"{s}{k}", {odd: ("ns", 100 * rng.normal(1, 0.01, 20))}) for k in range(2)]
+             for s in "ab"]
+    c = osmeter("compare", *map(str, sides[0]), "--", *map(str, sides[1]), "--tex", str(tmp_path / "c.tex"),
+                "--plot", str(tmp_path / "c.png"))
+    assert c.returncode == 0 and "Traceback" not in c.stderr, c.stderr
+    assert (tmp_path / "c.png").stat().st_size > 0
+    assert r"cpu.x\$\textbackslash{}frac\{1\}\{\$" in (tmp_path / "c.tex").read_text()

@@ -195,7 +195,7 @@ def load_side(paths: list[Path]) -> list[Run]:
                 raise ValueError(f"{path}/campaign.json is not readable JSON ({e})") from None
             if not isinstance(camp, dict) or camp.get("schema") != SCHEMA:
                 raise ValueError(f"{path}/campaign.json: not an osmeter campaign (schema {SCHEMA})")
-            found = [path / r["name"] for r in camp.get("runs", []) if (path / r["name"] / "results.json").exists()]
+            found = [path / name for name in _run_names(path, camp) if (path / name / "results.json").exists()]
             if not found:
                 raise ValueError(f"{path}: a campaign without a finished run")
             runs += [_load_run(d, path) for d in found]
@@ -209,6 +209,20 @@ def load_side(paths: list[Path]) -> list[Run]:
                              "each run counts once")
         seen[key] = r
     return runs
+
+
+def _run_names(path: Path, camp: dict) -> list[str]:
+    """The names of a campaign's runs, each a directory inside it."""
+    runs = camp.get("runs", [])
+    if not isinstance(runs, list):
+        raise ValueError(f"{path}/campaign.json: 'runs' is a JSON {type(runs).__name__}, not a list of runs")
+    names = []
+    for k, r in enumerate(runs):
+        name = r.get("name") if isinstance(r, dict) else None
+        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name:
+            raise ValueError(f"{path}/campaign.json: runs[{k}] is not a run with a directory name ({r!r:.60})")
+        names.append(name)
+    return names
 
 
 def _load_run(path: Path, campaign: Path | None) -> Run:

@@ -277,9 +277,14 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
         if ids_b[mid] != unit:
             notes.append(f"{mid}: unit {unit} in {labels[0]}, {ids_b[mid]} in {labels[1]} (not compared)")
             continue
-        row = compare_id(mid, unit, _trials(a, mid), _trials(b, mid))
+        ta, tb = _trials(a, mid), _trials(b, mid)
+        row = compare_id(mid, unit, ta, tb)
         if row is not None:
             rows.append(row)
+        else:  # every sample of one side was disturbed (or not finite): said, never dropped in silence
+            empty = [lab for lab, t in zip(labels, (ta, tb)) if not any(x.size for run in t for x in run)]
+            notes.append(f"{mid}: no kept sample in {' or '.join(empty)} (every sample disturbed or not finite): "
+                         "not compared")
     for label, side in zip(labels, (a, b)):
         short = [f"{mid} ({sum(mid in r.measurements for r in side)} of {len(side)})" for mid in common
                  if sum(mid in r.measurements for r in side) < len(side)]

@@ -9,7 +9,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-plt.rcParams.update({"figure.figsize": (6.4, 3.6), "axes.grid": True, "grid.alpha": 0.3, "font.size": 9})
+# text.parse_math off: ids, host names and notes come from results directories, and a '$' pair in one
+# must be drawn as written, not parsed as mathtext (a bad formula raises)
+plt.rcParams.update({"figure.figsize": (6.4, 3.6), "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
+                     "text.parse_math": False})
 
 
 def _m(doc: dict) -> dict:

@@ -312,10 +312,34 @@ _ESC = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
+# characters a note or a name may hold that T1 text fonts lack: typeset as math or named
+_ESC_WIDE = {"≈": r"$\approx$", "≤": r"$\leq$", "≥": r"$\geq$", "≠": r"$\neq$", "±": r"$\pm$", "×": r"$\times$",
+             "÷": r"$\div$", "→": r"$\rightarrow$", "←": r"$\leftarrow$", "∞": r"$\infty$", "−": "-",
+             "µ": r"\textmu{}", "μ": r"\textmu{}", "°": r"\textdegree{}", "–": "--", "—": "---", "…": r"\ldots{}",
+             "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": "~"}
+
+
+def _esc_char(c: str) -> str:
+    if c in _ESC:
+        return _ESC[c]
+    if c in _ESC_WIDE:
+        return _ESC_WIDE[c]
+    o = ord(c)
+    if c in "\n\r\t":
+        return " "
+    if o < 0x20 or 0x7F <= o < 0xA0:  # a control character: shown in caret notation, never sent to TeX
+        return r"\textasciicircum{}" + ("?" if o == 0x7F else _ESC.get(chr((o & 0x1F) + 0x40), chr((o & 0x1F) + 0x40)))
+    if o > 0xFF:  # beyond Latin-1 the fonts have no glyph: named by its code point
+        return f"[U+{o:04X}]"
+    return c
+
+
 def esc(s) -> str:
-    """Text safe for LaTeX (names, paths, notes: anything not ours); `--`
+    """Text safe for LaTeX (names, paths, notes: anything not ours): TeX's
+    specials escaped, common symbols typeset, control characters shown in
+    caret notation, characters the fonts lack named by code point; `--`
     stays two hyphens (an option), not an en dash."""
-    return "".join(_ESC.get(c, c) for c in str(s)).replace("--", "-{}-")
+    return "-{}-".join("".join(map(_esc_char, part)) for part in str(s).split("--"))
 
 
 def cell(s) -> str:

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -323,9 +324,22 @@ def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
     f = run_dir / m.get("samples_file", "")
     if not m.get("samples_file") or not f.is_file():
         return None
-    with np.load(f) as z:
-        v, d = z["values"], z["disturbed"]
-        proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
+    try:
+        with np.load(f, allow_pickle=False) as z:
+            missing = [k for k in ("values", "disturbed") if k not in z.files]
+            if missing:
+                raise ValueError(f"lacks {' and '.join(missing)}")
+            v, d = z["values"], z["disturbed"]
+            proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
+    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as e:  # truncated, or not an .npz
+        raise ValueError(f"{f.name} is not a readable samples file ({e})") from None
+    except ValueError as e:
+        raise ValueError(f"{f.name}: {e}") from None
+    if v.dtype.kind not in "fiu" or d.dtype.kind != "b" or proc.dtype.kind not in "iu" \
+            or not v.shape == d.shape == proc.shape or v.ndim != 1:
+        raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "
+                         f"integers of one length (found {v.dtype}{list(v.shape)}, {d.dtype}{list(d.shape)}, "
+                         f"{proc.dtype}{list(proc.shape)})")
     keep = ~d & np.isfinite(v)
     return [v[keep & (proc == k)] for k in sorted(set(proc.tolist()))] or [v[keep]]
 
@@ -343,6 +357,10 @@ def run_figure(per_process: list[np.ndarray]) -> float:
 def load(path: Path) -> dict:
     """results.json from a results directory (or the file itself)."""
     p = path / "results.json" if path.is_dir() else path
+    if path.is_dir() and not p.exists() and (path / "campaign.json").is_file():
+        runs = sorted(d.name for d in path.glob("run-*") if (d / "results.json").is_file())
+        raise ValueError(f"{path} is a campaign, not one run: give one of its runs ({', '.join(runs) or 'none finished'})"
+                         ", or compare the campaign with `osmeter compare`")
     if p.exists() and not p.is_file():
         raise ValueError(f"{p} is not a file: give a results directory or its results.json")
     try:
