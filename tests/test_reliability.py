@@ -285,7 +285,7 @@ def test_probe_warnings_are_named_once_and_the_perf_fallback_is_in_conditions(tm
                        env=dict(os.environ, OSM_NO_PERF="1"))
     doc = json.loads((out / "results.json").read_text())
     assert doc["conditions"]["deschedule_check"]["methods"] == ["getrusage"]
-    assert "perf_event_open" in doc["conditions"]["deschedule_check"]["why"]
+    assert "disabled with OSM_NO_PERF=1" in doc["conditions"]["deschedule_check"]["why"]
     assert "deschedules seen through getrusage" in r.stdout
     assert not any(w.startswith("fs_meta: fs_meta:") for w in doc["conditions"]["probe_warnings"])
 
@@ -354,3 +354,23 @@ def test_a_zombie_owner_counts_as_gone(tmp_path):
     cleanup.scratch(tmp_path, removed)
     assert removed == [str(dead)] and live.exists()
     child.wait()
+
+
+def test_the_getrusage_note_names_the_probe_that_chose_it_and_why(tmp_path):
+    """cpu.ctx keeps perf events off its switches on purpose: the note says
+    so for its ids, and blames perf_event_paranoid only where
+    perf_event_open was refused (here it is not, for cpu.syscall)."""
+    seq = subprocess.run([str(ROOT / "build" / "bin" / "cpu_syscall"), "--samples", "3"], capture_output=True,
+                         text=True, timeout=60)
+    if json.loads(seq.stdout.splitlines()[0])["timer"]["deschedule_check"] != "perf-mmap-lock":
+        pytest.skip("perf_event_open is refused on this machine")
+    out = tmp_path / "r"
+    r = subprocess.run([str(ROOT / "osmeter"), "run", "--probes", "cpu.syscall.getppid,cpu.ctx.*", "--out", str(out),
+                        "--no-report"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    dc = json.loads((out / "results.json").read_text())["conditions"]["deschedule_check"]
+    assert set(dc["methods"]) == {"getrusage", "perf-mmap-lock"}
+    assert list(dc["getrusage"]) == ["chosen by the probe: a perf event on the task would add to every context "
+                                     "switch it times"], dc
+    assert all(i.startswith("cpu.ctx") for ids in dc["getrusage"].values() for i in ids)
+    assert "paranoid" not in dc["why"] and "cpu.ctx" in dc["why"] and "paranoid" not in r.stdout

@@ -65,15 +65,38 @@ def test_a_refusal_is_recorded_not_failed(tmp_path):
     assert not _collect(res, c2c, ["cpu.c2c"], 0, "", "", {})
 
 
-def test_c2c_on_one_cpu_refuses_with_the_reason():
+def test_c2c_given_one_cpu_says_a_pair_needs_two():
+    """--cpus naming one CPU is the user's list, not the machine: a usage
+    error that says so (it once claimed 'one online CPU only')."""
     r = probe("cpu_c2c", "--cpus", "0")
-    assert r.returncode == 0
-    assert json.loads(r.stdout) == {"id": "cpu.c2c", "refused": "one online CPU only: there is no pair to measure"}
+    assert r.returncode == 2 and "a pair needs two CPUs" in r.stderr and r.stdout == "", r.stderr
 
 
 def test_c2c_rejects_a_cpu_it_cannot_use():
     r = probe("cpu_c2c", "--cpus", "0,4000")
     assert r.returncode == 2 and "--cpus" in r.stderr and r.stdout == ""
+    for huge in ("99999999999", "0-99999999999", "1-"):  # no wrap to a CPU that was never named
+        r = probe("cpu_c2c", "--cpus", huge)
+        assert r.returncode == 2 and f"got '{huge}'" in r.stderr and "1215752191" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("binary, why", [("sched_timer", "--seconds"), ("fs_cache", "file size")])
+def test_samples_is_refused_where_a_probe_counts_otherwise(binary, why):
+    """A probe whose sample count comes from elsewhere refuses --samples
+    rather than taking it and measuring another count."""
+    r = probe(binary, "--samples", "10000000")
+    assert r.returncode == 2 and "--samples" in r.stderr and why in r.stderr and r.stdout == "", r.stderr
+    assert "--samples N" not in probe(binary, "--help").stdout
+
+
+@pytest.mark.skipif(ncpus() < 2, reason="needs two CPUs")
+def test_wakeup_with_the_clock_timer_measures_across_cpus():
+    """--timer clock stamps both sides with one system-wide clock: .cross
+    is measured, not refused for a missing invariant TSC, and says how."""
+    got = probe_lines("sched_wakeup", "--timer", "clock", "--samples", "30", "--cpu", "0")
+    cross = got["sched.wakeup.cross"]
+    assert "refused" not in cross and len(cross["samples"]) == 30, cross
+    assert "system-wide clock" in cross["params"]["cross_cpu_stamps"] and "tsc_skew_bound" not in cross["params"]
 
 
 # ------------------------------------------------------------- c2c pairs

@@ -18,12 +18,14 @@ int osm_parse_cpu_list(const char *s, int *out, int max)
     int n = 0;
     while (*s) {
         char *end;
+        errno = 0;
         long a = strtol(s, &end, 10), b = a;
-        if (end == s || a < 0)
+        if (end == s || a < 0 || a >= CPU_SETSIZE || errno)
             return -1;
         if (*end == '-') {
-            b = strtol(end + 1, &end, 10);
-            if (b < a)
+            const char *from = end + 1;
+            b = strtol(from, &end, 10);
+            if (end == from || b < a || b >= CPU_SETSIZE || errno)
                 return -1;
         }
         for (long c = a; c <= b; c++) {
@@ -60,7 +62,10 @@ static void usage(const struct osm_probe_info *info, const struct osm_opts *o)
 {
     printf("usage: %s [options]\n%s\n\n", info->name, info->summary);
     printf("Prints one JSON line per measurement on stdout (see docs/DESIGN.md).\n\n");
-    printf("  --samples N      trials, one sample each (default %zu)\n", o->samples);
+    if (info->samples_from)
+        printf("  (no --samples: %s)\n", info->samples_from);
+    else
+        printf("  --samples N      trials, one sample each (default %zu)\n", o->samples);
     printf("  --iterations N   operations per trial (default %s)\n",
            info->default_iterations ? "set by the probe" : "automatic: timer cost under 1%");
     printf("  --warmup N       trials run and discarded first (default %zu)\n", o->warmup);
@@ -133,6 +138,8 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
         } else if (strcmp(name, "human") == 0) {
             o->human = true;
         } else if (strcmp(name, "samples") == 0) {
+            if (info->samples_from) /* taken and then ignored would be a silent wrong count */
+                osm_usage_error("--samples: %s takes no sample count; %s", info->name, info->samples_from);
             o->samples = osm_parse_u64("--samples", val, 1, 10000000);
         } else if (strcmp(name, "iterations") == 0) {
             o->iterations = osm_parse_u64("--iterations", val, 1, 10000000000ull); /* 10^10: seconds a window */

@@ -151,6 +151,8 @@ void osm_emit(const struct osm_meas *m)
     if (osm_timer.fallback_why)
         json_kstr(&j, "fallback", osm_timer.fallback_why);
     json_kstr(&j, "deschedule_check", osm_deschedule_check());
+    if (osm_deschedule_check_why())
+        json_kstr(&j, "deschedule_check_why", osm_deschedule_check_why());
     json_obj_end(&j);
     /* the params object as built so far, closed; a single-shot measurement
      * adds how many of the timer's steps its median spans */

@@ -200,6 +200,7 @@ void osm_window_counters(long *nvcsw, long *nivcsw);
 /* This thread's perf page lock word, or NULL where perf_event_open is refused. */
 volatile uint32_t *osm_switch_seq(void);
 const char *osm_deschedule_check(void); /* "perf-mmap-lock" or "getrusage" */
+const char *osm_deschedule_check_why(void); /* why getrusage (NULL with the perf page) */
 /* For probes that time context switches: never open the perf event (a task
  * with one pays extra at every switch); windows fall back to getrusage. */
 void osm_switch_check_off(void);
@@ -344,6 +345,7 @@ struct osm_probe_info {
     const char *name;        /* binary name */
     const char *summary;     /* one line for --help */
     size_t default_samples;
+    const char *samples_from;    /* non-NULL: the count comes from elsewhere (said here), --samples is refused */
     uint64_t default_iterations; /* 0 = auto */
     const struct osm_extra_opt *extra; /* NULL-terminated by name, or NULL */
     osm_extra_fn on_extra;
@@ -355,7 +357,8 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
 
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
-/* "0-3,8" into out[] (at most max): the count, or -1 when malformed or too many. */
+/* "0-3,8" into out[] (at most max): the count, or -1 when malformed, too many,
+ * or a CPU number of CPU_SETSIZE or more (no CPU can have it). */
 int osm_parse_cpu_list(const char *s, int *out, int max);
 int osm_pin(int cpu); /* 0 ok; -1 and errno */
 /* A thread that starts on `cpu` (its affinity set before it first runs: a

@@ -31,6 +31,7 @@ static __thread struct perf_event_mmap_page *switch_page;
 static __thread int switch_tried;
 static int switch_mode = -1;
 static bool switch_off;
+static char switch_why[160]; /* why getrusage, where it is used */
 
 void osm_switch_check_off(void)
 {
@@ -42,7 +43,12 @@ volatile uint32_t *osm_switch_seq(void)
     if (!switch_tried) {
         switch_tried = 1;
         const char *off = getenv("OSM_NO_PERF");
-        if (!switch_off && (!off || strcmp(off, "1") != 0)) {
+        if (switch_off)
+            snprintf(switch_why, sizeof switch_why,
+                     "chosen by the probe: a perf event on the task would add to every context switch it times");
+        else if (off && strcmp(off, "1") == 0)
+            snprintf(switch_why, sizeof switch_why, "disabled with OSM_NO_PERF=1");
+        else {
             struct perf_event_attr a;
             memset(&a, 0, sizeof a);
             a.size = sizeof a;
@@ -51,9 +57,14 @@ volatile uint32_t *osm_switch_seq(void)
             int fd = (int)syscall(__NR_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
             if (fd >= 0) {
                 void *p = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ, MAP_SHARED, fd, 0);
+                if (p == MAP_FAILED)
+                    snprintf(switch_why, sizeof switch_why, "mmap of the perf event's page failed: %s",
+                             strerror(errno));
                 close(fd);
                 if (p != MAP_FAILED)
                     switch_page = p;
+            } else {
+                snprintf(switch_why, sizeof switch_why, "perf_event_open refused: %s", strerror(errno));
             }
         }
         if (switch_mode < 0)
@@ -66,6 +77,12 @@ const char *osm_deschedule_check(void)
 {
     osm_switch_seq();
     return switch_mode == 1 ? "perf-mmap-lock" : "getrusage";
+}
+
+const char *osm_deschedule_check_why(void)
+{
+    osm_switch_seq();
+    return switch_mode == 1 ? NULL : switch_why;
 }
 
 void osm_window_counters(long *nvcsw, long *nivcsw)

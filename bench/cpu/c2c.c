@@ -178,7 +178,10 @@ int main(int argc, char **argv)
     if (cpus_arg) {
         n = osm_parse_cpu_list(cpus_arg, cpus, CPU_SETSIZE);
         if (n < 0)
-            osm_usage_error("--cpus: expected a list such as 0-3,8, got '%s'", cpus_arg);
+            osm_usage_error("--cpus: expected a list of CPU numbers below %d such as 0-3,8, got '%s'", CPU_SETSIZE,
+                            cpus_arg);
+        if (n < 2 && !list_pairs)
+            osm_usage_error("--cpus %s: a pair needs two CPUs", cpus_arg);
         for (int i = 0; i < n; i++) /* a CPU twice would ping-pong with itself: a pair that never answers */
             for (int k = 0; k < i; k++)
                 if (cpus[i] == cpus[k])

@@ -67,6 +67,7 @@ static const struct osm_probe_info info = {
     .name = "fs_cache",
     .summary = "File cache size: files of growing size read twice; where the second read stops being fast.",
     .default_samples = 1,
+    .samples_from = "one point per file size, each read twice",
     .extra = extra,
     .on_extra = on_extra,
 };

@@ -57,6 +57,7 @@ static const struct osm_probe_info info = {
     .name = "sched_timer",
     .summary = "Timer latency: how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes (cyclictest's method).",
     .default_samples = 1,
+    .samples_from = "one sample per tick over --seconds (--period-us apart)",
     .default_iterations = 1,
     .extra = extra,
     .on_extra = on_extra,

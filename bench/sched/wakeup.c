@@ -220,7 +220,9 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
     osm_param_int(&m, "wakee_cpu", wakee_cpu);
     osm_param_int(&m, "gap_us", gap_us);
     osm_param_bool(&m, "loaded", v->loaded);
-    if (v->cross) {
+    if (v->cross && osm_timer.kind == OSM_TIMER_CLOCK) {
+        osm_param_str(&m, "cross_cpu_stamps", "one system-wide clock (--timer clock): no skew to bound");
+    } else if (v->cross) {
         osm_param_num(&m, "tsc_skew_bound", skew);
         osm_param_num(&m, "tsc_offset_subtracted", offset);
     }
@@ -261,7 +263,9 @@ int main(int argc, char **argv)
         no_cross = "--other-cpu is the waker's own CPU: nothing crosses";
     else if (wakee_cross < 0 || wakee_cross == waker)
         no_cross = "one online CPU only: no other CPU to wake a thread on";
-    else if (osm_timer.kind != OSM_TIMER_TSC || !osm_timer.tsc_invariant)
+    else if (osm_timer.kind == OSM_TIMER_CLOCK)
+        ; /* --timer clock: both stamps read clock_gettime, one system-wide clock for every CPU: nothing to bound */
+    else if (!osm_timer.tsc_invariant)
         no_cross = "no invariant TSC: stamps taken on two CPUs cannot be compared";
     else {
         skew = osm_tsc_skew(waker, wakee_cross, &offset);

@@ -481,15 +481,25 @@ def _deschedule_check(results: Results) -> dict:
     """How the probes saw deschedules inside their windows: through the
     perf_event mmap page (no system call) or, where perf_event_open was
     refused, getrusage around each window."""
-    seen = sorted({m["timer"].get("deschedule_check") for m in results.measurements
-                   if isinstance(m.get("timer"), dict) and m["timer"].get("deschedule_check")})
+    timers = [(m["id"], m["timer"]) for m in results.measurements if isinstance(m.get("timer"), dict)]
+    seen = sorted({t.get("deschedule_check") for _, t in timers if t.get("deschedule_check")})
     out = {"methods": seen}
-    if "getrusage" in seen:
+    reasons: dict[str, list[str]] = {}  # each probe's own reason, with the ids that had it
+    for mid, t in timers:
+        if t.get("deschedule_check") == "getrusage":
+            reasons.setdefault(str(t.get("deschedule_check_why") or "no reason given"), []).append(mid)
+    if reasons:
         paranoid = _read_text("/proc/sys/kernel/perf_event_paranoid")
-        out["why"] = (f"perf_event_open refused (kernel.perf_event_paranoid = {paranoid}, uid {os.geteuid()}) "
-                      "or disabled with OSM_NO_PERF: getrusage's switch counters, read outside each window, "
-                      "catch deschedules instead")
+        out["getrusage"] = reasons
+        out["why"] = "; ".join(
+            f"{_ids_text(ids)}: {why}" + (f" (kernel.perf_event_paranoid = {paranoid}, uid {os.geteuid()})"
+                                          if why.startswith("perf_event_open") else "")
+            for why, ids in reasons.items()) + " (getrusage's switch counters, read outside each window)"
     return out
+
+
+def _ids_text(ids: list[str]) -> str:
+    return ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} and {len(ids) - 1} more ids"
 
 
 def _read_text(path: str) -> str | None:
