@@ -88,14 +88,21 @@ def report(quick_run, tmp_path_factory):
 def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     r, out = report
     tex = (out / "report.tex").read_text()
-    for title in ("Machine and conditions", "CPU and operating-system services", "Memory", "Disk", "Network",
-                  "File system", "Summary"):
+    for title in ("Introduction", "CPU and operating-system services", "Memory", "Disk", "Network",
+                  "File system", "Findings", "Summary"):
         assert f"\\section{{{title}}}" in tex
+    assert r"\subsection{Machine and conditions}" in tex and r"\begin{thebibliography}" in tex
     for words in (r"Base Hardware\\Performance", r"Estimated Software\\Overhead", r"Predicted\\Time",
-                  r"Measured\\Time"):
+                  r"Measured\\Time (mean)"):
         assert words in tex
-    assert r"cpu.syscall.gettid & - & - & no estimate" in tex  # the id left out of the estimates
-    assert tex.count(r"\includegraphics") >= 5 and all((out / "figures").glob("*.pdf"))
+    assert r"cpu.syscall.gettid & ns & - & - & no estimate" in tex  # the id left out of the estimates
+    # every figure numbered, with a caption, at its drawn size (one font size on every page)
+    assert tex.count(r"\begin{figure}") >= 5 and tex.count(r"\begin{figure}") == tex.count(r"\caption{")
+    assert not re.search(r"\\includegraphics\[", tex) and all((out / "figures").glob("*.pdf"))
+    # every area table quotes mean and standard deviation, with median, p99 and n beside them
+    heads = [ln for ln in tex.splitlines() if ln.startswith("Operation & Unit & HW est.")]
+    assert heads and all(r"Measured: mean $\pm$ std & Median & p99 & n & Error" in h for h in heads)
+    assert r"Error $=$ (measured $-$ predicted) / predicted" in tex  # the footnote that defines it
     for p in registry.PROBES:  # the methodology of every probe that ran
         if any(m["id"] in p.ids() for m in quick_run[1]["measurements"]):
             assert esc(p.methodology)[:60] in tex and esc(p.shared_method)[:60] in tex
@@ -108,7 +115,8 @@ def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     # the quick preset's cache size is a lower bound: shown as one, compared only when above the estimate
     cache = next(m for m in quick_run[1]["measurements"] if m["id"] == "fs.cache_size")
     if cache["params"].get("lower_bound"):
-        row = next(ln for ln in tex.splitlines() if ln.startswith(esc("fs.cache_size") + " &"))
+        row = next(ln for ln in tex.splitlines() if ln.startswith(esc("fs.cache_size") + " &")
+                   and r"$\pm$" in ln)
         assert r"$\geq$ " in row and (r"$\geq$ +" in row or row.rstrip(" \\").endswith("& -")), row
 
 
@@ -121,12 +129,18 @@ def test_report_pdf(report, quick_run):
     assert r.returncode == 0, r.stderr
     text = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"], capture_output=True,
                           text=True, check=True).stdout
-    for title in ("Machine and conditions", "CPU and operating-system services", "Memory", "Disk", "Network",
-                  "File system", "Summary", "Base Hardware", "Estimated Software", "Predicted", "Measured"):
+    for title in ("Introduction", "Machine and conditions", "CPU and operating-system services", "Memory", "Disk",
+                  "Network", "File system", "Findings", "Summary", "Base Hardware", "Estimated Software", "Predicted",
+                  "Measured", "References"):
         assert title in text
     getppid = next(m for m in quick_run[1]["measurements"] if m["id"] == "cpu.syscall.getppid")
-    from osmeter.present import fmt_value
-    assert fmt_value(getppid["median"], "ns") in text
+    from osmeter.present import display_unit, num3
+    k, _ = display_unit(getppid["mean"], "ns")
+    assert f"{num3(getppid['mean'] / k)} ± {num3(getppid['std'] / k)}" in text  # mean ± std, as CSE 221 asks
+    # nothing a reader should never see: Python's None, a NaN, a TeX caret
+    words = re.findall(r"[A-Za-z]+", text)
+    assert "None" not in words and "nan" not in words and "NaN" not in words and "^" not in text
+    assert re.search(r"Figure 1: ", text)  # numbered captions
     assert "50% & $5 of_it" in text  # special characters came through as text
 
 
@@ -143,10 +157,12 @@ def test_notebook_runs_headless(quick_run):
         del os.environ["OSMETER_RESULTS"]
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not any(o.get("output_type") == "error" for o in outputs)
-    text = "".join(o.get("text", "") for o in outputs)
-    assert str(quick_run[0]) in text and "figures" in text
-    md = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
-    assert "cpu.syscall.getppid" in md and "no estimate" not in md.split("cpu.syscall.getppid")[1][:200]
+    md = "\n".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
+    assert str(quick_run[0]).replace("_", "\\_") in md  # the results it read, said
+    # the report's structure: a table per area (numbers right-aligned), a heading per figure, the tails
+    assert "### CPU and operating" in md and "|:---|:---|---:|" in md and "#### Memory" in md
+    assert "| id | p50 | p90 | p99 | p99.9 | max | n |" in md
+    assert "cpu.syscall.getppid" in md and "no estimate" in md.split("cpu.syscall.getppid")[1][:300]
 
 
 # --- compare ------------------------------------------------------------------------
@@ -240,7 +256,9 @@ def test_run_executes_the_notebook_into_the_results(quick_run):
 
     nb = nbformat.read(quick_run[0] / "notebook.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert str(quick_run[0].resolve()) in code[0].source  # RESULTS, filled in
+    params = {}
+    exec(code[0].source, {}, params)  # the parameters, filled in: paths relative to the results directory
+    assert params["RESULTS"] == "." and (quick_run[0] / params["OSMETER_ROOT"]).resolve() == ROOT.resolve()
     outputs = [o for c in code for o in c.get("outputs", [])]
     assert not any(o.get("output_type") == "error" for o in outputs)
     pngs = [o for o in outputs if "image/png" in o.get("data", {})]
@@ -248,6 +266,8 @@ def test_run_executes_the_notebook_into_the_results(quick_run):
     assert any("cpu.syscall.getppid" in o.get("data", {}).get("text/markdown", "") for o in outputs)
     html = (quick_run[0] / "notebook.html").read_text()
     assert html.count("data:image/png;base64") >= len(pngs) and "cpu.syscall.getppid" in html
+    host = quick_run[1]["machine"]["hostname"]
+    assert f"<title>osmeter: {host}</title>" in html and "<h1" in html and "estimates against measurements" in html
 
 
 def test_report_builds_the_pdf_by_default(quick_run, tmp_path):
@@ -466,3 +486,80 @@ def test_symbols_control_characters_and_dollars_are_mapped_not_fatal(tmp_path):
     assert c.returncode == 0 and "Traceback" not in c.stderr, c.stderr
     assert (tmp_path / "c.png").stat().st_size > 0
     assert r"cpu.x\$\textbackslash{}frac\{1\}\{\$" in (tmp_path / "c.tex").read_text()
+
+
+# --- a student's own estimates (issue 27) ----------------------------------------------------
+
+def test_estimates_init_round_trips_with_no_estimate_at_all(quick_run, tmp_path):
+    """The blank file names every id of the run with its unit, loads as no
+    estimate at all (the report says 'no estimate' on every row, and the
+    file's source on its first page), and refuses to overwrite a file."""
+    run, doc = quick_run
+    blank = tmp_path / "mine.toml"
+    r = osmeter("estimates", "init", str(run), "--out", str(blank))
+    assert r.returncode == 0, r.stderr
+    text = blank.read_text()
+    curves = {m.id for _, m in registry.all_measures() if m.curve}
+    for m in doc["measurements"]:
+        assert f'["{m["id"]}"]' in text
+        if m["id"] not in curves:
+            sect = text[text.index(f'["{m["id"]}"]'):].split("\n\n")[0]
+            assert "# hw = " in sect and 'reasoning = ""' in sect and 'discussion = ""' in sect, sect
+    est = load_estimates(blank)
+    assert set(est) == {m["id"] for m in doc["measurements"]} and not any(e.given for e in est.values())
+    again = osmeter("estimates", "init", str(run), "--out", str(blank))
+    assert again.returncode == 2 and "exists" in again.stderr and blank.read_text() == text
+    rep = osmeter("report", str(run), "--estimates", str(blank), "--no-pdf")
+    assert rep.returncode == 0, rep.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    rows = [ln for ln in tex.splitlines() if r"$\pm$" in ln and ln.count("&") == 9 and not ln.startswith("Operation")]
+    assert rows and all("& no estimate &" in ln for ln in rows), [ln for ln in rows if "no estimate" not in ln][:3]
+    assert esc(str(blank)) in tex[:tex.index(r"\section{CPU")]
+    # filled in, with an id it does not know: a clear error naming it
+    blank.write_text(text + '\n["cpu.syscal.getppid"]\nhw = 1\nsw = 2\n')
+    bad = osmeter("report", str(run), "--estimates", str(blank), "--no-pdf")
+    assert bad.returncode == 2 and "unknown measurement id 'cpu.syscal.getppid'" in bad.stderr
+    assert "did you mean 'cpu.syscall.getppid'" in bad.stderr
+
+
+def test_estimates_in_cycles_become_ns_with_the_run_clock(quick_run, tmp_path):
+    from osmeter.estimates import core_clock, load
+
+    run, doc = quick_run
+    hz, why = core_clock(doc)
+    assert hz and hz > 1e8, why
+    f = tmp_path / "cyc.toml"
+    f.write_text('["cpu.syscall.getppid"]\nunit = "cycles"\nhw = 200\nsw = 100\n')
+    e = load(f, hz)["cpu.syscall.getppid"]
+    assert e.predicted == pytest.approx(300 * 1e9 / hz) and e.hw == pytest.approx(200 * 1e9 / hz)
+    with pytest.raises(EstimateError, match="no core clock"):
+        load(f)
+    f.write_text('["mem.bw.read"]\nunit = "cycles"\ntotal = 3\n')
+    with pytest.raises(EstimateError, match="is measured in 'MB/s'"):
+        load(f, hz)
+
+
+def test_the_example_estimates_only_when_asked_and_said_on_page_one(quick_run, tmp_path):
+    run, _ = quick_run
+    none = osmeter("report", str(run), "--no-pdf")
+    assert none.returncode == 0, none.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    assert "none given" in tex and "example.toml" not in tex and "& no estimate &" in tex
+    ex = osmeter("report", str(run), "--estimates", "example", "--pdf")
+    assert ex.returncode == 0, ex.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    assert "the example file example.toml" in tex
+    if shutil.which("pdftotext"):
+        page1 = subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(run / "report" / "report.pdf"), "-"],
+                               capture_output=True, text=True).stdout
+        assert "example file" in " ".join(page1.split()), page1[:2000]
+
+
+def test_quote_median_puts_the_median_in_the_summary(quick_run):
+    run, doc = quick_run
+    r = osmeter("report", str(run), "--estimates", "example", "--quote", "median", "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    assert r"Measured\\Time (median)" in tex and "the median across" in tex
+    bad = osmeter("report", str(run), "--quote", "mode")
+    assert bad.returncode == 2 and "--quote" in bad.stderr

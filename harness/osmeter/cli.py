@@ -106,8 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--runs", type=_count, metavar="N",
                    help="N complete runs into one campaign directory (DIR/run-01 ...), each in a shuffled order "
                         "and bracketed by sentinel ids: what `compare` needs to tell a change from drift")
-    r.add_argument("--estimates", type=Path, metavar="FILE", default=None,
-                   help="estimates for the report (default: estimates/example.toml)")
+    r.add_argument("--estimates", metavar="FILE|example", default=None,
+                   help="estimates: a TOML file (`osmeter estimates init` writes a blank one for this machine), or 'example' "
+                        "for the shipped example (one machine's guesses; the report says so); default none")
+    r.add_argument("--quote", choices=("mean", "median"), default="mean",
+                   help="the report's measured figure: the mean across trials, as CSE 221 asks (default), or the "
+                        "median")
     r.add_argument("--no-report", action="store_true",
                    help="write neither the LaTeX report nor the executed notebook")
 
@@ -200,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="LaTeX report (and PDF) of a results directory, with estimates "
                                        "(of a fleet directory: the Fleet section)")
     rp.add_argument("dir", type=Path)
-    rp.add_argument("--estimates", type=Path, metavar="FILE", help="a TOML file of estimates (estimates/example.toml)")
+    rp.add_argument("--estimates", metavar="FILE|example", help="estimates: a TOML file (`osmeter estimates init` writes a blank one for this machine), or 'example' "
+                        "for the shipped example (one machine's guesses; the report says so); default none")
+    rp.add_argument("--quote", choices=("mean", "median"), default="mean",
+                    help="the measured figure: the mean across trials, as CSE 221 asks (default), or the median")
     rp.add_argument("--pdf", action="store_true",
                     help="build the PDF, and fail when LaTeX is missing (by default it is built whenever "
                          "pdflatex or latexmk is installed)")
@@ -211,8 +218,18 @@ def build_parser() -> argparse.ArgumentParser:
                                      "then starts Jupyter's notebook front end on DIR/notebook.ipynb. Options "
                                      "after -- go to Jupyter (e.g. -- --no-browser --port 8890).")
     nbp.add_argument("dir", type=Path, nargs="?", help="a results directory (default: the newest in results/)")
-    nbp.add_argument("--estimates", type=Path, metavar="FILE", help="estimates (default estimates/example.toml)")
+    nbp.add_argument("--estimates", metavar="FILE|example", help="estimates: a TOML file (`osmeter estimates init` writes a blank one for this machine), or 'example' "
+                        "for the shipped example (one machine's guesses; the report says so); default none")
     nbp.add_argument("jupyter_args", nargs="*", help=argparse.SUPPRESS)
+
+    es = sub.add_parser("estimates", help="estimates files: `estimates init` writes a blank one to fill in")
+    esub = es.add_subparsers(dest="estimates_cmd", required=True, parser_class=_Parser)
+    ei = esub.add_parser("init", help="a blank estimates file for this machine: every id (of RUN, when given) "
+                                      "with its unit, empty hw/sw/total, reasoning and discussion")
+    ei.add_argument("run", type=Path, nargs="?", help="a results directory: its ids only, and its core clock "
+                                                      "for estimates in cycles")
+    ei.add_argument("--out", type=Path, metavar="FILE", default=Path("estimates.toml"),
+                    help="where to write it (default ./estimates.toml; never overwritten)")
 
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
@@ -220,17 +237,41 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _estimates(path: Path | None, required: bool):
-    from .estimates import EstimateError, load
+def _estimates(arg: str | None, doc: dict | None = None):
+    """--estimates as a Source, checked now (a bad file fails before a run,
+    not after it): none, a file, or 'example'."""
+    from .estimates import EstimateError, for_run, resolve
     from .runner import repo_root
 
-    p = path or repo_root() / "estimates" / "example.toml"
-    if not p.exists() and not required:
-        return {}
+    source = resolve(arg, repo_root())
     try:
-        return load(p)
+        for_run(source, doc or {"measurements": [{"id": "-", "unit": "MHz", "tsc_hz": 1e9}]})
     except EstimateError as e:
         raise RunError(str(e)) from None
+    return source
+
+
+def cmd_estimates(args) -> int:
+    from .estimates import init_text
+    from .results import load
+
+    doc = None
+    if args.run is not None:
+        try:
+            doc = load(_run_dir(args.run))
+        except ValueError as e:
+            raise RunError(str(e)) from None
+    try:
+        with open(args.out, "x", encoding="utf-8") as f:  # never over a student's filled-in file
+            f.write(init_text(doc))
+    except FileExistsError:
+        raise RunError(f"{args.out} exists: choose another --out (nothing was overwritten)") from None
+    except OSError as e:
+        raise RunError(f"{args.out}: cannot write it: {e.strerror}") from None
+    n = len(doc["measurements"]) if doc else None
+    print(f"estimates: {args.out}: " + (f"the {n} ids of {args.run}" if doc else "every id osmeter measures")
+          + f"; fill in hw and sw, then ./osmeter report RUN --estimates {args.out}")
+    return 0
 
 
 def _write(path: Path, text: str, what: str) -> None:
@@ -247,6 +288,7 @@ def _run_dir(path: Path) -> Path:
 
 def cmd_report(args) -> int:
     from .latex import LATEX_HINT, build_pdf, latex_installed, write_report
+    from .results import load
     from .runner import repo_root
 
     args.dir = _run_dir(args.dir)
@@ -256,7 +298,7 @@ def cmd_report(args) -> int:
 
             tex = write_fleet(args.dir, repo_root())
         else:
-            tex = write_report(args.dir, _estimates(args.estimates, required=args.estimates is not None), repo_root())
+            tex = write_report(args.dir, _estimates(args.estimates, load(args.dir)), repo_root(), args.quote)
     except ValueError as e:
         raise RunError(str(e)) from None
     print(f"report: {tex}")
@@ -284,7 +326,7 @@ def cmd_notebook(args) -> int:
     d = _run_dir(d)
     if not (d / "results.json").is_file():
         raise RunError(f"{d}: not a results directory (no results.json)")
-    return open_in_jupyter(d, args.estimates, root, args.jupyter_args)
+    return open_in_jupyter(d, _estimates(args.estimates), root, args.jupyter_args)
 
 
 def _sides(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
@@ -429,18 +471,21 @@ def cmd_run(args) -> int:
         from .campaign import run_campaign
 
         return run_campaign(opts, args.runs, args.seed)
-    est = None if args.no_report else _estimates(args.estimates, required=args.estimates is not None)
+    est = None if args.no_report else _estimates(args.estimates)
     status = run(opts)
     if est is not None and opts.out_used and (opts.out_used / "results.json").exists():
         from .latex import build_pdf, write_report
         from .runner import repo_root
 
-        tex = write_report(opts.out_used, est, repo_root())
+        try:
+            tex = write_report(opts.out_used, est, repo_root(), args.quote)
+        except ValueError as e:  # estimates in cycles this run cannot convert, say
+            raise RunError(str(e)) from None
         pdf, msg = build_pdf(tex)
         print(f"osmeter: report {tex}; {msg}")
         from .notebook import execute
 
-        ok, msg = execute(opts.out_used, args.estimates, repo_root())
+        ok, msg = execute(opts.out_used, est, repo_root())
         print(f"osmeter: {msg}", file=sys.stdout if ok else sys.stderr)
         if not ok:
             status = status or 1
@@ -491,4 +536,4 @@ def main(argv: list[str] | None = None) -> int:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
-                    "export": cmd_export, "notebook": cmd_notebook, "fleet": cmd_fleet}[args.cmd], args)
+                    "export": cmd_export, "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet}[args.cmd], args)

@@ -145,7 +145,7 @@ def figure(fc: FleetComparison):
     import matplotlib
     import numpy as np
 
-    from .plots import plt
+    from .plots import lit, plt
 
     head, rows = table(fc)
     ids = [r[0] for r in rows]
@@ -160,14 +160,14 @@ def figure(fc: FleetComparison):
             changed = r.verdict not in ("~", "too few runs")
             ax.plot(r.ratio, yy + (k - (len(fc.hosts) - 2) / 2) * 0.18, markers[k % len(markers)],
                     color=f"C{k}", ms=4, mfc=f"C{k}" if changed else "none")
-        ax.plot([], [], markers[k % len(markers)], color=f"C{k}", label=f"{x}")
-    ax.set_yticks(y, ids, fontsize=6.5)
+        ax.plot([], [], markers[k % len(markers)], color=f"C{k}", label=lit(x))
+    ax.set_yticks(y, [lit(i) for i in ids], fontsize=6.5)
     ax.set_ylim(-0.7, len(ids) - 0.3)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: ""))
-    ax.set_xlabel(f"host / {fc.baseline} (median; filled: a change beyond the spread; log scale)")
-    ax.set_title(f"Fleet: every host against {fc.baseline}")
+    ax.set_xlabel(f"host / {lit(fc.baseline)} (median; filled: a change beyond the spread; log scale)")
+    ax.set_title(f"Fleet: every host against {lit(fc.baseline)}")
     ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
     fig.tight_layout()
     return fig

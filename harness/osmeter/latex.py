@@ -10,51 +10,152 @@ import subprocess
 from pathlib import Path
 
 from . import plots, registry
-from .estimates import Estimate
-from .present import (ESTIMATE_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows,  # noqa: F401
+from .estimates import Estimate, EstimateError, Source, for_run
+from .present import (QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows, known,
                       machine_rows, spread_rows, tex_file_name)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
-    out = [r"\begin{tabular}{@{}lp{0.72\linewidth}@{}}", r"\toprule"]
+    out = [r"\begin{longtable}{@{}p{0.2\linewidth}p{0.76\linewidth}@{}}", r"\toprule"]
     out += [f"{esc(k)} & {esc(v)} \\\\" for k, v in machine_rows(doc)]
-    out += [r"\bottomrule", r"\end{tabular}"]
+    out += [r"\bottomrule", r"\end{longtable}"]
     if doc.get("interrupted"):
         out.append(r"\par\textbf{This run was interrupted: only the probes that finished are reported.}")
     return "\n".join(out)
 
 
-def _table(ms: list[dict], est: dict[str, Estimate], curves: set[str]) -> str:
-    rows = estimate_rows(ms, est, curves)
+ERROR_FOOTNOTE = (r"Error $=$ (measured $-$ predicted) / predicted, of the quoted figure (the {quote} across "
+                  r"trials); for a rate, of the rate. A lower bound ($\geq$) is compared only where it already "
+                  r"exceeds the prediction.")
+
+
+def _table(ms: list[dict], est: dict[str, Estimate], curves: set[str], quote: str) -> str:
+    rows = estimate_rows(ms, est, curves, quote)
     if not rows:
         return ""
-    out = [r"{\small\setlength{\tabcolsep}{4pt}\begin{longtable}{@{}lrrrrrrr@{}}", r"\toprule",
-           " & ".join(esc(h) for h in ESTIMATE_HEAD) + r" \\", r"\midrule", r"\endhead"]
-    out += [" & ".join(cell(c) for c in r.cells()) + r" \\" for r in rows]
+    out = [r"{\footnotesize\setlength{\tabcolsep}{3pt}\begin{longtable}{@{}p{0.22\linewidth}lrrrrrrrr@{}}",
+           r"\toprule", " & ".join(esc(h) for h in REPORT_HEAD) + r" \\", r"\midrule", r"\endhead"]
+    out += [" & ".join(cell(c) for c in r.report_cells()) + r" \\" for r in rows]
     out += [r"\bottomrule", r"\end{longtable}}"]
-    notes = [(r.id, r.est.note) for r in rows if r.est and r.est.note]
-    notes += [(r.id, r.error_note) for r in rows if r.est and r.error_note]
-    if notes:  # the reasoning behind each estimate, and why an error is missing
+    notes = []
+    seen = set()
+    for r in rows:  # the reasoning behind each estimate, once per text, and why an error is missing
+        e = est.get(r.id)
+        for text in ((e.note if e else ""), (r.error_note if r.est else "")):
+            if text and text not in seen:
+                seen.add(text)
+                notes.append((r.id, text))
+    if notes:
         out += [r"{\small\begin{description}"] + [f"\\item[{esc(i)}] {esc(n)}" for i, n in notes]
         out += [r"\end{description}}"]
     return "\n".join(out)
 
 
-def _summary(doc: dict, est: dict[str, Estimate], curves: set[str]) -> str:
+def _figure(fig, figdir: Path, name: str, caption: str) -> list[str]:
+    """A numbered figure at its drawn size (plots.TEXT_WIDTH_IN wide: one
+    font size on every page), its caption under it."""
+    fig.savefig(figdir / name)
+    plots.plt.close(fig)
+    return [r"\begin{figure}[htbp]\centering", f"\\includegraphics{{figures/{name}}}",
+            f"\\caption{{{esc(caption)}}}", r"\end{figure}"]
+
+
+def _summary(doc: dict, est: dict[str, Estimate], curves: set[str], quote: str) -> str:
+    """CSE 221's five columns and a unit: times in one table, rates and
+    sizes (whose figures are not times) in a second."""
     two = lambda a, b: f"\\begin{{tabular}}[b]{{@{{}}c@{{}}}}{a}\\\\{b}\\end{{tabular}}"  # noqa: E731
-    out = [r"{\small", r"\begin{longtable}{@{}lrrrr@{}}", r"\toprule",
-           " & ".join(["Operation", two("Base Hardware", "Performance"), two("Estimated Software", "Overhead"),
-                       two("Predicted", "Time"), two("Measured", "Time")]) + r" \\",
-           r"\midrule", r"\endhead"]
-    for r in estimate_rows(doc["measurements"], est, curves):
-        c = r.cells()
-        out.append(" & ".join(cell(x) for x in (c[0], c[1], c[2], c[3], c[4])) + r" \\")
-    out += [r"\bottomrule", r"\end{longtable}}",
-            "Times in ns, us, ms or s; bandwidth in MB/s ($10^6$ bytes/s); I/O rates in IOPS; metadata rates in "
-            "files/s; sizes in bytes. A rate's hardware and software estimates are times per unit (ns per byte, "
-            "us per I/O, us per file), which add up; the predicted rate is their sum turned back into a rate. "
-            "Measured is the median across trials; $\\geq$ marks a lower bound (a search stopped by a limit)."]
+    rows = estimate_rows(doc["measurements"], est, curves, quote)
+    times = [r for r in rows if r.unit == "ns"]
+    others = [r for r in rows if r.unit != "ns"]
+    out = [r"{\small"]
+    for part, head in ((times, ("Base Hardware", "Performance", "Estimated Software", "Overhead", "Predicted",
+                                "Time", "Measured", f"Time ({quote})")),
+                       (others, ("Base Hardware", "Performance", "Estimated Software", "Overhead", "Predicted",
+                                 "", "Measured", f"({quote})"))):
+        if not part:
+            continue
+        out += [r"\begin{longtable}{@{}p{0.34\linewidth}lrrrr@{}}", r"\toprule",
+                " & ".join(["Operation", "Unit", two(head[0], head[1]), two(head[2], head[3]), two(head[4], head[5]),
+                            two(head[6], head[7])]) + r" \\", r"\midrule", r"\endhead"]
+        for r in part:
+            c = r.report_cells()
+            measured = c[5].split(" ± ")[0] if quote == "mean" else c[6]
+            out.append(" & ".join(cell(x) for x in (c[0], c[1], c[2], c[3], c[4], measured)) + r" \\")
+        out += [r"\bottomrule", r"\end{longtable}"]
+    out += [r"}", "Each row is in the unit of its unit column (a rate's hardware and software estimates are times "
+            "per unit, which add up, and say their unit; the predicted rate is their sum turned back into a "
+            f"rate). Measured is the {quote} across trials; $\\geq$ marks a lower bound (a search stopped by a "
+            "limit)."]
     return "\n".join(out)
+
+
+def _intro(doc: dict, source: Source, quote: str) -> str:
+    c = doc.get("conditions", {})
+    n = len(doc.get("measurements", []))
+    return "\n".join([
+        f"This report characterizes the machine below: {n} measurements of its CPU and operating system, memory, "
+        "disk, network and file system, each set against an estimate made before measuring (the hardware's base "
+        "cost, the software overhead on top of it, and their sum as the prediction).",
+        "",
+        r"\paragraph{Estimates.} " + esc(source.describe()) + ".",
+        "",
+        r"\paragraph{Method.} Small C programs measure; each is pinned to CPU "
+        f"{esc(known(c.get('pinned_cpu'), 'none'))}"
+        + (f" at {esc(c['scheduler']['policy'])}" if (c.get("scheduler") or {}).get("policy") else "")
+        + ", warms up, and times batches of operations inside a fenced time-stamp-counter window whose own cost "
+        "is measured and subtracted (single operations such as fork are timed one at a time). Every probe that "
+        "takes samples runs in several processes, interleaved with the other probes, and a sample during which "
+        "the thread moved to another CPU or was switched out is dropped and counted. Each section gives, per "
+        "operation, its method, the estimate, and the measurement: the mean and standard deviation across "
+        "trials, the median, the 99th percentile where enough samples support it, the number of trials, and the "
+        r"error\footnote{" + ERROR_FOOTNOTE.format(quote=quote) + "}.",
+        "",
+        r"\subsection{Machine and conditions}",
+        _machine(doc),
+    ])
+
+
+def _findings(doc: dict, est: dict[str, Estimate], curves: set[str], quote: str, most: int = 10) -> str:
+    """The student's discussion per id, and the largest misses listed
+    from the run (each with its discussion, or a prompt for one)."""
+    rows = [r for r in estimate_rows(doc["measurements"], est, curves, quote)]
+    missed = sorted((r for r in rows if r.error is not None), key=lambda r: -abs(r.error))[:most]
+    out = []
+    if missed:
+        out += [f"The {len(missed)} largest misses between prediction and measurement, largest first:", "",
+                r"{\small\begin{longtable}{@{}p{0.3\linewidth}rrrp{0.3\linewidth}@{}}", r"\toprule",
+                r"Operation & Predicted & Measured & Error & Discussed \\", r"\midrule", r"\endhead"]
+        for r in missed:
+            c = r.report_cells()
+            e = est.get(r.id)
+            said = "below" if e and e.discussion else "not yet"
+            measured = c[5].split(" ± ")[0] if quote == "mean" else c[6]
+            out.append(" & ".join(cell(x) for x in (r.id, f"{c[4]} {c[1]}", f"{measured} {c[1]}", c[9], said))
+                       + r" \\")
+        out += [r"\bottomrule", r"\end{longtable}}"]
+    discussed = [(i, e) for i, e in est.items() if e.discussion]
+    if discussed:
+        out += [r"\subsection*{Discussion}"]
+        out += [f"\\paragraph{{{esc(i)}.}} {esc(e.discussion)}" for i, e in discussed]
+    elif missed:
+        out += ["", "No discussion was given yet: each id's \\texttt{discussion} field in the estimates file is "
+                "the place to explain a miss (what the estimate left out, and the experiment that shows it)."]
+    if not out:
+        out = ["No estimates were given, so there is no miss to discuss; \\texttt{osmeter estimates init} writes "
+               "a file to fill in."]
+    return "\n".join(out)
+
+
+REFERENCES = r"""\begin{thebibliography}{9}
+\bibitem{lmbench} L.~McVoy and C.~Staelin. lmbench: Portable tools for performance analysis. USENIX Annual
+Technical Conference, 1996.
+\bibitem{kalibera} T.~Kalibera and R.~Jones. Rigorous benchmarking in reasonable time. ISMM, 2013.
+\bibitem{cyclictest} The rt-tests suite's cyclictest: the method of the timer-latency measurement.
+\bibitem{iometer} Iometer and its access specifications; PenguinoMeter, an Iometer-compatible benchmark for Linux.
+\bibitem{spek} SPEK: a storage performance evaluation kernel module for block-level storage systems.
+\bibitem{vtimers} D.~Xinidis, M.~D.~Flouris and A.~Bilas. Virtual timers: using hardware physical timers for
+profiling kernel code-paths.
+\end{thebibliography}"""
 
 
 def _stability(doc: dict, curves: set[str]) -> str:
@@ -87,43 +188,47 @@ def _stability(doc: dict, curves: set[str]) -> str:
 
 
 def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: dict[str, Estimate],
-             figdir: Path, run_dir: Path) -> str:
+             figdir: Path, run_dir: Path, quote: str) -> str:
     by_id = {m["id"]: m for m in doc["measurements"]}
     curves = {m.id for p in probes for m in p.measures if m.curve}
     body = [f"\\section{{{esc(area.title)}}}"]
     shared_done = set()
     for p in probes:
+        ms = [by_id[i] for i in p.ids() if i in by_id]
+        drawn = [m["id"] for m in ms if m["id"] in curves]
+        body += [f"\\subsection{{{esc(p.name)}}}"]
         if p.shared_method and p.shared_method not in shared_done:
             shared_done.add(p.shared_method)
             users = [q.name for q in probes if q.shared_method == p.shared_method]
             body += [r"\paragraph{Method" + (f" of {esc(', '.join(users))}" if len(users) > 1 else "") + ".} "
                      + esc(p.shared_method), ""]
-        ms = [by_id[i] for i in p.ids() if i in by_id]
-        drawn = [m["id"] for m in ms if m["id"] in curves]
-        body += [f"\\subsection{{{esc(p.name)}}}", esc(p.methodology) if p.methodology else "", ""]
+        body += [esc(p.methodology) if p.methodology else "", ""]
         if drawn:
             body += [f"{esc(', '.join(drawn))}: a curve, drawn in this section's figures rather than set "
                      "against one estimate.", ""]
-        body.append(_table(ms, est, curves))
-    figures = [lambda fn=fn: fn(doc, est) for fn in plots.FIGURES.get(area.name, ())]
+        body.append(_table(ms, est, curves, quote))
+    figures = [(fn, lambda fn=fn: fn(doc, est)) for fn in plots.FIGURES.get(area.name, ())]
     ids = [i for p in probes for i in p.ids()]
-    figures.append(lambda: plots.latency_ecdf(doc, ids, lambda i: kept_samples(run_dir, by_id[i])))
-    for k, make in enumerate(figures):
+    figures.append((plots.latency_ecdf,
+                    lambda: plots.latency_ecdf(doc, ids, lambda i: kept_samples(run_dir, by_id[i]))))
+    for k, (fn, make) in enumerate(figures):
         fig = make()
-        if fig is None:
-            continue
-        name = f"{area.name}-{k}.pdf"
-        fig.savefig(figdir / name, bbox_inches="tight")
-        plots.plt.close(fig)
-        # a square figure (the c2c matrix) is held to under half a page
-        size = r"width=0.9\linewidth,height=0.42\textheight,keepaspectratio"
-        body += [r"\begin{figure}[H]\centering", f"\\includegraphics[{size}]{{figures/{name}}}",
-                 r"\end{figure}"]
+        if fig is not None:
+            body += _figure(fig, figdir, f"{area.name}-{k}.pdf", f"{area.title}. {plots.caption(fn)}")
     return "\n".join(body)
 
 
-def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
+def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean") -> Path:
+    """report/report.tex of a results directory, with the estimates of
+    `source` (none, a file, or the example) and `quote` (mean, as CSE 221
+    asks, or median) as the measured figure."""
+    if quote not in QUOTES:
+        raise ValueError(f"--quote {quote}: expected one of {', '.join(QUOTES)}")
     doc = load(run_dir)
+    try:
+        est = for_run(source, doc)
+    except EstimateError as e:
+        raise ValueError(str(e)) from None
     out = run_dir / "report"
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
@@ -132,14 +237,15 @@ def write_report(run_dir: Path, est: dict[str, Estimate], root: Path) -> Path:
     for area in registry.AREAS:
         probes = [p for p in registry.PROBES if p.area == area.name and any(i in by_id for i in p.ids())]
         if probes:
-            sections.append(_section(area, probes, doc, est, figdir, run_dir))
+            sections.append(_section(area, probes, doc, est, figdir, run_dir, quote))
     curves = {m.id for _, m in registry.all_measures() if m.curve}
     host = doc["machine"].get("hostname", "")
     return fill(root, "report.tex", out / "report.tex", {
         "TITLE": esc(f"osmeter: {host}"),
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
-        "MACHINE": _machine(doc), "SECTIONS": "\n\n".join(sections + [_stability(doc, curves)]),
-        "SUMMARY": _summary(doc, est, curves)})
+        "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
+        "FINDINGS": _findings(doc, est, curves, quote), "SUMMARY": _summary(doc, est, curves, quote),
+        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:

@@ -130,6 +130,8 @@ def disks() -> list[dict]:
                 "name": d.name,
                 "size": (_int(d / "size") or 0) * 512,
                 "model": _read(d / "device/model"),
+                "vendor": _read(d / "device/vendor"),
+                "driver": _link_name(d / "device" / "driver"),
                 "rotational": _int(d / "queue/rotational"),
                 "logical_block_size": _int(d / "queue/logical_block_size"),
                 "physical_block_size": _int(d / "queue/physical_block_size"),
@@ -151,9 +153,54 @@ def nics() -> list[dict]:
                 "speed_mbps": speed if speed is not None and speed > 0 else None,
                 "mtu": _int(d / "mtu"),
                 "operstate": _read(d / "operstate"),
+                "pci_id": _pci_id(d / "device"),
             }
         )
     return out
+
+
+def _link_name(p: Path) -> str | None:
+    return p.resolve().name if p.exists() else None
+
+
+def _pci_id(dev: Path) -> str | None:
+    """vendor:device of a PCI (or virtio) device, as lspci -n prints it."""
+    v, d = _read(dev / "vendor"), _read(dev / "device")
+    return f"{v.removeprefix('0x')}:{d.removeprefix('0x')}" if v and d else None
+
+
+# SMBIOS type 17 (Memory Device): what dmidecode reads, from the kernel's copy of the tables
+_SMBIOS_MEMORY_TYPES = {0x12: "DDR", 0x13: "DDR2", 0x18: "DDR3", 0x1A: "DDR4", 0x1B: "LPDDR", 0x1C: "LPDDR2",
+                        0x1D: "LPDDR3", 0x1E: "LPDDR4", 0x22: "DDR5", 0x23: "LPDDR5"}
+
+
+def memory_modules(dmi: Path = Path("/sys/firmware/dmi/entries")) -> dict:
+    """The memory modules SMBIOS describes (type, speed, size per module),
+    or why none are known (many VMs have no SMBIOS tables; reading them
+    needs root)."""
+    entries = sorted(dmi.glob("17-*"))
+    if not dmi.is_dir():
+        return {"modules": [], "why_unknown": f"no SMBIOS tables ({dmi} is absent, as in many VMs)"}
+    mods = []
+    for e in entries:
+        try:
+            raw = (e / "raw").read_bytes()
+        except OSError as err:
+            return {"modules": [], "why_unknown": f"cannot read {e}/raw: {err.strerror}"}
+        if len(raw) < 0x17 or raw[0] != 17:
+            continue
+        size = int.from_bytes(raw[0x0C:0x0E], "little")
+        if size in (0, 0xFFFF):
+            continue  # an empty slot, or unknown
+        mib = (size & 0x7FFF) if not size & 0x8000 else (size & 0x7FFF) / 1024
+        if size == 0x7FFF and len(raw) >= 0x20:
+            mib = int.from_bytes(raw[0x1C:0x20], "little")
+        speed = int.from_bytes(raw[0x15:0x17], "little")
+        mods.append({"size_bytes": int(mib * 2**20), "type": _SMBIOS_MEMORY_TYPES.get(raw[0x12], f"type {raw[0x12]:#x}"),
+                     "speed_mts": speed or None})
+    if not mods:
+        return {"modules": [], "why_unknown": "SMBIOS lists no populated memory device"}
+    return {"modules": mods}
 
 
 def describe_machine() -> dict:
@@ -165,6 +212,8 @@ def describe_machine() -> dict:
         "cpu_vendor": ci.get("vendor_id"),
         "cpu_family": ci.get("cpu family"),
         "cpu_model_number": ci.get("model"),
+        "cpu_stepping": ci.get("stepping"),
+        "memory_modules": memory_modules(),
         "cpu_mhz_reported": float(ci["cpu MHz"]) if "cpu MHz" in ci else None,
         "online_cpus": os.cpu_count(),
         "online_cpu_list": _read("/sys/devices/system/cpu/online"),

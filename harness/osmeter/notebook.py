@@ -16,21 +16,62 @@ from .results import write_text_atomic
 SOURCE = Path("notebooks") / "estimates_vs_measured.ipynb"
 
 
-def _parameters(results: Path, estimates: Path | None, root: Path) -> str:
+def _parameters(results: Path, estimates, root: Path) -> str:
     """The notebook's parameters cell, filled in (papermill's idea: the
-    executed copy says what it read, and runs again as it is)."""
+    executed copy says what it read, and runs again as it is). Paths are
+    relative to the results directory, where the executed copy lives."""
+    rel = lambda p: os.path.relpath(p, results)  # noqa: E731
+    est = estimates.path if estimates is not None and estimates.path else None
     return "\n".join([
-        "# Parameters (filled in by osmeter when it executed this notebook)",
+        "# Parameters (filled in by osmeter when it executed this notebook; paths relative to this directory)",
         "import os",
-        f"RESULTS = {json.dumps(str(results))}",
-        f"ESTIMATES = {json.dumps(str(estimates) if estimates else '')}",
-        f"OSMETER_ROOT = {json.dumps(str(root))}",
+        'RESULTS = "."',
+        f"ESTIMATES = {json.dumps(rel(est.resolve()) if est else '')}",
+        f"ESTIMATES_ARE_THE_EXAMPLE = {bool(estimates is not None and estimates.example)}",
+        f"OSMETER_ROOT = {json.dumps(rel(root))}",
+        'QUOTE = "mean"  # the measured figure: "mean" (CSE 221) or "median"',
         'COMPARE_A = os.environ.get("OSMETER_COMPARE_A", "")',
         'COMPARE_B = os.environ.get("OSMETER_COMPARE_B", "")',
     ])
 
 
-def execute(run_dir: Path, estimates: Path | None, root: Path, timeout: float = 600) -> tuple[bool, str]:
+def area_tables(doc: dict, est: dict, quote: str = "mean") -> list[tuple[str, str]]:
+    """(area title, Markdown table) per area: the report's columns, numbers
+    right-aligned, the reasoning of each estimate under its table."""
+    from . import registry
+    from .present import REPORT_HEAD, estimate_rows, md
+
+    curves = {m.id for _, m in registry.all_measures() if m.curve}
+    by_id = {m["id"]: m for m in doc["measurements"]}
+    out = []
+    for area in registry.AREAS:
+        ms = [by_id[i] for p in registry.PROBES if p.area == area.name for i in p.ids() if i in by_id]
+        rows = estimate_rows(ms, est, curves, quote)
+        if not rows:
+            continue
+        lines = ["| " + " | ".join(map(md, REPORT_HEAD)) + " |", "|:---|:---|" + "---:|" * (len(REPORT_HEAD) - 2)]
+        lines += ["| " + " | ".join(map(md, r.report_cells())) + " |" for r in rows]
+        why = [f"- **{md(r.id)}**: {md(est[r.id].note)}" for r in rows if r.id in est and est[r.id].note]
+        out.append((area.title, "\n".join(lines + ([""] + why if why else []))))
+    return out
+
+
+def tail_table(doc: dict) -> str:
+    """Every latency's tail: p50, p99, p99.9 and max where its samples support them."""
+    from .present import fmt_value, md
+
+    lines = ["| id | p50 | p90 | p99 | p99.9 | max | n |", "|:---|---:|---:|---:|---:|---:|---:|"]
+    for m in doc["measurements"]:
+        t = m.get("tail")
+        if not t:
+            continue
+        cells = [fmt_value(t.get(k), m["unit"]) if t.get(k) is not None else "n too small"
+                 for k in ("p50", "p90", "p99", "p99.9", "max")]
+        lines.append("| " + " | ".join(map(md, [m["id"], *cells, str(m.get("n"))])) + " |")
+    return "\n".join(lines)
+
+
+def execute(run_dir: Path, estimates, root: Path, timeout: float = 600) -> tuple[bool, str]:
     """Runs the notebook on run_dir's results and writes notebook.ipynb and
     notebook.html there. (ok, message). A cell that fails still leaves both
     files, its error shown in its output, and ok False."""
@@ -44,18 +85,24 @@ def execute(run_dir: Path, estimates: Path | None, root: Path, timeout: float = 
     params = next((c for c in nb.cells if c.cell_type == "code" and c.source.startswith("# Parameters")), None)
     if params is None:
         return False, f"{root / SOURCE} has no '# Parameters' cell"
-    params.source = _parameters(run_dir, (estimates or root / "estimates" / "example.toml").resolve(), root.resolve())
+    params.source = _parameters(run_dir, estimates, root.resolve())
     failed = ""
     try:
         # (the kernel listens on 127.0.0.1 only; its warning about that is not the user's business)
         NotebookClient(nb, timeout=timeout, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                       resources={"metadata": {"path": str(root / SOURCE.parent)}}).execute()
+                       resources={"metadata": {"path": str(run_dir)}}).execute()
     except CellExecutionError as e:
         failed = str(e).strip().splitlines()[-1] if str(e).strip() else "a cell failed"
     except Exception as e:  # the kernel would not start, or died: say so, keep the run
         failed = f"{type(e).__name__}: {e}"
     ipynb = run_dir / "notebook.ipynb"
     write_text_atomic(ipynb, nbformat.writes(nb))
+    host = ""
+    try:
+        host = json.loads((run_dir / "results.json").read_text()).get("machine", {}).get("hostname", "")
+    except (OSError, ValueError, AttributeError):
+        pass
+    nb.metadata["title"] = f"osmeter: {host}" if host else "osmeter"  # the HTML page's title
     html, _ = HTMLExporter().from_notebook_node(nb)
     write_text_atomic(run_dir / "notebook.html", html)
     if failed:
@@ -69,7 +116,7 @@ def front_end() -> str | None:
     return str(exe) if exe.exists() else shutil.which("jupyter-notebook")
 
 
-def open_in_jupyter(run_dir: Path, estimates: Path | None, root: Path, extra: list[str]) -> int:
+def open_in_jupyter(run_dir: Path, estimates, root: Path, extra: list[str]) -> int:
     """Executes the notebook into run_dir when it is not there yet, then
     starts notebook 7 on it (the server runs until Ctrl-C)."""
     ipynb = run_dir / "notebook.ipynb"

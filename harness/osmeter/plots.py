@@ -9,10 +9,25 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-# text.parse_math off: ids, host names and notes come from results directories, and a '$' pair in one
-# must be drawn as written, not parsed as mathtext (a bad formula raises)
-plt.rcParams.update({"figure.figsize": (6.4, 3.6), "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
-                     "text.parse_math": False})
+# Every figure is drawn at the report's text width (A4, 2.2 cm margins: 16.6 cm) and set at its own size,
+# never scaled, so one font size (font.size, in points) holds on every page; the layout engine keeps the
+# figure at exactly that width
+TEXT_WIDTH_IN = 6.4
+plt.rcParams.update({"figure.figsize": (TEXT_WIDTH_IN, 3.6), "axes.grid": True, "grid.alpha": 0.3, "font.size": 9,
+                     "legend.fontsize": 7.5, "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.titlesize": 9,
+                     "figure.constrained_layout.use": True})
+
+
+def lit(s) -> str:
+    """Text from a results directory (an id, a host) drawn as written: a '$'
+    pair in it would be parsed as mathtext (and a bad formula raises). The
+    log axes' own tick labels stay mathtext."""
+    return str(s).replace("$", r"\$")
+
+
+def caption(fn) -> str:
+    """A figure function's caption: its docstring's first paragraph."""
+    return " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
 
 
 def _m(doc: dict) -> dict:
@@ -36,6 +51,9 @@ def _est(est, mid):
 
 
 def memory_latency(doc: dict, est=None):
+    """Memory latency against the working-set size: the median load time
+    with its quartiles, the cache sizes sysfs states (dotted), the level
+    ends found on the curve (dashed) and the estimates (dash-dotted)."""
     m = _m(doc)
     c = m.get("mem.lat.curve")
     if not c or "series" not in c:
@@ -70,12 +88,15 @@ def memory_latency(doc: dict, est=None):
 
 
 def loop_and_calls(doc: dict, est=None):
+    """Left: a timed window against the loop iterations it holds (the slope
+    is one iteration). Right: the cost of a procedure call against its
+    integer arguments, with the estimates."""
     m = _m(doc)
     loop = m.get("cpu.loop")
     calls = [m.get(f"cpu.call.args{k}") for k in range(8)]
     if not loop and not any(calls):
         return None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
     if loop and "series" in loop:
         s = loop["series"]
         a.plot(s["x"], s["median"], "o-", ms=3)
@@ -95,33 +116,39 @@ def loop_and_calls(doc: dict, est=None):
         b.set_title("Procedure call")
         b.set_ylim(bottom=0)
         b.legend(fontsize=7)
-    fig.tight_layout()
     return fig
 
 
 def bandwidths(doc: dict, est=None):
+    """Memory bandwidth of each access pattern (median and standard
+    deviation; .mt on every CPU at once, .cache within the cache), with the
+    estimates as diamonds."""
     m = _m(doc)
     ids = [i for i in ("mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop",
                        "mem.bw.read.mt", "mem.bw.write.mt", "mem.bw.copy.mt", "mem.bw.read.cache",
                        "mem.bw.write.cache", "mem.bw.copy.cache") if i in m]
     if not ids:
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.4))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.4))
     y = np.arange(len(ids))
-    ax.barh(y, [m[i]["median"] / 1e3 for i in ids], xerr=[(m[i].get("std") or 0) / 1e3 for i in ids], label="measured")
+    ax.barh(y, [m[i]["median"] for i in ids], xerr=[m[i].get("std") or 0 for i in ids], label="measured")
+    first = True
     for k, i in enumerate(ids):
         e = _est(est, i)
         if e:
-            ax.plot(e / 1e3, k, "D", color="C2", ms=4, label="estimate" if k == 0 else None)
-    ax.set_yticks(y, [i.removeprefix("mem.bw.") for i in ids])
+            ax.plot(e, k, "D", color="C2", ms=4, label="estimate" if first else None)
+            first = False
+    ax.set_yticks(y, [lit(i.removeprefix("mem.bw.")) for i in ids])
     ax.set_xscale("log")
-    ax.set_xlabel("bandwidth (GB/s, 10^9 bytes/s, log scale)")
+    ax.set_xlabel("bandwidth (MB/s, millions of bytes a second; log scale)")
     ax.set_title("Memory bandwidth")
     ax.legend(fontsize=7)
     return fig
 
 
 def disk_sweep(doc: dict, est=None):
+    """4 KiB random reads against the queue depth: IOPS (left axis) and
+    the mean latency (right axis)."""
     s = _m(doc).get("disk.4k-random-read.qd_sweep")
     if not s or "series" not in s:
         return None
@@ -142,6 +169,8 @@ def disk_sweep(doc: dict, est=None):
 
 
 def fs_read(doc: dict, est=None):
+    """File read time per 4 KiB block against the file size, sequential
+    and random, below the page cache, with the estimates."""
     m = _m(doc)
     lines = [(i, m[i]) for i in ("fs.read.seq", "fs.read.rand", "fs.read.seq.remote", "fs.read.rand.remote")
              if i in m and "series" in m[i]]
@@ -149,7 +178,7 @@ def fs_read(doc: dict, est=None):
         return None
     fig, ax = plt.subplots()
     for i, d in lines:
-        ax.plot(d["series"]["x"], np.array(d["series"]["median"]) / 1e3, "o-", ms=3, label=i)
+        ax.plot(d["series"]["x"], np.array(d["series"]["median"]) / 1e3, "o-", ms=3, label=lit(i))
         e = _est(est, i)
         if e:
             ax.axhline(e / 1e3, ls="-.", lw=0.8, color=ax.lines[-1].get_color())
@@ -163,12 +192,15 @@ def fs_read(doc: dict, est=None):
 
 
 def contention(doc: dict, est=None):
+    """Contention: the time per 4 KiB block each reader sees against the
+    number of processes reading their own files at once."""
     c = _m(doc).get("fs.contention")
     if not c or "series" not in c:
         return None
     fig, ax = plt.subplots()
     ax.plot(c["series"]["x"], np.array(c["series"]["median"]) / 1e3, "o-")
     ax.set_xlabel("processes reading at once")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("time per 4 KiB block, each (us)")
     ax.set_title("Contention: readers of their own files")
     ax.set_ylim(bottom=0)
@@ -176,12 +208,14 @@ def contention(doc: dict, est=None):
 
 
 def network(doc: dict, est=None):
+    """Network: round trips (left) and TCP bandwidth (right), medians, with
+    the estimates as diamonds."""
     m = _m(doc)
     rtt = [i for i in m if i.startswith("net.rtt.")]
     bw = [i for i in m if i.startswith("net.bw.")]
     if not rtt and not bw:
         return None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(7.5, 3.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
     for ax, ids, scale, unit in ((a, sorted(rtt), 1e3, "round trip (us)"), (b, sorted(bw), 1, "MB/s")):
         if not ids:
             ax.set_visible(False)
@@ -191,23 +225,26 @@ def network(doc: dict, est=None):
         for k, i in enumerate(ids):
             e = _est(est, i)
             if e:
-                ax.plot(e / scale, k, "D", color="C2", ms=4)
-        ax.set_yticks(y, [i.removeprefix("net.") for i in ids], fontsize=7)
+                ax.plot(e / scale, k, "D", color="C2", ms=4, label="estimate" if not ax.get_legend_handles_labels()[0]
+                        else None)
+        ax.set_yticks(y, [lit(i.removeprefix("net.")) for i in ids], fontsize=7)
         ax.set_xlabel(unit)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     a.set_title("Round trips")
     b.set_title("TCP bandwidth")
-    fig.tight_layout()
     return fig
 
 
 def fork_parent_size(doc: dict, est=None):
-    """fork+exit+wait against the memory the parent has touched: fork copies page tables."""
+    """Process creation (fork, exit, wait) against the memory the parent
+    has touched: fork copies the page tables."""
     m = _m(doc).get("cpu.proc_create_wait")
     if not m or "series" not in m:
         return None
     s = m["series"]
     x = np.array(s["x"], dtype=float)
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
     ax.errorbar(x, np.array(s["median"]) / 1e3, yerr=[(np.array(s["median"]) - np.array(s["p25"])) / 1e3,
                                                       (np.array(s["p75"]) - np.array(s["median"])) / 1e3],
                 fmt="o-", capsize=3, label="median (quartiles)")
@@ -220,14 +257,15 @@ def fork_parent_size(doc: dict, est=None):
 
 
 def c2c_heatmap(doc: dict, est=None):
-    """cpu.c2c's matrix: one cell per ordered pair (source row, destination column)."""
+    """Core to core: the time to move a cache line from one CPU (row) to
+    another (column), one cell per ordered pair."""
     c = _m(doc).get("cpu.c2c")
     if not c or not c.get("params", {}).get("matrix_ns"):
         return None
     cpus = c["params"]["cpus"]
     mat = np.array([[np.nan if v is None else v for v in row] for row in c["params"]["matrix_ns"]], dtype=float)
     n = len(cpus)
-    fig, ax = plt.subplots(figsize=(min(7.5, 3.2 + 0.3 * n), min(6.5, 2.4 + 0.28 * n)))
+    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 3.2 + 0.3 * n), min(6.5, 2.4 + 0.28 * n)))
     # the scale starts at 0: a few percent between pairs is not a contrast
     im = ax.imshow(mat, cmap="viridis", interpolation="nearest", vmin=0, vmax=float(np.nanmax(mat)) * 1.05)
     ax.grid(False)
@@ -249,11 +287,12 @@ def c2c_heatmap(doc: dict, est=None):
 
 
 def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
-    """The distributions of an area's latencies as tail ECDFs: the fraction
-    of events slower than x, both axes logarithmic, so p99 and p99.9 sit
-    at 1e-2 and 1e-3. Per-event samples (wake-ups, timer ticks) where kept;
-    every I/O from iogen's histogram for the disk ids. samples(id) -> the
-    kept samples or None."""
+    """The distributions of this area's latencies as tail ECDFs: the
+    fraction of events slower than x, both axes logarithmic, so p99 and
+    p99.9 sit at 1e-2 and 1e-3; per-event samples where kept, every I/O
+    for the disk ids.
+
+    samples(id) -> the kept samples or None."""
     from . import hist
 
     by = _m(doc)
@@ -279,9 +318,9 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
     if not drawn:
         return None
     drawn = sorted(drawn, key=lambda d: -d[3])[:most]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 4.4))
     for label, x, y, n in sorted(drawn):
-        ax.step(x, y, where="post", label=f"{label} (n={n:,})", lw=1.1)
+        ax.step(x, y, where="post", label=f"{lit(label)} (n={n:,})", lw=1.1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(top=1.0)
@@ -316,16 +355,15 @@ def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
         if any(r.verdict == verdict for r in rows):
             ax.plot([], [], "o-", color=color, ms=3.5, label=verdict)
     ax.plot([], [], "o-", color="0.45", ms=3.5, label="no change shown")
-    ax.set_yticks(y, [r.id for r in rows], fontsize=6.5)
+    ax.set_yticks(y, [lit(r.id) for r in rows], fontsize=6.5)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: ""))
     ax.set_xlabel(f"{labels[1]} / {labels[0]} (ratio of medians of run medians, 95% interval; log scale)")
-    ax.set_title(title)
+    ax.set_title(lit(title))
     ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
     ax.grid(axis="y", alpha=0)
-    fig.tight_layout()
     return fig
 
 

@@ -157,6 +157,27 @@ class EstimateRow:
     est: object | None         # estimates.Estimate, or None: no estimate
     error: float | None        # percent, in the id's unit; None when not comparable
     error_note: str            # "", "no estimate", or why there is no error
+    mean: float | None = None
+    median: float | None = None
+    p99: float | None = None
+    quote: str = QUOTED        # which figure `measured` is: "median" or "mean"
+
+    def report_cells(self) -> tuple[str, ...]:
+        """REPORT_HEAD's cells: every figure of the row in one display unit
+        (the unit column), three significant digits; a rate's hardware and
+        software estimates as time per unit, their unit in the cell."""
+        e = self.est if self.est is not None and self.est.given else None
+        scale, shown = display_unit(self.mean if self.mean is not None else self.measured, self.unit)
+        f = lambda v: num3(v / scale) if isinstance(v, (int, float)) and math.isfinite(v) else "-"  # noqa: E731
+        bound = ">= " if self.lower_bound else ""
+        if e and e.unit != self.unit:  # a rate estimated as time per unit: those cells say their unit
+            hw, sw = (f"{num3(v)} {e.unit}" if v is not None else "-" for v in (e.hw, e.sw))
+        else:
+            hw, sw = (f(v) if e else "-" for v in ((e.hw if e else None), (e.sw if e else None)))
+        mean = f"{bound}{f(self.mean)} ± {f(self.std)}" if self.mean is not None else "-"
+        err = f"{bound}{self.error:+.0f}%" if self.error is not None else "-"
+        return (self.id, shown, hw, sw, f(e.predicted) if e else "no estimate", mean, f"{bound}{f(self.median)}",
+                f(self.p99), str(self.n) if self.n is not None else "-", err)
 
     def cells(self) -> tuple[str, ...]:
         """Measurement, HW est., SW est., Predicted, Measured, Std. dev., n, Error."""
@@ -175,6 +196,37 @@ class EstimateRow:
 
 
 ESTIMATE_HEAD = ("Measurement", "HW est.", "SW est.", "Predicted", "Measured", "Std. dev.", "n", "Error")
+REPORT_HEAD = ("Operation", "Unit", "HW est.", "SW est.", "Predicted", "Measured: mean ± std", "Median", "p99", "n",
+               "Error")
+
+# a time shown in the unit its size calls for; every figure of a row in the same one
+_TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "us"), (1.0, "ns"))
+_BYTE_SCALES = ((2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "bytes"))
+
+
+def display_unit(v: float | None, unit: str) -> tuple[float, str]:
+    """(divisor, unit) to show a row whose typical value is v in."""
+    scales = _TIME_SCALES if unit == "ns" else _BYTE_SCALES if unit == "bytes" else None
+    if scales is None or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return 1.0, unit
+    for k, name in scales:
+        if abs(v) >= k:
+            return k, name
+    return 1.0, unit
+
+
+def num3(v: float | None) -> str:
+    """Three significant digits, thousands grouped: 59,999 -> 60,000;
+    110.04 -> 110; 0.003456 -> 0.00346."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    digits = 3 - 1 - math.floor(math.log10(abs(v)))
+    r = round(v, digits)
+    if abs(r) >= 100:
+        return f"{r:,.0f}"
+    return f"{r:.{max(digits, 0)}f}"
 
 
 def error_pct(measured: float | None, predicted: float | None) -> float | None:
@@ -184,24 +236,34 @@ def error_pct(measured: float | None, predicted: float | None) -> float | None:
     return (measured - predicted) / predicted * 100
 
 
-def estimate_rows(measurements: list[dict], est: dict, curves: set[str] | None = None) -> list[EstimateRow]:
+QUOTES = ("mean", "median")
+
+
+def estimate_rows(measurements: list[dict], est: dict, curves: set[str] | None = None,
+                  quote: str = QUOTED) -> list[EstimateRow]:
     """The rows of estimates against measurements, in the order given;
     curves (drawn, not estimated) are left out. Error is (measured -
-    predicted) / predicted of the median; a lower bound is compared only
-    when it already exceeds the prediction."""
+    predicted) / predicted of the quoted figure (the median, or the mean
+    CSE 221 asks for); a lower bound is compared only when it already
+    exceeds the prediction. A blank estimate (no numbers) is no estimate."""
     rows = []
     for m in measurements:
         if curves and m["id"] in curves:
             continue
         e = est.get(m["id"])
+        if e is not None and not getattr(e, "given", True):
+            e = None
         bound = bool((m.get("params") or {}).get("lower_bound"))
-        value = m.get(QUOTED)
+        value = m.get(quote)
+        value = value if isinstance(value, (int, float)) else None
         err, note = error_pct(value, e.predicted if e else None), ""
         if e is None:
             note = "no estimate"
         elif bound and value is not None and e.predicted and value < e.predicted:
             err, note = None, "a lower bound below the estimate: not comparable"
-        rows.append(EstimateRow(m["id"], m["unit"], value, m.get("std"), m.get("n"), bound, e, err, note))
+        p99 = (m.get("tail") or {}).get("p99")
+        rows.append(EstimateRow(m["id"], m["unit"], value, m.get("std"), m.get("n"), bound, e, err, note,
+                                m.get("mean"), m.get("median"), p99, quote))
     return rows
 
 
@@ -251,33 +313,90 @@ def interference_rows(doc: dict) -> list[tuple[str, str]]:
     return out
 
 
+def known(v, why: str) -> str:
+    """A value, or 'unknown (why)': a report never prints None."""
+    if v is None or v == "" or v == []:
+        return f"unknown ({why})"
+    return str(v)
+
+
 def machine_rows(doc: dict) -> list[tuple[str, str]]:
     """The machine and the conditions of a run, as label and value: the
-    report's first table and the notebook's."""
+    report's first table and the notebook's. Every value is known or says
+    why it is not."""
     m, c = doc.get("machine", {}), doc.get("conditions", {})
     caches = ", ".join(f"L{x['level']} {str(x.get('type', '')).lower()} {fmt_value(x['size'], 'bytes')}"
                        for x in m.get("caches") or [] if x.get("size"))
     sched = c.get("scheduler") or {}
     virt = ", ".join(x for x in (f"{m['hypervisor']} (hypervisor)" if m.get("hypervisor") else "",
                                  f"{m['container']} (container)" if m.get("container") else "") if x) or "none"
-    timer = _timer_summary(doc)
+    ident = ", ".join(f"{k} {v}" for k, v in (("family", m.get("cpu_family")), ("model", m.get("cpu_model_number")),
+                                              ("stepping", m.get("cpu_stepping")),
+                                              ("microcode", c.get("microcode"))) if v is not None)
+    cpu = (f"{known(m.get('cpu_model'), 'not in /proc/cpuinfo')}" + (f" ({ident})" if ident else "")
+           + f"; {known(m.get('online_cpus'), 'not counted')} CPUs online, {known(m.get('arch'), 'not stated')}")
+    mm = m.get("memory_modules") or {}
+    mods = mm.get("modules") or []
+    if mods:
+        kinds = {}
+        for x in mods:
+            key = (x.get("size_bytes"), x.get("type"), x.get("speed_mts"))
+            kinds[key] = kinds.get(key, 0) + 1
+        modules = ", ".join(f"{n} x {fmt_value(sz, 'bytes')} {t or ''}" + (f"-{sp}" if sp else "")
+                            for (sz, t, sp), n in kinds.items())
+    else:
+        modules = known(None, mm.get("why_unknown") or "not recorded by this osmeter version")
+    disks = ", ".join(f"{d['name']} ({fmt_value(d.get('size'), 'bytes')}, "
+                      f"{d.get('model') or 'model unknown: none in sysfs'}, "
+                      + (f"driver {d['driver']}, " if d.get("driver") else "")
+                      + ("rotational" if d.get("rotational") else "not rotational") + ")"
+                      for d in m.get("disks") or []) or "none found"
+    nics = ", ".join(f"{n['name']} ({n.get('driver') or 'no driver'}" + (f", PCI {n['pci_id']}" if n.get("pci_id") else "")
+                     + (f", {n['speed_mbps']} Mb/s" if n.get("speed_mbps") else "") + ")"
+                     for n in m.get("nics") or []) or "none found"
+    mit = c.get("mitigations") or {}
+    affected = {k: v for k, v in mit.items() if v and not str(v).startswith("Not affected")}
+    mitig = ("; ".join(f"{k}: {v}" for k, v in affected.items())
+             + (f" ({len(mit) - len(affected)} more: not affected)" if len(mit) > len(affected) else "")) \
+        if mit else known(None, "no /sys/devices/system/cpu/vulnerabilities")
+    freq = c.get("cpufreq_driver") or c.get("governor")
+    govern = (f"{known(c.get('governor'), 'none')} ({known(c.get('cpufreq_driver'), 'no driver')})" if freq
+              else "unknown (no cpufreq in sysfs: the hypervisor sets the clock)")
+    boost = known(c.get("boost"), "no cpufreq boost switch in sysfs")
+    smt = ("on" if c.get("smt_active") else "off") + f" (control: {known(c.get('smt_control'), 'no smt/control')})" \
+        if c.get("smt_active") is not None else known(None, "no /sys/devices/system/cpu/smt")
+    refused = "; ".join(f"{r.get('id')}: {r.get('why')}" for r in doc.get("refused") or [])
+    failed = "; ".join(f"{f.get('probe', f.get('id', '?'))}: {f.get('error', f.get('why', ''))}"
+                       for f in doc.get("failures") or [] if isinstance(f, dict))
+    comp = c.get("compiler") or {}
+    commit = c.get("osmeter") or {}
     return [
-        ("CPU", f"{m.get('cpu_model')} ({m.get('online_cpus')} CPUs online, {m.get('arch')})"),
-        ("Caches", caches or "not stated by sysfs"),
-        ("Memory", fmt_value(m.get("memory_bytes"), "bytes")),
-        ("Kernel", str(m.get("kernel"))), ("OS", str(m.get("os"))),
+        ("Host", known(m.get("hostname"), "not recorded")),
+        ("CPU", cpu),
+        ("Caches", caches or "unknown (not stated by sysfs)"),
+        ("Memory", f"{fmt_value(m.get('memory_bytes'), 'bytes')}; modules: {modules}"),
+        ("Kernel", f"{known(m.get('kernel'), 'not recorded')} {m.get('kernel_version') or ''}".strip()),
+        ("OS", known(m.get("os"), "no /etc/os-release")),
+        ("Kernel command line", known(c.get("kernel_cmdline"), "/proc/cmdline unreadable")),
+        ("Mitigations", mitig),
         ("Virtualization", virt),
-        ("Disks", ", ".join(f"{d['name']} ({fmt_value(d['size'], 'bytes')})" for d in m.get("disks") or []) or "-"),
-        ("NICs", ", ".join(f"{n['name']} ({n['driver']})" for n in m.get("nics") or []) or "-"),
-        ("Pinned CPU", str(c.get("pinned_cpu"))),
-        ("Scheduler", f"{sched.get('policy')} {sched.get('priority', '')}".strip()
+        ("Disks", disks),
+        ("NICs", nics),
+        ("Pinned CPU", known(c.get("pinned_cpu"), "not pinned")),
+        ("Scheduler", f"{sched.get('policy') or 'unknown'} {sched.get('priority', '')}".strip()
          + (f" ({sched['why_not_fifo']})" if sched.get("why_not_fifo") else "")),
-        ("Timer", timer),
-        ("Governor / boost / SMT", f"{c.get('governor')} / {c.get('boost')} / {c.get('smt_active')}"),
-        ("THP", str(c.get("thp"))), ("Clocksource", str(c.get("clocksource"))),
-        ("Compiler", str((c.get("compiler") or {}).get("cc_version"))),
-        ("osmeter commit", str((c.get("osmeter") or {}).get("commit"))),
-        ("Preset, wall time", f"{c.get('preset')}, {c.get('wall_s')} s"),
+        ("Timer", _timer_summary(doc)),
+        ("Governor", govern), ("Boost", boost), ("SMT", smt),
+        ("THP", known(c.get("thp"), "no transparent_hugepage in sysfs")),
+        ("Clocksource", known(c.get("clocksource"), "not in sysfs")),
+        ("Load before the run", known(c.get("loadavg_before"), "/proc/loadavg unreadable")),
+        ("Compiler", f"{known(comp.get('cc_version'), 'build/buildinfo.json missing')}"
+         + (f", {comp['cflags']}" if comp.get("cflags") else "")),
+        ("osmeter commit", known(commit.get("commit"), "not a git checkout") + (" (with uncommitted changes)"
+                                                                               if commit.get("dirty") else "")),
+        ("Preset, wall time", f"{known(c.get('preset'), 'a selection of probes')}, {known(c.get('wall_s'), 'unfinished')} s"),
+        ("Refused here", refused or "none"),
+        ("Failed probes", failed or "none"),
     ]
 
 

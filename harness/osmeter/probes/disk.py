@@ -111,7 +111,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         name=f"disk.{workload}", binary="iogen", area="disk",
         measures=(
             m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
-            m(f"disk.{workload}.mbps", "MB/s", f"{workload}: 10^6 bytes per second"),
+            m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
             m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency"),
             m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
         ),

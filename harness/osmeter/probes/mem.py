@@ -161,7 +161,7 @@ PROBES = (
             "figures use half the L1 data cache. A sample is one window of at least 5 ms of whole "
             "passes over the next 16 MiB stretches of the buffer, round and round (a stretch was "
             "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
-            "picks its method by length. MB/s is 10^6 bytes per second of buffer read, written or "
+            "picks its method by length. MB/s is a million bytes per second of buffer read, written or "
             "copied; a copy counts each byte once, as memcpy benchmarks "
             "(perf bench mem) do. The .mt figures run one pinned thread per online CPU on its own "
             "buffer, started and stopped together by a barrier, and add up their bytes."

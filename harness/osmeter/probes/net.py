@@ -21,7 +21,7 @@ METHOD = {
         "One TCP connection per sample carries large writes (128 KiB) for a fixed time. Sending, the "
         "sample ends only when the peer reports how many bytes it received, so data still in socket "
         "buffers is not counted; receiving, bytes read are divided by the time from the first byte "
-        "to the last. MB/s is 10^6 bytes per second of payload (TCP/IP and link headers not counted)."
+        "to the last. MB/s is a million bytes per second of payload (TCP/IP and link headers not counted)."
     ),
     "conn": (
         "connect() on a fresh socket (made before the window) until it returns established; then "
