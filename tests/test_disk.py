@@ -298,6 +298,26 @@ def test_bad_requests_fail_clearly(work, tmp_path, args, words):
     Path("/dev/shm/osmeter-iogen.dat").unlink(missing_ok=True)
 
 
+@pytest.mark.parametrize(
+    "option, value, words",
+    [
+        ("--cycle-qd", "4294967297:4294967298", "go up to 65536"),  # 2^32 + 1: once ran QD 1 and 2
+        ("--cycle-qd", "1:4:x-2", "expected START:END"),              # once ran QD 1 alone
+        ("--cycle-qd", "1:4:x2junk", "expected START:END"),
+        ("--steady", "iops:5%:2s:extra", "METRIC:BOUND%:WINDOW"),     # its tail once ignored
+        ("--steady", "iops:5%:2sx", "METRIC:BOUND%:WINDOW"),
+    ],
+)
+def test_option_values_that_wrap_or_trail_are_refused(tmp_path, option, value, words):
+    """A number beyond 32 bits is refused with its range, not wrapped, and a
+    value with anything after it is refused, not cut short (mutants: sscanf's
+    %u back in parse_cycle; steady_parse without its end-of-text check)."""
+    r = iogen("--target", tmp_path / "t.dat", "--size", "1M", "--workload", "4k-random-read", "--time", 0.1,
+              "--ramp", 0, option, value, check=False)
+    assert r.returncode == 2 and words in r.stderr and r.stdout == "", r.stderr
+    assert not (tmp_path / "t.dat").exists()  # refused before anything was run
+
+
 # --- Iometer files end to end ----------------------------------------------
 
 ICF = """\
@@ -559,6 +579,15 @@ def test_runs_that_used_to_hang_end_on_time(tmp_path, ramloop, spec, args):
     assert time.monotonic() - t0 < 40
 
 
+def test_a_cycle_step_that_would_wrap_ends_after_its_last_depth(tmp_path):
+    """2 x 2^31 is 2^32: in 32 bits the next queue depth wrapped to 0 (the
+    job's own), and the cycle ran for ever (mutant: the unsigned product back
+    in iogen.c's cycle loop)."""
+    f = spec_file(tmp_path, "[spec f]\n4K 100 100 100\n[test]\ncycle_outstanding = 2 2 2147483648 exponential\n")
+    r = iogen("--target", tmp_path / "t.dat", "--size", "1M", "--spec", f, "--time", 0.05, "--ramp", 0, timeout=30)
+    assert [o["qd"] for o in results(r)] == [2]
+
+
 def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
     f = spec_file(tmp_path, "[spec d]\n4K 100 100 100 4000000000 1\n")
     p = subprocess.Popen([IOGEN, "--target", ramloop, "--spec", str(f), "--time", "100", "--ramp", "0"],
@@ -581,7 +610,7 @@ def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
 ])
 def test_io_uring_submission_modes(ramloop, opts, setup):
     o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.3, "--ramp", 0,
-                      "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=30))[0]
+                      "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=5))[0]
     assert setup in o["engine_setup"] and o["reads"] > 0
     if "--batch-complete" in opts:
         assert o["batch_complete"] == 8

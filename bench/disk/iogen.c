@@ -167,8 +167,9 @@ int main(int argc, char **argv)
         if (logf)
             write_log(logf, res.ws, res.nw);
         run_free(&res);
-        qd = job.qd_exponential ? qd * job.qd_step : qd + job.qd_step;
-    } while (job.cycle_qd && qd <= job.qd_end && !rc && !interrupted);
+        uint64_t next = job.qd_exponential ? (uint64_t)qd * job.qd_step : (uint64_t)qd + job.qd_step; /* no wrap */
+        qd = next > job.qd_end ? 0 : (unsigned)next;
+    } while (job.cycle_qd && qd && !rc && !interrupted);
     if (logf && fclose(logf) != 0) {
         fprintf(stderr, "iogen: error: writing --log %s: %s\n", opt.log_file, strerror(errno));
         rc = rc ? rc : 1;

@@ -254,21 +254,29 @@ static unsigned most_outstanding(const struct job *job)
     return most;
 }
 
-/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields. */
+/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields: the whole text, each number in full (no 32-bit wrap). */
 static void parse_cycle(struct job *job)
 {
-    unsigned s, e, k = 2;
-    char op = 'x', extra;
-    int n = sscanf(opt.cycle, "%u:%u:%c%u%c", &s, &e, &op, &k, &extra);
-    if (n != 2 && n != 4)
-        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K, got '%s'", opt.cycle);
-    if (s < 1 || e < s || e > 65536 || (op != 'x' && op != '+') || (op == 'x' && k < 2) || k < 1)
-        osm_usage_error("--cycle-qd '%s': need 1 <= START <= END <= 65536 and a step of x2 or more, or +1 or more",
+    const char *p = opt.cycle;
+    uint64_t s, e, k = 2;
+    char op = 'x';
+    bool ok = !osm_scan_u64(p, &p, 0, UINT64_MAX, &s) && *p++ == ':' && !osm_scan_u64(p, &p, 0, UINT64_MAX, &e);
+    if (ok && *p == ':') {
+        op = p[1];
+        ok = (op == 'x' || op == '+') && !osm_scan_u64(p + 2, &p, 0, UINT64_MAX, &k);
+    }
+    if (!ok || *p)
+        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K (whole numbers), got '%s'",
                         opt.cycle);
+    if (s > 65536 || e > 65536 || k > 65536)
+        osm_usage_error("--cycle-qd '%s': queue depths and the step go up to 65536", opt.cycle);
+    const char *bad = spec_qd_check((unsigned)s, (unsigned)e, (unsigned)k, op == 'x');
+    if (bad)
+        osm_usage_error("--cycle-qd '%s': %s", opt.cycle, bad);
     job->cycle_qd = true;
-    job->qd_start = s;
-    job->qd_end = e;
-    job->qd_step = k;
+    job->qd_start = (unsigned)s;
+    job->qd_end = (unsigned)e;
+    job->qd_step = (unsigned)k;
     job->qd_exponential = op == 'x';
 }
 
