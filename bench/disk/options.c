@@ -69,11 +69,12 @@ static void set_start_at(const char *v)
 }
 static void set_log(const char *v) { opt.log_file = v; }
 static void set_verify(const char *v) { (void)v; opt.verify = true; }
+static void set_verify_state(const char *v) { opt.verify_state = v; }
 static void set_buffered(const char *v) { (void)v; opt.buffered = true; }
 static void set_destroy(const char *v) { (void)v; opt.allow_destroy = true; }
 static void set_signature(const char *v) { (void)v; opt.allow_signature = true; }
 static void set_cpu(const char *v) { opt.cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
-static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); }
+static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); opt.seed_set = true; }
 static void set_batch(const char *v) { opt.batch = (unsigned)osm_parse_u64(cur, v, 0, 65536); }
 static void set_dump(const char *v) { (void)v; opt.dump_spec = true; }
 static void set_sqpoll(const char *v) { opt.eng.sqpoll_cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
@@ -130,7 +131,9 @@ static const struct option_def options[] = {
     { "--start-at", "UNIX_S", "start the first run's requests at this wall-clock time (synchronized hosts)",
       set_start_at },
     { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd", set_log },
-    { "--verify", NULL, "write a checkable pattern; check every block read", set_verify },
+    { "--verify", NULL, "write a checkable pattern; check every block read against the verify state", set_verify },
+    { "--verify-state", "FILE", "what --verify wrote, for later runs (default TARGET.iogen-verify; for a device, "
+      "NAME.iogen-verify here)", set_verify_state },
     { "--buffered", NULL, "through the page cache (default O_DIRECT)", set_buffered },
     { "--allow-destroy-data", NULL, "allow writes to a block device", set_destroy },
     { "--allow-signature", NULL, "... even one holding a file system or partition table", set_signature },
@@ -236,6 +239,10 @@ void options_parse(int argc, char **argv)
         osm_usage_error("--sqpoll, --iopoll, --register-ring, --batch-complete, --taskrun and --async are io_uring's: "
                         "not for --engine %s",
                         opt.engine->name);
+    if (opt.verify_state && !opt.verify)
+        osm_usage_error("--verify-state goes with --verify");
+    if (opt.verify && opt.engine->no_target)
+        osm_usage_error("--verify checks what the target holds: --engine %s has none", opt.engine->name);
     if (opt.eng.iopoll && opt.buffered)
         osm_usage_error("--iopoll needs O_DIRECT: not with --buffered");
 }
