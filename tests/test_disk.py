@@ -215,6 +215,163 @@ def test_file_target_is_filled_and_verify_catches_corruption(work, tmp_path):
     assert results(r)[0]["verify"]["mismatches"] == 1
 
 
+@pytest.fixture
+def vdir(work, request):
+    """A directory of the test's own on the repository's file system (O_DIRECT: never tmpfs)."""
+    d = work / request.node.name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def verify_run(target, workload, *args, check=False):
+    """One --verify run of `workload` over `target`: (exit status, its verify object or None, stderr)."""
+    r = iogen("--target", target, "--workload", workload, "--verify", "--ramp", 0, *args, check=check)
+    objs = results(r)
+    return r.returncode, objs[0]["verify"] if objs else None, r.stderr
+
+
+def write_all(target, *args):
+    """A writing --verify run over the whole 4 MiB target (4 sequential 1 MiB writes)."""
+    rc, v, err = verify_run(target, "1m-seq-write", "--transactions", 4, *args)
+    assert rc == 0, err
+    return v
+
+
+def read_all(target, *args):
+    return verify_run(target, "1m-seq-read", "--transactions", 4, *args)
+
+
+def test_verify_fails_a_zeroed_region_it_wrote(vdir):
+    """Written with --verify, then zeroed: every block is a mismatch, exit 3
+    (it was a pass with a "never written" warning; mutant: a block without
+    the pattern counted as never written whatever the state says)."""
+    target = vdir / "z.dat"
+    write_all(target, "--size", "4M")
+    rc, v, err = read_all(target)
+    assert rc == 0 and v["mismatches"] == 0 and v["blocks_checked"] == v["blocks_read"] > 0, err
+    with open(target, "r+b") as f:
+        f.write(bytes(4 << 20))
+    rc, v, err = read_all(target)
+    assert rc == 3 and "--verify found" in err
+    assert v["mismatches"] == v["blocks_without_pattern"] == v["blocks_checked"] == v["blocks_read"] > 0
+    assert v["blocks_never_written"] == 0
+
+
+def test_verify_checks_with_the_seed_the_state_recorded(vdir):
+    """A verify run given another --seed checks against the seed the blocks
+    were written with (the state's) and says so; it once called every block a
+    mismatch without a word about the seed (mutant: the pattern's seed taken
+    from --seed, not the state)."""
+    target = vdir / "s.dat"
+    assert write_all(target, "--size", "4M", "--seed", 11)["seed"] == 11
+    rc, v, err = read_all(target, "--seed", 12)
+    assert rc == 0 and v["mismatches"] == 0 and v["blocks_checked"] == v["blocks_read"] > 0, err
+    assert v["seed"] == 11 and "written with seed 11" in err and "--seed 12" in err
+
+
+def test_verify_catches_a_stale_block_from_the_previous_generation(vdir):
+    """Two writing runs of the same seed; one block put back as the first
+    left it (the second's write to it lost): a mismatch, counted stale, exit
+    3 (mutant: the generation left out of the pattern and its header)."""
+    target = vdir / "g.dat"
+    assert write_all(target, "--size", "4M")["generation"] == 1
+    at = (2 << 20) + 4096
+    with open(target, "rb") as f:
+        f.seek(at)
+        old = f.read(4096)
+    assert write_all(target)["generation"] == 2
+    rc, v, err = read_all(target)
+    assert rc == 0 and v["mismatches"] == 0 and v["generation"] == 2, err
+    with open(target, "r+b") as f:
+        f.seek(at)
+        f.write(old)
+    rc, v, err = read_all(target)
+    lbs = (4 << 20) // v["blocks_read"]
+    assert rc == 3 and v["mismatches"] == v["blocks_stale"] == 4096 // lbs, err
+    assert "earlier generation" in err
+
+
+def test_verify_without_a_state_checks_nothing_and_says_so(vdir, tmp_path):
+    """No state: refused up front (exit 2, nothing run), never a success; a
+    read that only meets blocks never written under the state: exit 1, and
+    blocks never written are counted and warned of, never passed (mutants:
+    verify_open accepting a missing state; main without its nothing-checked
+    check)."""
+    target = vdir / "n.dat"
+    iogen("--target", target, "--size", "4M", "--workload", "1m-seq-read", "--transactions", 1, "--ramp", 0)
+    rc, v, err = read_all(target)
+    assert rc == 2 and v is None and "no verify state" in err and "nothing could be checked" in err
+    # the first MiB written under a state; a worker that reads only the last
+    write_all(target, "--size", "1M")
+    spec = spec_file(tmp_path, "[spec r]\n1M 100 100 0\n[worker w]\nspec = r\nstart = 3M\nmax_size = 1M\n")
+    r = iogen("--target", target, "--spec", spec, "--verify", "--transactions", 1, "--ramp", 0, check=False)
+    v = results(r)[0]["verify"]
+    assert r.returncode == 1 and "could check none" in r.stderr, r.stderr
+    assert v["blocks_never_written"] == v["blocks_read"] > 0 and v["blocks_checked"] == 0
+    rc, v, err = read_all(target)  # the whole target: the written quarter checked, the rest reported
+    assert rc == 0 and v["blocks_checked"] == v["blocks_read"] // 4 and v["mismatches"] == 0
+    assert v["blocks_never_written"] == 3 * v["blocks_checked"] and "never written under the verify state" in err
+
+
+def test_verify_after_a_writer_that_never_finished(vdir):
+    """A writer killed mid-run leaves the state unfinished: each block may
+    then hold the older data or the unfinished run's, and nothing else; a
+    block holding neither is still a mismatch (mutant: the unfinished
+    writer's generation not accepted)."""
+    target = vdir / "k.dat"
+    write_all(target, "--size", "4M")
+    state = Path(str(target) + ".iogen-verify")
+    before = state.read_bytes()
+    rc, v, err = verify_run(target, "4k-random-write", "--transactions", 64)
+    assert rc == 0 and v["generation"] == 2, err
+    # as if killed: the map of generation 1, the header of generation 2 unfinished
+    state.write_bytes(before.replace(b"generation 1\nfinished 1\n", b"generation 2\nfinished 0\n", 1))
+    rc, v, err = read_all(target)
+    assert rc == 0 and v["mismatches"] == 0 and v["blocks_checked"] == v["blocks_read"] > 0, err
+    assert "never finished" in err
+    with open(target, "r+b") as f:
+        f.seek(1 << 20)
+        f.write(b"\xff" * 512)
+    rc, v, err = read_all(target)
+    assert rc == 3 and v["mismatches"] >= 1
+
+
+def test_verify_after_precondition_expects_no_pattern_it_overwrote(vdir):
+    """--precondition overwrites every block with data that hold no pattern:
+    the state then says never written, not the generation before (mutant:
+    the map not cleared for the precondition)."""
+    target = vdir / "p.dat"
+    write_all(target, "--size", "4M")
+    rc, v, err = verify_run(target, "4k-random-write", "--precondition", "--transactions", 8)
+    assert rc == 0 and v["generation"] == 2, err
+    rc, v, err = read_all(target)
+    assert rc == 0 and v["mismatches"] == 0, err
+    assert 0 < v["blocks_checked"] <= 8 * 4096 // ((4 << 20) // v["blocks_read"])
+    assert v["blocks_never_written"] == v["blocks_read"] - v["blocks_checked"]
+
+
+def test_the_verify_state_never_follows_a_link(vdir):
+    """A link planted where the state goes (a shared directory) is refused,
+    its target untouched; the state is written whole through a file beside it
+    and a rename, leaving nothing else behind."""
+    target = vdir / "l.dat"
+    victim = vdir / "victim"
+    victim.write_text("keep me\n")
+    link = vdir / "state"
+    link.symlink_to(victim)
+    rc, v, err = verify_run(target, "1m-seq-write", "--size", "4M", "--transactions", 4, "--verify-state", link)
+    assert rc == 2 and "symbolic link" in err and v is None
+    assert victim.read_text() == "keep me\n"
+    link.unlink()
+    write_all(target, "--verify-state", link)
+    assert link.read_bytes().startswith(b"iogen verify state 1\n")
+    assert sorted(p.name for p in vdir.iterdir()) == ["l.dat", "state", "victim"]
+    rc, v, err = read_all(target, "--verify-state", link)
+    assert rc == 0 and v["state"] == str(link) and v["mismatches"] == 0
+
+
 def test_writes_stay_inside_the_region(work):
     target = work / "region.dat"
     target.unlink(missing_ok=True)
@@ -284,6 +441,9 @@ def test_signatures_and_mounts_are_refused(tmp_path):
          "--start-at: expected a Unix time in seconds"),
         (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--taskrun", "later"),
          "--taskrun: expected defer, coop or plain"),
+        (("--engine", "nop", "--workload", "4k-random-read", "--verify"), "--verify checks what the target holds"),
+        (("--target", "{work}/x.dat", "--size", "1M", "--workload", "4k-random-read", "--verify-state", "{work}/s"),
+         "--verify-state goes with --verify"),
     ],
 )
 def test_bad_requests_fail_clearly(work, tmp_path, args, words):
@@ -296,6 +456,26 @@ def test_bad_requests_fail_clearly(work, tmp_path, args, words):
     assert r.returncode == 2, r.stderr
     assert words in r.stderr and r.stdout == ""
     Path("/dev/shm/osmeter-iogen.dat").unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(
+    "option, value, words",
+    [
+        ("--cycle-qd", "4294967297:4294967298", "go up to 65536"),  # 2^32 + 1: once ran QD 1 and 2
+        ("--cycle-qd", "1:4:x-2", "expected START:END"),              # once ran QD 1 alone
+        ("--cycle-qd", "1:4:x2junk", "expected START:END"),
+        ("--steady", "iops:5%:2s:extra", "METRIC:BOUND%:WINDOW"),     # its tail once ignored
+        ("--steady", "iops:5%:2sx", "METRIC:BOUND%:WINDOW"),
+    ],
+)
+def test_option_values_that_wrap_or_trail_are_refused(tmp_path, option, value, words):
+    """A number beyond 32 bits is refused with its range, not wrapped, and a
+    value with anything after it is refused, not cut short (mutants: sscanf's
+    %u back in parse_cycle; steady_parse without its end-of-text check)."""
+    r = iogen("--target", tmp_path / "t.dat", "--size", "1M", "--workload", "4k-random-read", "--time", 0.1,
+              "--ramp", 0, option, value, check=False)
+    assert r.returncode == 2 and words in r.stderr and r.stdout == "", r.stderr
+    assert not (tmp_path / "t.dat").exists()  # refused before anything was run
 
 
 # --- Iometer files end to end ----------------------------------------------
@@ -559,6 +739,15 @@ def test_runs_that_used_to_hang_end_on_time(tmp_path, ramloop, spec, args):
     assert time.monotonic() - t0 < 40
 
 
+def test_a_cycle_step_that_would_wrap_ends_after_its_last_depth(tmp_path):
+    """2 x 2^31 is 2^32: in 32 bits the next queue depth wrapped to 0 (the
+    job's own), and the cycle ran for ever (mutant: the unsigned product back
+    in iogen.c's cycle loop)."""
+    f = spec_file(tmp_path, "[spec f]\n4K 100 100 100\n[test]\ncycle_outstanding = 2 2 2147483648 exponential\n")
+    r = iogen("--target", tmp_path / "t.dat", "--size", "1M", "--spec", f, "--time", 0.05, "--ramp", 0, timeout=30)
+    assert [o["qd"] for o in results(r)] == [2]
+
+
 def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
     f = spec_file(tmp_path, "[spec d]\n4K 100 100 100 4000000000 1\n")
     p = subprocess.Popen([IOGEN, "--target", ramloop, "--spec", str(f), "--time", "100", "--ramp", "0"],
@@ -581,7 +770,7 @@ def test_sigterm_ends_a_long_delay_at_once(tmp_path, ramloop):
 ])
 def test_io_uring_submission_modes(ramloop, opts, setup):
     o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 16, "--time", 0.3, "--ramp", 0,
-                      "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=30))[0]
+                      "--cpu", max(os.sched_getaffinity(0)), *opts, timeout=5))[0]
     assert setup in o["engine_setup"] and o["reads"] > 0
     if "--batch-complete" in opts:
         assert o["batch_complete"] == 8

@@ -42,17 +42,28 @@ int osm_parse_cpu_list(const char *s, int *out, int max)
     return n;
 }
 
+int osm_scan_u64(const char *s, const char **end, uint64_t min, uint64_t max, uint64_t *out)
+{
+    /* digits only: strtoull would also take a sign ("-2" wraps to 2^64 - 2) and leading space */
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    char *e;
+    unsigned long long v = strtoull(s, &e, 10);
+    if (errno || v < min || v > max)
+        return -1;
+    *end = e;
+    *out = v;
+    return 0;
+}
+
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
     if (!s || !*s)
         osm_usage_error("%s needs a value", opt);
-    if (*s == '-' || *s == '+')
-        osm_usage_error("%s: expected a whole number from %llu to %llu, got '%s'", opt,
-                        (unsigned long long)min, (unsigned long long)max, s);
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v < min || v > max)
+    const char *end;
+    uint64_t v;
+    if (osm_scan_u64(s, &end, min, max, &v) != 0 || *end)
         osm_usage_error("%s: expected a whole number from %llu to %llu, got '%s'", opt,
                         (unsigned long long)min, (unsigned long long)max, s);
     return v;

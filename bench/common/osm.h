@@ -357,6 +357,10 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
 
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+/* The whole number from min to max that s starts with (decimal digits, no
+ * sign or space), for values within a larger text ("1:64:x2"): 0 with *out
+ * and *end just past it, or -1 (no digits, beyond 2^64 - 1, or out of range). */
+int osm_scan_u64(const char *s, const char **end, uint64_t min, uint64_t max, uint64_t *out);
 /* "0-3,8" into out[] (at most max): the count, or -1 when malformed, too many,
  * or a CPU number of CPU_SETSIZE or more (no CPU can have it). */
 int osm_parse_cpu_list(const char *s, int *out, int max);

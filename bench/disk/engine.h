@@ -23,11 +23,12 @@ struct io {
     uint64_t off;     /* byte offset in the target */
     uint32_t len;
     bool write;
-    bool verify_stable; /* --verify: every block it reads was written, and no write to it was in flight */
+    bool verify_stable; /* --verify: no write to a block it reads was in flight at its issue */
     uint16_t line;    /* the spec line it came from */
     unsigned slot;    /* index of this request among its stream's */
     uint64_t t_start; /* ticks at submission */
     int64_t res;      /* bytes done, or -errno */
+    uint64_t verify_seq; /* --verify: its blocks' write counts at its issue */
 };
 
 /* How to drive the kernel, where an engine offers a choice (io_uring's

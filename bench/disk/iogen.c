@@ -8,7 +8,7 @@
  * docs/DESIGN.md (contract 7).
  *
  * The parts: options.c (the option table and the job), run.c (workers,
- * streams, the measured window, --verify), report.c (the JSON result, the
+ * streams, the measured window), verify.c (--verify and its state), report.c (the JSON result, the
  * log), engine.c and engine_<name>.c (the engines), spec*.c (workloads and
  * .icf import), target.c (what is read and written, and what must never be),
  * hist.c (latency histograms), prober.c (the system's view meanwhile).
@@ -83,7 +83,8 @@ int main(int argc, char **argv)
         return 0;
     }
     struct target t;
-    struct target_opts to = { .size = opt.size, .writes = spec_writes(&job) || opt.verify || opt.precondition,
+    bool writes = spec_writes(&job) || opt.precondition;
+    struct target_opts to = { .size = opt.size, .writes = writes,
                               .direct = !opt.buffered,
                               .allow_destroy = opt.allow_destroy, .allow_signature = opt.allow_signature };
     char err[1024];
@@ -110,15 +111,8 @@ int main(int argc, char **argv)
     tick_ns = 1e9 / tick_hz;
     run.lbs = t.lbs < 16 ? 512 : t.lbs;
     run.verify = opt.verify;
-    run.verify_seed = opt.seed ^ 0xC0FFEEull;
     run.transactions = job.transactions;
     run.log = opt.log_file != NULL;
-    if (run.verify && verify_setup(&t, err, sizeof err) != 0) {
-        fprintf(stderr, "iogen: error: %s\n", err);
-        target_close(&t);
-        return 2;
-    }
-
     FILE *logf = NULL;
     if (opt.log_file) {
         /* never through a link planted at the path (a shared /tmp): O_NOFOLLOW */
@@ -132,6 +126,14 @@ int main(int argc, char **argv)
             return 2;
         }
         fputs("start_ns,offset,size,op,latency_ns,worker,qd\n", logf);
+    }
+    /* the last refusal before anything is written: it saves the state, unfinished, when this process writes */
+    if (run.verify && verify_open(&t, writes, err, sizeof err) != 0) {
+        fprintf(stderr, "iogen: error: %s\n", err);
+        if (logf)
+            fclose(logf);
+        target_close(&t);
+        return 2;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -147,6 +149,8 @@ int main(int argc, char **argv)
         }
         if (precondition(&t, &pre, err, sizeof err) != 0) {
             fprintf(stderr, "iogen: error: %s\n", interrupted ? "--precondition: interrupted" : err);
+            if (run.verify && verify_close(err, sizeof err) != 0) /* the region now holds no pattern */
+                fprintf(stderr, "iogen: error: %s\n", err);
             target_close(&t);
             return interrupted ? 130 : 1;
         }
@@ -167,14 +171,24 @@ int main(int argc, char **argv)
         if (logf)
             write_log(logf, res.ws, res.nw);
         run_free(&res);
-        qd = job.qd_exponential ? qd * job.qd_step : qd + job.qd_step;
-    } while (job.cycle_qd && qd <= job.qd_end && !rc && !interrupted);
+        uint64_t next = job.qd_exponential ? (uint64_t)qd * job.qd_step : (uint64_t)qd + job.qd_step; /* no wrap */
+        qd = next > job.qd_end ? 0 : (unsigned)next;
+    } while (job.cycle_qd && qd && !rc && !interrupted);
     if (logf && fclose(logf) != 0) {
         fprintf(stderr, "iogen: error: writing --log %s: %s\n", opt.log_file, strerror(errno));
+        rc = rc ? rc : 1;
+    }
+    if (run.verify && verify_close(err, sizeof err) != 0) {
+        fprintf(stderr, "iogen: error: %s\n", err);
         rc = rc ? rc : 1;
     }
     target_close(&t);
     if (rc == 3)
         fprintf(stderr, "iogen: error: --verify found blocks that do not hold what was written\n");
+    if (!rc && run.verify && run.vread_all && !run.vchecked_all) { /* never a success that checked nothing */
+        fprintf(stderr, "iogen: error: --verify could check none of the %llu blocks read: none was written under "
+                "the verify state, or each raced a write\n", (unsigned long long)run.vread_all);
+        rc = 1;
+    }
     return interrupted && !rc ? 130 : rc;
 }

@@ -4,7 +4,8 @@
  *   options.c   the option table: parsing, --help, the docs' option list;
  *               the job built from the options and the workload file
  *   run.c       a run: workers and their streams of requests through an
- *               engine, the measured window, intervals, --verify
+ *               engine, the measured window, intervals
+ *   verify.c    --verify: the pattern, the checks, the verify state file
  *   report.c    the JSON result of a run, the request log, the live line
  *   engine.c    the engines by name (engine_<name>.c each)
  */
@@ -29,6 +30,7 @@
 
 struct iogen_opts {
     const char *target, *workload, *spec_file, *icf_file, *spec_name, *log_file;
+    const char *verify_state; /* --verify-state, or NULL: the default (verify.c) */
     const struct engine_ops *engine;
     bool engine_set;        /* --engine given: never replaced */
     bool engine_auto;       /* neither --engine nor an io_uring option given: the target may choose */
@@ -44,6 +46,7 @@ struct iogen_opts {
     const char *cycle;      /* --cycle-qd */
     int cpu;
     uint64_t seed;
+    bool seed_set;          /* --seed given */
     unsigned batch;         /* most requests per submission; 0 = every free slot */
     struct engine_opts eng; /* --sqpoll, --iopoll, --register-ring, --batch-complete */
     struct steady steady;   /* --steady METRIC:BOUND:WINDOW */
@@ -94,7 +97,9 @@ struct stream {
     uint64_t ival_end;
     uint64_t reads, writes, bytes_r, bytes_w;
     uint64_t syscalls;     /* counted while measuring */
-    uint64_t vread, verified, bad, headerless, raced; /* --verify, in blocks */
+    /* --verify, in blocks: read = checked + never written + raced; among the checked, bad ones, of which
+     * stale (an earlier generation's data) and without the pattern at all */
+    uint64_t vread, verified, vnever, raced, bad, vstale, vnopattern;
     struct logrec *log;
     size_t nlog, clog;
     bool log_full;
@@ -135,7 +140,7 @@ struct run_state {
     bool steady_stop;          /* --steady ended the run */
     unsigned lbs;
     bool verify;
-    uint64_t verify_seed;
+    uint64_t vread_all, vchecked_all; /* --verify: blocks read and checked over every run so far */
     bool log;
     int qd;
 };
@@ -166,11 +171,20 @@ struct precondition {
     double seconds;
 };
 int precondition(const struct target *t, struct precondition *out, char *err, size_t errlen);
-/* --verify: what this process has written, block by block, across runs. */
-int verify_setup(const struct target *t, char *err, size_t errlen);
-/* Blocks that do not hold what was written: wrong content, and, once the
- * region shows the pattern anywhere, blocks without it. */
-uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless);
+
+/* ------------------------------------------------------------- verify */
+
+/* --verify: loads the verify state (verify.c says what it is); a process
+ * that writes takes the next generation and saves the state, unfinished,
+ * before it writes. 0, or -1 with a message (nothing can be checked, or the
+ * state cannot be written). */
+int verify_open(const struct target *t, bool writes, char *err, size_t errlen);
+/* The state saved, finished (a process that writes). 0, or -1 with a message. */
+int verify_close(char *err, size_t errlen);
+void verify_fill(char *buf, uint64_t off, uint32_t len); /* a write's buffer: the pattern */
+void verify_issue(struct io *io);
+void verify_done(struct stream *s, struct io *io, bool ok);
+void verify_json(struct json *j); /* state, seed, generation */
 
 /* ------------------------------------------------------------- report */
 

@@ -69,11 +69,12 @@ static void set_start_at(const char *v)
 }
 static void set_log(const char *v) { opt.log_file = v; }
 static void set_verify(const char *v) { (void)v; opt.verify = true; }
+static void set_verify_state(const char *v) { opt.verify_state = v; }
 static void set_buffered(const char *v) { (void)v; opt.buffered = true; }
 static void set_destroy(const char *v) { (void)v; opt.allow_destroy = true; }
 static void set_signature(const char *v) { (void)v; opt.allow_signature = true; }
 static void set_cpu(const char *v) { opt.cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
-static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); }
+static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); opt.seed_set = true; }
 static void set_batch(const char *v) { opt.batch = (unsigned)osm_parse_u64(cur, v, 0, 65536); }
 static void set_dump(const char *v) { (void)v; opt.dump_spec = true; }
 static void set_sqpoll(const char *v) { opt.eng.sqpoll_cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
@@ -130,7 +131,9 @@ static const struct option_def options[] = {
     { "--start-at", "UNIX_S", "start the first run's requests at this wall-clock time (synchronized hosts)",
       set_start_at },
     { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd", set_log },
-    { "--verify", NULL, "write a checkable pattern; check every block read", set_verify },
+    { "--verify", NULL, "write a checkable pattern; check every block read against the verify state", set_verify },
+    { "--verify-state", "FILE", "what --verify wrote, for later runs (default TARGET.iogen-verify; for a device, "
+      "NAME.iogen-verify here)", set_verify_state },
     { "--buffered", NULL, "through the page cache (default O_DIRECT)", set_buffered },
     { "--allow-destroy-data", NULL, "allow writes to a block device", set_destroy },
     { "--allow-signature", NULL, "... even one holding a file system or partition table", set_signature },
@@ -236,6 +239,10 @@ void options_parse(int argc, char **argv)
         osm_usage_error("--sqpoll, --iopoll, --register-ring, --batch-complete, --taskrun and --async are io_uring's: "
                         "not for --engine %s",
                         opt.engine->name);
+    if (opt.verify_state && !opt.verify)
+        osm_usage_error("--verify-state goes with --verify");
+    if (opt.verify && opt.engine->no_target)
+        osm_usage_error("--verify checks what the target holds: --engine %s has none", opt.engine->name);
     if (opt.eng.iopoll && opt.buffered)
         osm_usage_error("--iopoll needs O_DIRECT: not with --buffered");
 }
@@ -254,21 +261,29 @@ static unsigned most_outstanding(const struct job *job)
     return most;
 }
 
-/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields. */
+/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields: the whole text, each number in full (no 32-bit wrap). */
 static void parse_cycle(struct job *job)
 {
-    unsigned s, e, k = 2;
-    char op = 'x', extra;
-    int n = sscanf(opt.cycle, "%u:%u:%c%u%c", &s, &e, &op, &k, &extra);
-    if (n != 2 && n != 4)
-        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K, got '%s'", opt.cycle);
-    if (s < 1 || e < s || e > 65536 || (op != 'x' && op != '+') || (op == 'x' && k < 2) || k < 1)
-        osm_usage_error("--cycle-qd '%s': need 1 <= START <= END <= 65536 and a step of x2 or more, or +1 or more",
+    const char *p = opt.cycle;
+    uint64_t s, e, k = 2;
+    char op = 'x';
+    bool ok = !osm_scan_u64(p, &p, 0, UINT64_MAX, &s) && *p++ == ':' && !osm_scan_u64(p, &p, 0, UINT64_MAX, &e);
+    if (ok && *p == ':') {
+        op = p[1];
+        ok = (op == 'x' || op == '+') && !osm_scan_u64(p + 2, &p, 0, UINT64_MAX, &k);
+    }
+    if (!ok || *p)
+        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K (whole numbers), got '%s'",
                         opt.cycle);
+    if (s > 65536 || e > 65536 || k > 65536)
+        osm_usage_error("--cycle-qd '%s': queue depths and the step go up to 65536", opt.cycle);
+    const char *bad = spec_qd_check((unsigned)s, (unsigned)e, (unsigned)k, op == 'x');
+    if (bad)
+        osm_usage_error("--cycle-qd '%s': %s", opt.cycle, bad);
     job->cycle_qd = true;
-    job->qd_start = s;
-    job->qd_end = e;
-    job->qd_step = k;
+    job->qd_start = (unsigned)s;
+    job->qd_end = (unsigned)e;
+    job->qd_step = (unsigned)k;
     job->qd_exponential = op == 'x';
 }
 

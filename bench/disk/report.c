@@ -10,7 +10,7 @@
 
 struct totals {
     struct hist all, rd, wr;
-    uint64_t reads, writes, bytes_r, bytes_w, syscalls, vread, verified, bad, headerless, raced;
+    uint64_t reads, writes, bytes_r, bytes_w, syscalls, vread, verified, vnever, raced, bad, vstale, vnopattern;
 };
 
 static void totals_clear(struct totals *t)
@@ -31,11 +31,13 @@ static void add_stream(struct totals *t, const struct stream *s)
     t->bytes_r += s->bytes_r;
     t->bytes_w += s->bytes_w;
     t->syscalls += s->syscalls;
-    t->verified += s->verified;
-    t->bad += s->bad;
-    t->headerless += s->headerless;
     t->vread += s->vread;
+    t->verified += s->verified;
+    t->vnever += s->vnever;
     t->raced += s->raced;
+    t->bad += s->bad;
+    t->vstale += s->vstale;
+    t->vnopattern += s->vnopattern;
 }
 
 static double seconds(struct timeval a, struct timeval b)
@@ -138,22 +140,26 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kint(&j, "ctx_switches", ctx);
     json_kfixed(&j, "ctx_switches_per_io", (double)ctx * per, 4);
     if (run.verify) {
-        /* every block read is accounted for: checked (a mismatch among them, or not), never
-         * written with the pattern (when no block read shows it), or read while being written */
-        bool written = tot.verified > 0;
+        /* every block read is accounted for: checked against what the verify state says it holds (a
+         * mismatch, or not), never written under the state (not checked), or read while written */
         json_key(&j, "verify");
         json_obj(&j);
+        verify_json(&j);
         json_kuint(&j, "blocks_read", tot.vread);
-        json_kuint(&j, "blocks_checked", tot.verified + (written ? tot.headerless : 0));
-        json_kuint(&j, "mismatches", verify_mismatches(tot.verified, tot.bad, tot.headerless));
-        json_kuint(&j, "blocks_without_pattern", tot.headerless);
-        json_kuint(&j, "blocks_never_written", written ? 0 : tot.headerless);
+        json_kuint(&j, "blocks_checked", tot.verified);
+        json_kuint(&j, "mismatches", tot.bad);
+        json_kuint(&j, "blocks_stale", tot.vstale);
+        json_kuint(&j, "blocks_without_pattern", tot.vnopattern);
+        json_kuint(&j, "blocks_never_written", tot.vnever);
         json_kuint(&j, "blocks_raced", tot.raced);
         json_obj_end(&j);
-        if (!written && tot.headerless)
-            fprintf(stderr, "iogen: warning: --verify: none of the %llu blocks read holds the pattern: the region was "
-                    "never written with --verify, so nothing could be checked\n",
-                    (unsigned long long)tot.headerless);
+        if (tot.vnever)
+            fprintf(stderr, "iogen: warning: --verify: %llu of the %llu blocks read were never written under the "
+                    "verify state: nothing to check them against\n",
+                    (unsigned long long)tot.vnever, (unsigned long long)tot.vread);
+        if (tot.vstale)
+            fprintf(stderr, "iogen: error: --verify: %llu blocks hold an earlier generation's data: a later write to "
+                    "them was lost\n", (unsigned long long)tot.vstale);
     }
     if (opt.steady.on)
         steady_json(&opt.steady, &j);

@@ -1,6 +1,6 @@
 /* run.c - one run of a job: workers, each with one or more streams of
  * requests going through an engine; the ramp-up, the measured window and
- * its report intervals; --verify.
+ * its report intervals (--verify is verify.c's).
  *
  * A stream's thread queues every free request slot (each request picks a
  * spec line by % of accesses, then read or write and random or sequential by
@@ -42,106 +42,6 @@ static uint64_t rnd(struct stream *s)
     return osm_rand(&s->rng);
 }
 
-/* ------------------------------------------------------------ --verify */
-
-/* Every lbs-sized block written starts with a header naming its own
- * offset; the rest is a function of (offset, seed). A read of a block this
- * process wrote must match it exactly, header included: a misplaced, lost
- * or corrupted block cannot. Per block, 16 bits: the top one says it was
- * written, the rest count writes to it in flight. */
-#define VMAGIC 0x4f534d5659464931ull /* "OSMVYFI1" */
-#define VWRITTEN 0x8000u
-#define VMAX_BLOCKS (1ull << 29)
-
-static _Atomic uint16_t *vstate;
-static uint64_t vblocks;
-
-int verify_setup(const struct target *t, char *err, size_t errlen)
-{
-    vblocks = t->size / run.lbs;
-    if (vblocks > VMAX_BLOCKS) {
-        snprintf(err, errlen, "--verify keeps two bytes per %u-byte block: %llu blocks is too many; verify a smaller "
-                 "region with --size", run.lbs, (unsigned long long)vblocks);
-        return -1;
-    }
-    vstate = calloc(vblocks ? vblocks : 1, sizeof *vstate);
-    if (!vstate) {
-        snprintf(err, errlen, "--verify: no memory for %llu block states", (unsigned long long)vblocks);
-        return -1;
-    }
-    return 0;
-}
-
-static uint64_t vword(uint64_t off, uint64_t seed, uint64_t i)
-{
-    uint64_t x = off * 0x9E3779B97F4A7C15ull ^ seed ^ (i * 0xBF58476D1CE4E5B9ull);
-    x ^= x >> 31;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 29);
-}
-
-static void verify_fill(char *buf, uint64_t off, uint32_t len)
-{
-    for (uint32_t b = 0; b < len; b += run.lbs) {
-        uint64_t *w = (uint64_t *)(buf + b), at = off + b;
-        w[0] = VMAGIC;
-        w[1] = at;
-        for (uint32_t i = 2; i < run.lbs / 8; i++)
-            w[i] = vword(at, run.verify_seed, i);
-    }
-}
-
-/* At issue: a write marks its blocks in flight; a read notes whether all it
- * reads was written before and is not being written now. */
-static void verify_issue(struct io *io)
-{
-    uint64_t first = io->off / run.lbs, n = io->len / run.lbs;
-    if (io->write) {
-        for (uint64_t b = first; b < first + n; b++)
-            atomic_fetch_add_explicit(&vstate[b], 1, memory_order_relaxed);
-        return;
-    }
-    io->verify_stable = true;
-    for (uint64_t b = first; b < first + n && io->verify_stable; b++)
-        io->verify_stable = atomic_load_explicit(&vstate[b], memory_order_relaxed) == VWRITTEN;
-}
-
-static void verify_done(struct stream *s, struct io *io, bool ok)
-{
-    uint64_t first = io->off / run.lbs;
-    for (uint32_t b = 0; b < io->len; b += run.lbs) {
-        uint64_t blk = first + b / run.lbs;
-        if (io->write) {
-            uint16_t v = atomic_load_explicit(&vstate[blk], memory_order_relaxed), nv;
-            do
-                nv = (uint16_t)(((v & ~VWRITTEN) - 1) | (ok ? VWRITTEN : (v & VWRITTEN)));
-            while (!atomic_compare_exchange_weak_explicit(&vstate[blk], &v, nv, memory_order_relaxed,
-                                                          memory_order_relaxed));
-            continue;
-        }
-        if (!ok)
-            continue;
-        s->vread++;
-        uint16_t now = atomic_load_explicit(&vstate[blk], memory_order_relaxed);
-        if (now & ~VWRITTEN || (io->verify_stable && now != VWRITTEN)) {
-            s->raced++; /* a write to it was in flight: either content would be right */
-            continue;
-        }
-        const uint64_t *w = (const uint64_t *)(io->buf + b);
-        uint64_t at = io->off + b;
-        if (w[0] != VMAGIC && !(now & VWRITTEN)) {
-            s->headerless++; /* never written with the pattern, as far as this process knows */
-            continue;
-        }
-        bool same = w[0] == VMAGIC && w[1] == at;
-        for (uint32_t i = 2; same && i < run.lbs / 8; i++)
-            same = w[i] == vword(at, run.verify_seed, i);
-        s->verified++;
-        if (!same)
-            s->bad++;
-    }
-}
-
 int precondition(const struct target *t, struct precondition *out, char *err, size_t errlen)
 {
     const size_t chunk = 1 << 20;
@@ -171,12 +71,6 @@ int precondition(const struct target *t, struct precondition *out, char *err, si
     out->seconds = (double)(ticks() - t0) / tick_hz;
     free(buf);
     return interrupted ? -1 : 0;
-}
-
-uint64_t verify_mismatches(uint64_t checked, uint64_t bad, uint64_t headerless)
-{
-    /* once the region shows the pattern anywhere, a block without it lost its write */
-    return bad + (checked ? headerless : 0);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -640,14 +534,14 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
                 interrupted ? "was interrupted" : "ended");
         rc = 1;
     }
-    uint64_t checked = 0, bad = 0, headerless = 0;
+    uint64_t bad = 0;
     for (int i = 0; i < nw; i++)
         for (unsigned k = 0; k < ws[i].nstreams; k++) {
-            checked += ws[i].streams[k].verified;
+            run.vread_all += ws[i].streams[k].vread;
+            run.vchecked_all += ws[i].streams[k].verified;
             bad += ws[i].streams[k].bad;
-            headerless += ws[i].streams[k].headerless;
         }
-    if (!rc && verify_mismatches(checked, bad, headerless))
+    if (!rc && bad)
         rc = 3;
     return rc;
 }

@@ -77,6 +77,8 @@ void spec_list_builtins(FILE *f);
 /* Checks a spec: at least one line, accesses summing to 100, read and random
  * within 0..100, burst >= 1, sizes > 0. 0 or -1 with a message in err. */
 int spec_validate(const struct spec *s, char *err, size_t errlen);
+/* A queue depth cycle's start, end and step: NULL when sound, else why not. */
+const char *spec_qd_check(unsigned start, unsigned end, unsigned step, bool exponential);
 
 /* Reads the native format (docs/spec-format.md) or an Iometer .icf into job.
  * Anything not understood or not supported is an error naming the line and

@@ -40,6 +40,5 @@ int rd_finish_spec(struct rd *r, const struct spec *s, int header_line, const in
 /* from spec.c */
 int spec_find(const struct job *job, const char *name);
 int spec_check_lines(const struct spec *s, int *bad, char *err, size_t errlen);
-const char *spec_qd_check(unsigned start, unsigned end, unsigned step, bool exponential);
 
 #endif

@@ -17,9 +17,12 @@ int steady_parse(const char *text, struct steady *s, char *err, size_t errlen)
     memset(s, 0, sizeof *s);
     char metric[32];
     double bound, window;
-    char pct, unit = 's';
-    int n = sscanf(text, "%31[a-z_]:%lf%c:%lf%c", metric, &bound, &pct, &window, &unit);
-    if (n < 4 || pct != '%' || unit != 's' || !(bound > 0) || bound >= 100 || !(window > 0) || window > 1e6) {
+    char pct = 0;
+    int used = 0; /* the text must end after WINDOW (and its optional s): nothing ignored */
+    int n = sscanf(text, "%31[a-z_]:%lf%c:%lf%n", metric, &bound, &pct, &window, &used);
+    const char *rest = n == 4 ? text + used : "?";
+    if (n < 4 || pct != '%' || (*rest && strcmp(rest, "s")) || !(bound > 0) || bound >= 100 || !(window > 0) ||
+        window > 1e6) {
         snprintf(err, errlen, "--steady '%s': expected METRIC:BOUND%%:WINDOW, such as iops:2%%:10s or "
                  "lat_slope:0.5%%:30s (METRIC iops, mbps or lat, with _slope for the slope criterion)", text);
         return -1;
