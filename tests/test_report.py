@@ -105,7 +105,7 @@ def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     assert r"Error $=$ (measured $-$ predicted) / predicted" in tex  # the footnote that defines it
     for p in registry.PROBES:  # the methodology of every probe that ran
         if any(m["id"] in p.ids() for m in quick_run[1]["measurements"]):
-            assert esc(p.methodology)[:60] in tex and esc(p.shared_method)[:60] in tex
+            assert esc(p.method_text("quick"))[:60] in tex and esc(p.shared_method)[:60] in tex
     # a method several probes share is printed once per section
     disk = next(p for p in registry.PROBES if p.area == "disk")
     assert tex.count(esc(disk.shared_method)[:80]) == 1
@@ -563,3 +563,53 @@ def test_quote_median_puts_the_median_in_the_summary(quick_run):
     assert r"Measured\\Time (median)" in tex and "the median across" in tex
     bad = osmeter("report", str(run), "--quote", "mode")
     assert bad.returncode == 2 and "--quote" in bad.stderr
+
+
+# --- method text from the run (issue 27) ------------------------------------------------------
+
+def _kv(args) -> dict:
+    return {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--") and not args[i + 1].startswith("--")}
+
+
+def test_method_text_states_the_run_s_own_numbers():
+    """Each number a preset sets is a field of the method text, filled from
+    the run: the quick and the full preset's texts say their own values and
+    never the other's, and no method text hard-codes a value a preset sets."""
+    from osmeter.probe import method_text
+
+    for p in registry.PROBES:
+        quick, full = _kv(p.presets.get("quick", ())), _kv(p.presets.get("full", ()))
+        texts = {pr: p.method_text(pr) for pr in ("quick", "full")}
+        assert "{arg:" not in texts["quick"] + texts["full"] and "{param:" not in texts["quick"], p.name
+        for arg in set(quick) | set(full):
+            a, b = quick.get(arg), full.get(arg)
+            if arg == "--samples" or a == b:
+                continue
+            for v in (a, b):  # a value a preset sets, written into the method by hand, would be wrong in the other
+                if v and re.fullmatch(r"[\d.,:x+]+[KMG]?", v) and (len(v) > 1 or not v.isdigit()):
+                    raw = re.sub(r"\{(arg|param):[^}]*\}", "", p.methodology)  # the text outside the fields
+                    assert not re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", raw), (p.name, arg, v)
+            fld = re.search(r"\{arg:" + re.escape(arg) + r"[=|}][^}]*\}?", p.methodology)
+            if fld:
+                shown = {pr: method_text(fld.group(0), p.presets[pr]) for pr in ("quick", "full")}
+                for pr in ("quick", "full"):
+                    assert shown[pr] in texts[pr], (p.name, pr, shown[pr])
+                assert shown["quick"] != shown["full"], (p.name, arg, shown)  # each preset says its own
+    # the issue's cases
+    probes = {p.name: p for p in registry.PROBES}
+    assert "up to 4, each read their own 16M file" in probes["fs.contention"].method_text("quick")
+    assert "up to 8, each read their own 32M file" in probes["fs.contention"].method_text("full")
+    assert "This run measured for 5 s." in probes["timer.latency"].method_text("quick")
+    assert "This run measured for 60 s." in probes["timer.latency"].method_text("full")
+    assert "(128 MiB in this run)" in probes["mem.lat"].method_text("quick", {"max": 134217728})
+
+
+def test_the_report_s_method_text_comes_from_the_run(quick_run):
+    run, doc = quick_run
+    r = osmeter("report", str(run), "--no-pdf")
+    assert r.returncode == 0, r.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    assert "{arg:" not in tex and "{param:" not in tex and r"\{arg:" not in tex
+    curve = next(m for m in doc["measurements"] if m["id"] == "mem.lat.curve")
+    from osmeter.present import fmt_value
+    assert esc(f"({fmt_value(curve['params']['max'], 'bytes')} in this run)") in tex

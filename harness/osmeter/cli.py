@@ -448,7 +448,8 @@ def cmd_list(args) -> int:
         for m in p.measures:
             print(f"{m.id:<28} {m.unit:<6} {m.description}")
         if args.methodology:
-            print(f"  [{p.name}: {p.binary}] {p.full_methodology()}\n")
+            text = " ".join(t for t in (p.shared_method, p.method_text(args.preset)) if t)
+            print(f"  [{p.name}: {p.binary}] {text} ({args.preset or 'quick'} preset's arguments)\n")
     for d in registry.DERIVED:
         print(f"{d.measure.id:<28} {d.measure.unit:<6} {d.measure.description} (derived)")
         if args.methodology:

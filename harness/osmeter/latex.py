@@ -202,7 +202,11 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
             users = [q.name for q in probes if q.shared_method == p.shared_method]
             body += [r"\paragraph{Method" + (f" of {esc(', '.join(users))}" if len(users) > 1 else "") + ".} "
                      + esc(p.shared_method), ""]
-        body += [esc(p.methodology) if p.methodology else "", ""]
+        params: dict = {}  # what this run's measurements of the probe recorded: the method's numbers
+        for m in ms:
+            for k, v in (m.get("params") or {}).items():
+                params.setdefault(k, v)
+        body += [esc(p.method_text(doc["conditions"].get("preset"), params)) if p.methodology else "", ""]
         if drawn:
             body += [f"{esc(', '.join(drawn))}: a curve, drawn in this section's figures rather than set "
                      "against one estimate.", ""]

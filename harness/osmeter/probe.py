@@ -7,6 +7,7 @@ area's module, and its test. Estimates are optional per id.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -67,6 +68,42 @@ class Probe:
 
     def full_methodology(self) -> str:
         return " ".join(t for t in (self.shared_method, self.methodology) if t)
+
+    def method_text(self, preset: str | None = None, params: dict | None = None) -> str:
+        """The methodology with its run-dependent numbers filled in (method_text)."""
+        return method_text(self.methodology, self.presets.get(preset or "quick", ()), params)
+
+
+_FIELD = re.compile(r"\{(arg|param):([^}|=]+)(?:=([^}|]*))?(?:\|(bytes|mib|list))?\}")
+
+
+def method_text(text: str, args: tuple[str, ...], params: dict | None = None) -> str:
+    """A methodology's numbers that a run sets, taken from that run, never
+    from a default: {arg:--size=32M} is the value the run's arguments gave
+    --size (else the probe's own default after =), {param:max|bytes} a
+    figure its first measurement recorded in params (|bytes in KiB/MiB/GiB,
+    |mib a MiB list, |list a comma list spaced). A field the run cannot fill
+    keeps its default, or says 'not recorded'."""
+    from .present import fmt_value
+
+    given = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+
+    def fill(mo: re.Match) -> str:
+        kind, key, default, fmt = mo.groups()
+        v = given.get(key, default) if kind == "arg" else (params or {}).get(key, default)
+        if v is None or v == "":
+            return "(not recorded)"
+        if fmt == "bytes":
+            try:
+                return fmt_value(float(v), "bytes")
+            except ValueError:
+                return str(v)
+        if fmt in ("mib", "list"):
+            items = ", ".join(str(v).split(",")) if isinstance(v, str) else ", ".join(map(str, v))
+            return f"{items} MiB" if fmt == "mib" else items
+        return str(v)
+
+    return _FIELD.sub(fill, text)
 
 
 @dataclass(frozen=True)

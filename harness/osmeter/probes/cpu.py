@@ -37,7 +37,7 @@ PROBES = (
             "in one timed window, N chosen so the timer's cost is under 1% of the window; "
             "the timer's overhead is subtracted and the rest divided by N. One sample is one "
             "window; statistics are across windows. The series times whole windows of 0, 1, "
-            "2, 4 ... 4096 turns with nothing subtracted: its intercept is the timer's cost "
+            "2, 4 ... {arg:--series-max=4096} turns with nothing subtracted: its intercept is the timer's cost "
             "and its slope the loop's."
         ),
         presets={"quick": ("--samples", "100", "--series-max", "1024"), "full": ("--samples", "500")},
@@ -89,7 +89,7 @@ PROBES = (
             "from different CPUs is counted as disturbed and dropped. fork copies the parent's page "
             "tables, so its cost grows with the parent's resident memory: params record the parent's "
             "RSS and mapping count, and cpu.proc_create_wait carries a series over parents grown by "
-            "touched anonymous memory (0, 16, 128 MiB quick; up to 256 MiB full). lmbench's lat_proc "
+            "touched anonymous memory ({arg:--parent-mb=0|mib} in this run). lmbench's lat_proc "
             "fork forks from its benchmark process and its child calls exit(), not _exit(); pick the "
             "series point of its parent's size to compare."
         ),

@@ -131,7 +131,7 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         measures=(m("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)",
                     curve=True),),
         shared_method=METHOD,
-        methodology="The sweep runs the 4k-random-read workload once per queue depth, 1, 2, 4 ... N.",
+        methodology="The sweep runs the 4k-random-read workload once per queue depth, {arg:--cycle-qd=1:32:x2} (first:last:step).",
         presets={
             "quick": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
                       "--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),

@@ -47,8 +47,8 @@ PROBES = (
             "the device. A second read within 3x the fastest one counts as from memory; the first size that "
             "is not ends the doubling, and bisection narrows the bracket. mincore after the first read checks "
             "how much stayed resident. The search is bounded by twice the memory, half the free disk and a "
-            "time limit; stopped by a bound, the figure is a lower bound (params.lower_bound). The quick preset "
-            "stops at 1 GiB on purpose. A memory cgroup's limit is a ground truth the tests check it against."
+            "time limit; stopped by a bound, the figure is a lower bound (params.lower_bound). This run "
+            "searched up to {param:max_size=twice the memory|bytes}. A memory cgroup's limit is a ground truth the tests check it against."
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--max", "1G", "--time-limit", "20"),
                  "full": ("--dir", "{fs_dir}", "--time-limit", "300")},
@@ -64,7 +64,7 @@ PROBES = (
                     "time per 4 KiB block as 1, 2, 4 ... processes read their own files (series; the figure "
                     "is the most processes')"),),
         methodology=(
-            "1, 2, 4 ... N processes each read their own 32 MiB file in order, in 4 KiB blocks below the cache, "
+            "Doubling numbers of processes, from 1 up to {arg:--max-procs=8}, each read their own {arg:--size=32M} file in order, in 4 KiB blocks below the cache, "
             "all released together; a sample is one run, the mean over the processes of each one's time per "
             "block. The readers may use every CPU: the contended resource is the device."
         ),

@@ -52,7 +52,7 @@ PROBES = (
             "the policy, the inherited and the used slack, the clocksource, and whether the CPU is a "
             "nohz_full one. A wake-up later than a whole period skips the ticks it slept through "
             "(cyclictest's overruns, counted in params.overruns), so a stall of the vCPU is one late sample. "
-            "The quick preset measures 5 s, the full one 60 s."
+            "This run measured for {arg:--seconds=5} s."
         ),
         presets={"quick": ("--seconds", "5"), "full": ("--seconds", "60")},
         expect={"quick": 5.2, "full": 61},
