@@ -63,7 +63,7 @@ def test_each_documented_command_and_option_exists(cmd):
         for var in [x.split("=")[0] for x in w[1:] if "=" in x]:
             assert re.search(rf"^{var}\s*[:?]?=", (ROOT / "Makefile").read_text(), re.M), f"make {var}="
     elif prog == "./osmeter":
-        sub = w[1:3] if w[1] == "fleet" else w[1:2]  # fleet has subcommands of its own
+        sub = w[1:3] if w[1] in ("fleet", "estimates") else w[1:2]  # these have subcommands of their own
         helptext = _help(["./osmeter", *sub])
         for o in opts:
             assert o in helptext, f"{cmd}: ./osmeter {sub} has no {o}"
