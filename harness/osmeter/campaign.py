@@ -12,6 +12,7 @@ bracketed by the sentinels (sentinel.py).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import Interrupted, RunError
+from .isolate import isolated
 from .results import kept_by_process, run_figure
 from .results import load as load_results
 from .results import write_json_atomic
@@ -45,7 +47,8 @@ def _now() -> str:
 
 
 def options_doc(opts: RunOptions) -> dict:
-    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "fs_dir", "fs_remote")
+    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "fs_dir", "fs_remote",
+            "isolate")
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
 
 
@@ -107,8 +110,11 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
-        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
+        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, \
+                (isolated(p.cpu) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
+            if iso is not None:  # one isolation for every run; its restore lands in campaign.json
+                p.extra_conditions["isolation"] = camp.doc["isolation"] = iso
             for k, s in enumerate(run_seeds(seed, runs), 1):
                 run_dir, entry = camp.start_run(k, s)
                 try:

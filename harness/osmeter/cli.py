@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "median")
     r.add_argument("--no-report", action="store_true",
                    help="write neither the LaTeX report nor the executed notebook")
+    r.add_argument("--isolate", action="store_true",
+                   help="(root) for the run, move other tasks and IRQs off the pinned CPU, take its SMT siblings "
+                        "offline and boost off, where the machine allows; all restored afterwards (also on Ctrl-C); "
+                        "what was done and what could not be, with why, goes to conditions.isolation")
 
     ab = sub.add_parser(
         "ab", help="randomized, interleaved before/after runs of a setting a command can switch",
@@ -461,7 +465,7 @@ def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
-                      timer=args.timer)
+                      timer=args.timer, isolate=getattr(args, "isolate", False))
 
 
 def cmd_run(args) -> int:

@@ -67,6 +67,9 @@ VOLATILE = {
     "conditions.loadavg_before", "conditions.started_utc", "conditions.wall_s", "conditions.probe_warnings",
     "conditions.harness_cpus", "conditions.order", "conditions.order_seed", "conditions.disk_target.path",
     "conditions.selection",
+    # what --isolate did varies with the tasks alive (conditions.boost, smt_active show its lasting effect)
+    *(f"conditions.isolation.{k}" for k in ("pid", "started_utc", "done", "not_done", "restored", "stale",
+                                           "irqbalance")),
     "machine.cpu_mhz_reported", "machine.disks", "machine.nics",
 }
 

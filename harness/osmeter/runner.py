@@ -12,6 +12,7 @@ A campaign (campaign.py) is one plan and several executions.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import random
 import socket
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import registry, sentinel
+from . import isolate, registry, sentinel
 from .errors import Interrupted, RunError
 from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
@@ -29,7 +30,7 @@ from .launch import RT_PRIORITY, Launcher
 from .progress import StatusLine
 from .interference import NOISE_ARGS, add, counters, delta, noise_of, shares
 from .results import (ProbeOutputError, Results, ResultsDir, WriteError, kept_by_process, line_values,
-                      merge_processes, parse_probe_output, run_figure, write_text_atomic)
+                      merge_processes, parse_probe_output, run_figure, write_json_atomic, write_text_atomic)
 from .stats import figure_ci
 
 
@@ -51,6 +52,7 @@ class RunOptions:
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
     allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
     timer: str = "tsc"               # --timer passed to every probe of the common contract
+    isolate: bool = False            # --isolate: the pinned CPU cleared of other work, SMT siblings and boost off
     # what to run and from where (tests pass their own)
     probes: tuple | None = None      # default registry.PROBES
     derived: tuple | None = None     # default registry.DERIVED
@@ -136,6 +138,8 @@ def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
     derived_all = opts.derived if opts.derived is not None else registry.DERIVED
     if opts.peer and opts.remote:
         raise RunError("give --peer or --remote, not both")
+    if opts.isolate:
+        isolate.need_root()
     try:
         have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote)) if v)
         selection = registry.select(opts.patterns, opts.preset, have=have, probes=probes, derived=derived_all)
@@ -521,7 +525,28 @@ def run(opts: RunOptions) -> int:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer:
         p.peer = peer
-        return execute(p, out)
+        if not opts.isolate:
+            return execute(p, out)
+        with isolate.isolated(p.cpu, after=lambda doc: _record_isolation(out, doc)) as doc:
+            p.extra_conditions["isolation"] = doc
+            return execute(p, out)
+
+
+def _record_isolation(out: Path, doc: dict) -> None:
+    """The isolation, now with what its restore did, into the run's
+    results.json: only into this run's own (a refused --out is another's)."""
+    path = out / "results.json"
+    try:
+        res = json.loads(path.read_text())
+        mine = res["conditions"]["isolation"]
+        if (mine["pid"], mine["started_utc"]) != (doc["pid"], doc["started_utc"]):
+            return
+        res["conditions"]["isolation"] = doc
+        write_json_atomic(path, res)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
+            print(f"osmeter: error: cannot add the isolation's restore to {path}: {e.strerror or e}",
+                  file=sys.stderr)
 
 
 def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str,

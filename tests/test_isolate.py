@@ -1,0 +1,331 @@
+"""`osmeter run --isolate`: what it does and could not do is recorded, and
+everything it changed is put back, also after Ctrl-C and after a SIGKILL.
+What this machine cannot do (SMT, boost) is tested on fake /sys and /proc
+trees (isolate.Isolation's root)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, osmeter
+from osmeter import isolate
+from osmeter.errors import Interrupted, RunError, interruptible
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="--isolate needs root")
+CPU = "sys/devices/system/cpu"
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text + "\n")
+    (root / "proc").mkdir(exist_ok=True)
+    return root
+
+
+def value(root: Path, rel: str) -> str:
+    return (root / rel).read_text().strip()
+
+
+# an SMT machine of 4 CPUs: CPU 3's sibling is CPU 1; boost on
+SMT4 = {f"{CPU}/smt/control": "on", f"{CPU}/online": "0-3", f"{CPU}/cpu3/topology/thread_siblings_list": "1,3",
+        f"{CPU}/cpu1/online": "1", "proc/irq/5/smp_affinity_list": "0-3", "proc/irq/6/smp_affinity_list": "3",
+        "proc/irq/7/smp_affinity_list": "0,2", "sys/devices/virtual/workqueue/cpumask": "f"}
+
+
+@pytest.mark.parametrize("boost, on, off", [(f"{CPU}/cpufreq/boost", "1", "0"),
+                                            (f"{CPU}/intel_pstate/no_turbo", "0", "1")])
+def test_boost_and_an_smt_sibling_go_off_and_come_back(tmp_path, boost, on, off):
+    """Mutants caught: restore writing the new value instead of the previous
+    one; the IRQ mask keeping the offlined sibling; the state file left."""
+    root = tree(tmp_path, {**SMT4, boost: on})
+    said = []
+    with isolate.isolated(3, root, say=lambda *a, **k: said.append(a[0])) as doc:
+        assert value(root, boost) == off
+        assert value(root, f"{CPU}/cpu1/online") == "0"
+        assert value(root, "proc/irq/5/smp_affinity_list") == "0,2"  # neither CPU 3 nor its offline sibling
+        assert value(root, "proc/irq/7/smp_affinity_list") == "0,2"  # never on CPU 3: untouched
+        assert isolate.mask_cpus(value(root, "sys/devices/virtual/workqueue/cpumask")) == {0, 2}
+        assert (root / "run/osmeter/isolate.json").exists()  # the plan, before anything changed
+    done = {d["what"]: d for d in doc["done"]}
+    assert (done["boost off"]["previous"], done["boost off"]["now"]) == (on, off)
+    assert (done["SMT sibling offline"]["path"], done["SMT sibling offline"]["previous"]) == (
+        str(root / CPU / "cpu1/online"), "1")
+    assert [n["why"] for n in doc["not_done"]] == ["IRQ 6 may go only to CPU 3"]
+    for rel, v in {**SMT4, boost: on}.items():
+        assert value(root, rel) == v, rel
+    assert doc["restored"] == {"values": 4, "tasks_born_during_the_run": 0, "left": []}
+    assert not (root / "run/osmeter/isolate.json").exists()
+    assert "boost off" in said[0] and "undone (4 values" in said[-1]
+
+
+def test_what_this_machine_cannot_do_is_said_with_its_reason(tmp_path):
+    """No SMT (notsupported), no boost file, a sibling that cannot go offline
+    (CPU 0 has no online file), a sibling that is the harness's last CPU.
+    Mutant caught: offlining a CPU without checking its online file."""
+    root = tree(tmp_path / "a", {f"{CPU}/smt/control": "notsupported", f"{CPU}/online": "0-1"})
+    with isolate.isolated(1, root, say=lambda *a, **k: None) as doc:
+        pass
+    why = {n["what"]: n["why"] for n in doc["not_done"]}
+    assert why["SMT siblings offline"] == f"no SMT on this machine: {root / CPU / 'smt/control'} says notsupported"
+    assert why["boost off"].startswith("no cpufreq boost file")
+    root = tree(tmp_path / "b", {f"{CPU}/smt/control": "on", f"{CPU}/online": "0-1",
+                                 f"{CPU}/cpu1/topology/thread_siblings_list": "0-1"})
+    with isolate.isolated(1, root, say=lambda *a, **k: None) as doc:
+        pass
+    assert [n["why"] for n in doc["not_done"] if n["what"] == "SMT siblings offline"] == [
+        f"CPU 0 cannot go offline here (no {root / CPU / 'cpu0/online'})"]
+    tree(root, {f"{CPU}/cpu0/online": "1"})
+    with isolate.isolated(1, root, say=lambda *a, **k: None) as doc:
+        assert value(root, f"{CPU}/cpu0/online") == "1"
+    assert [n["why"] for n in doc["not_done"] if n["what"] == "SMT siblings offline"] == [
+        "CPU 0 is the last other online CPU: the harness runs there"]
+
+
+def test_a_killed_runs_isolation_is_undone_by_the_next(tmp_path):
+    """A run SIGKILLed while isolated leaves its plan; the next one puts the
+    machine back first, says so, and records the true previous values.
+    Mutant caught: no stale check (the next run sees boost 0 as 'already
+    off' and leaves it off for good)."""
+    root = tree(tmp_path, {**SMT4, f"{CPU}/cpufreq/boost": "1"})
+    code = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'harness')!r}); from osmeter import isolate\n"
+            f"isolate.Isolation(3, {str(root)!r}).apply(); os.kill(os.getpid(), signal.SIGKILL)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert value(root, f"{CPU}/cpufreq/boost") == "0" and (root / "run/osmeter/isolate.json").exists()
+    said = []
+    with isolate.isolated(3, root, say=lambda *a, **k: said.append(a[0])) as doc:
+        assert value(root, f"{CPU}/cpufreq/boost") == "0"
+    assert "ended without undoing its changes" in said[0] and "4 values back" in said[0], said
+    assert doc["stale"]["restored"]["values"] == 4
+    assert {d["what"]: d["previous"] for d in doc["done"]}["boost off"] == "1"
+    for rel, v in SMT4.items():
+        assert value(root, rel) == v, rel
+    assert value(root, f"{CPU}/cpufreq/boost") == "1"
+
+
+def test_one_isolation_at_a_time(tmp_path):
+    """Mutant caught: no lock (the second run takes the first's plan for a
+    killed run's and restores the machine under it)."""
+    root = tree(tmp_path, {**SMT4, f"{CPU}/cpufreq/boost": "1"})
+    with isolate.isolated(3, root, say=lambda *a, **k: None):
+        with pytest.raises(RunError, match=rf"another `osmeter run --isolate` \(pid {os.getpid()}\)"):
+            with isolate.isolated(3, root, say=lambda *a, **k: None):
+                pass
+        assert value(root, f"{CPU}/cpufreq/boost") == "0"
+        assert (root / "run/osmeter/isolate.json").exists()
+    assert value(root, f"{CPU}/cpufreq/boost") == "1"
+
+
+def test_a_second_signal_during_the_restore_waits_and_the_first_decides(tmp_path, monkeypatch):
+    """SIGTERM ends the run; a Ctrl-C arrives in the middle of the restore:
+    every value is still put back, each once, and the exit is SIGTERM's.
+    Mutant caught: restore() not shielded (the Ctrl-C stops it half way)."""
+    root = tree(tmp_path, {**SMT4, f"{CPU}/cpufreq/boost": "1"})
+    writes: list[str] = []
+    real = isolate.Isolation._write
+
+    def write(self, path, v):
+        writes.append(str(path))
+        if self._restored and len(writes) == 5:  # the first write of the restore
+            os.kill(os.getpid(), signal.SIGINT)
+        real(self, path, v)
+
+    monkeypatch.setattr(isolate.Isolation, "_write", write)
+    with pytest.raises(Interrupted) as e, interruptible():
+        with isolate.isolated(3, root, say=lambda *a, **k: None):
+            raise Interrupted(signal.SIGTERM)
+    assert e.value.signum == signal.SIGTERM
+    assert len(writes) == 8 and sorted(writes[:4]) == sorted(writes[4:])  # 4 applied, 4 undone, once each
+    for rel, v in {**SMT4, f"{CPU}/cpufreq/boost": "1"}.items():
+        assert value(root, rel) == v, rel
+
+
+def test_tasks_born_during_the_run_get_their_creators_mask_back(tmp_path, monkeypatch):
+    """Fake tasks and affinities: a task that moved gets its mask back; one
+    that set its own meanwhile keeps it (and is named); a child and a
+    grandchild of a moved task get its previous mask; a task the kernel
+    pins (PF_NO_SETAFFINITY) is named, not moved; a new task with a reused
+    tid is not taken for the old one. Mutants caught: no inheritance pass;
+    matching tasks by tid without their start time."""
+    masks = {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2, 3}, 5: {0, 1, 2, 3}}
+
+    def task(tid, comm, ppid, start, flags=0):
+        rest = ["S", ppid, 0, 0, 0, 0, flags] + [0] * 12 + [start]
+        p = tmp_path / "proc" / str(tid) / "task" / str(tid) / "stat"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"{tid} ({comm}) " + " ".join(map(str, rest)) + "\n")
+
+    for tid, comm, flags in ((1, "init", 0), (2, "pinned", 0), (3, "kworker/3:0", isolate.PF_NO_SETAFFINITY),
+                             (4, "sets own", 0), (5, "ends", 0)):
+        task(tid, comm, 0, 100 + tid, flags)
+
+    def setaff(tid, m):
+        if tid not in masks:
+            raise ProcessLookupError
+        masks[tid] = set(m)
+
+    monkeypatch.setattr(isolate.Isolation, "getaff", staticmethod(lambda tid: set(masks[tid])))
+    monkeypatch.setattr(isolate.Isolation, "setaff", staticmethod(setaff))
+    with isolate.isolated(3, tmp_path, say=lambda *a, **k: None) as doc:
+        assert masks == {1: {0, 1, 2}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2}, 5: {0, 1, 2}}
+        masks[4] = {1}                                    # set its own affinity
+        task(10, "sh", 1, 200); masks[10] = {0, 1, 2}     # born from init: inherited the moved mask
+        task(11, "cc", 10, 201); masks[11] = {0, 1, 2}    # and its child
+        task(12, "other", 99, 202); masks[12] = {0, 1, 2}  # born from no moved task
+        task(5, "reused", 99, 300); masks[5] = {0, 1, 2}  # tid 5 ended and was used again
+    assert masks == {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {1}, 5: {0, 1, 2}, 10: {0, 1, 2, 3},
+                     11: {0, 1, 2, 3}, 12: {0, 1, 2}}
+    assert doc["restored"]["values"] == 1 and doc["restored"]["tasks_born_during_the_run"] == 2
+    assert [x["task"] for x in doc["restored"]["left"]] == ["sets own (4)"]
+    stays = {n["why"]: n["tasks"] for n in doc["not_done"] if n["what"] == "task affinity"}
+    assert stays == {"1 task left on CPU 3: allowed only on CPU 3 (pinned there)": ["pinned"],
+                     "1 task left on CPU 3: the kernel does not let userspace move it (PF_NO_SETAFFINITY: per-CPU "
+                     "kernel threads, workers of per-CPU workqueues)": ["kworker/3:0"]}
+
+
+def test_not_root_is_refused_before_anything_changes(tmp_path, monkeypatch):
+    """As a function (the tests run as root) and through the command line
+    as nobody where setpriv exists. Mutant caught: no root check (a non-root
+    run would fail half way through its changes)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
+    with pytest.raises(RunError, match="--isolate needs root"):
+        isolate.Isolation(1, tree(tmp_path, SMT4))
+    if os.getuid() != 0 or not Path("/usr/bin/setpriv").exists():
+        return
+    out = tmp_path / "out"
+    r = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                        "-m", "osmeter", "run", "--isolate", "--probes", "cpu.syscall", "--no-report",
+                        "--out", str(out)], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "harness")))
+    assert r.returncode == 2 and "--isolate needs root" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()
+
+
+# ----------------------------------------------------------- this machine
+
+def snapshot() -> dict:
+    """Every task's affinity (by tid and start time) and every IRQ's. The
+    irq/N threads are left out: the kernel moves them with their IRQ's
+    effective affinity, which it chooses anew when a mask is written."""
+    tasks = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                mask = os.sched_getaffinity(int(tid))
+            except OSError:
+                continue
+            if not stat[stat.find("(") + 1:].startswith("irq/"):
+                tasks[tid, stat[stat.rfind(")") + 2:].split()[19]] = mask
+    irqs = {d: Path(f"/proc/irq/{d}/smp_affinity_list").read_text() for d in os.listdir("/proc/irq") if d.isdigit()}
+    wq = Path("/sys/devices/virtual/workqueue/cpumask")
+    return {"tasks": tasks, "irqs": irqs, "wq": wq.read_text() if wq.exists() else None}
+
+
+def same_as(before: dict) -> None:
+    after = snapshot()
+    assert after["irqs"] == before["irqs"] and after["wq"] == before["wq"]
+    changed = {k: (before["tasks"][k], after["tasks"][k]) for k in before["tasks"].keys() & after["tasks"].keys()
+               if before["tasks"][k] != after["tasks"][k]}
+    assert not changed
+    assert not Path("/run/osmeter/isolate.json").exists()
+
+
+def start(out: Path, *more: str) -> subprocess.Popen:
+    return subprocess.Popen([str(ROOT / "osmeter"), "run", "--isolate", "--probes", "cpu.syscall", "--no-report",
+                             "--out", str(out), *more], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def wait_for(path: Path, p: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+@as_root
+def test_an_isolated_run_records_what_it_did_and_puts_everything_back(tmp_path):
+    before = snapshot()
+    r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    iso = json.loads((tmp_path / "r" / "results.json").read_text())["conditions"]["isolation"]
+    cpu = iso["cpu"]
+    moved = [d for d in iso["done"] if d["what"] == "task affinity"]
+    assert moved and moved[0]["tasks"] > 0 and moved[0]["now"] == f"without CPU {cpu}"
+    irqs_here = [k for k, v in before["irqs"].items() if cpu in isolate.cpus(v)]
+    irq_said = {Path(x["path"]).parent.name for x in iso["done"] + iso["not_done"] if x["what"] == "IRQ affinity"}
+    assert irq_said == set(irqs_here)  # each IRQ that could reach the CPU: moved, or why not
+    why = " ".join(n["why"] for n in iso["not_done"])
+    control = Path("/sys/devices/system/cpu/smt/control")
+    if control.exists() and control.read_text().strip() == "notsupported":
+        assert "no SMT on this machine" in why and "says notsupported" in why
+    if not any(Path(f).exists() for f in ("/sys/devices/system/cpu/cpufreq/boost",
+                                          "/sys/devices/system/cpu/intel_pstate/no_turbo")):
+        assert "no cpufreq boost file" in why
+    assert iso["restored"]["left"] == [] and iso["restored"]["values"] >= moved[0]["tasks"]
+    assert "--isolate CPU" in r.stdout and "undone" in r.stdout
+    same_as(before)
+
+
+@as_root
+def test_ctrl_c_in_an_isolated_run_restores_and_exits_130(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it, while the
+    probes run: this test's own process was moved off the CPU, and after
+    the exit every mask is back. Mutant caught: no restore on Interrupted."""
+    before = snapshot()
+    cpu = max(os.sched_getaffinity(0))
+    p = start(tmp_path / "r", "--preset", "full")
+    wait_for(tmp_path / "r" / "results.json", p)
+    moved_off = cpu not in os.sched_getaffinity(0)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, out + err
+    assert moved_off
+    doc = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert doc["interrupted"] and doc["conditions"]["isolation"]["restored"]["left"] == []
+    same_as(before)
+
+
+@as_root
+def test_after_a_sigkill_the_next_isolated_run_puts_the_machine_back_first(tmp_path):
+    before = snapshot()
+    cpu = max(os.sched_getaffinity(0))
+    p = start(tmp_path / "r1", "--preset", "full")
+    wait_for(tmp_path / "r1" / "results.json", p)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate(timeout=60)
+    assert cpu not in os.sched_getaffinity(0)  # left isolated
+    r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r2"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"a previous isolated run (pid {p.pid}" in r.stderr and "undone now from" in r.stderr, r.stderr
+    stale = json.loads((tmp_path / "r2" / "results.json").read_text())["conditions"]["isolation"]["stale"]
+    assert stale["pid"] == p.pid and stale["restored"]["values"] > 0
+    same_as(before)
+
+
+@as_root
+def test_a_campaign_is_isolated_once_around_all_its_runs(tmp_path):
+    """Each run's conditions carry the isolation; campaign.json has its
+    restore. Mutant caught: the campaign not keeping the isolation."""
+    before = snapshot()
+    r = osmeter("run", "--isolate", "--runs", "2", "--probes", "cpu.syscall", "--out", str(tmp_path / "c"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    camp = json.loads((tmp_path / "c" / "campaign.json").read_text())
+    assert camp["options"]["isolate"] is True and camp["isolation"]["restored"]["left"] == []
+    assert r.stdout.count("--isolate CPU") == 1 and r.stdout.count("undone") == 1
+    for run in ("run-01", "run-02"):
+        iso = json.loads((tmp_path / "c" / run / "results.json").read_text())["conditions"]["isolation"]
+        assert (iso["pid"], iso["started_utc"]) == (camp["isolation"]["pid"], camp["isolation"]["started_utc"])
+    same_as(before)
