@@ -58,6 +58,9 @@ MUTANTS = [
     Mutant("ctx-pipe-subtracted-twice", "bench/cpu/ctx.c",
            "osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);", "osm_meas_add(m, (rt - 4 * pipe_cost) / 2, dist);",
            "tests/test_relations.py::test_switch_costs_more_than_a_pipe_write_and_read_is_subtracted"),
+    Mutant("call-loop-not-subtracted", "bench/cpu/call.c",
+           "m[k].v[i] = (m[k].v[i] - loop_turn) / UNROLL;", "m[k].v[i] = m[k].v[i] / UNROLL;",
+           "tests/test_probes.py::test_call_probe_subtracts_loop_and_timer"),
 ]
 
 
