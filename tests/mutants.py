@@ -61,6 +61,9 @@ MUTANTS = [
     Mutant("call-loop-not-subtracted", "bench/cpu/call.c",
            "m[k].v[i] = (m[k].v[i] - loop_turn) / UNROLL;", "m[k].v[i] = m[k].v[i] / UNROLL;",
            "tests/test_probes.py::test_call_probe_subtracts_loop_and_timer"),
+    Mutant("iogen-ramp-recorded", "bench/disk/run.c",
+           "if (io->t_start < run.t_measure || now > run.t_end)", "if (now > run.t_end)",
+           "tests/test_disk.py::test_ramp_up_is_not_recorded"),
 ]
 
 
