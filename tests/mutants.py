@@ -64,6 +64,9 @@ MUTANTS = [
     Mutant("iogen-ramp-recorded", "bench/disk/run.c",
            "if (io->t_start < run.t_measure || now > run.t_end)", "if (now > run.t_end)",
            "tests/test_disk.py::test_ramp_up_is_not_recorded"),
+    Mutant("launcher-kill-does-nothing", "harness/osmeter/launch.py",
+           "        proc = self.proc\n        if proc is None:", "        proc = None\n        if proc is None:",
+           "tests/test_cli.py::test_sigint_keeps_the_finished_probes"),
 ]
 
 
