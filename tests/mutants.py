@@ -92,6 +92,9 @@ MUTANTS = [
     Mutant("c2c-matrix-transposed", "bench/cpu/c2c.c",
            "matrix[pairs[k].a * n + pairs[k].b] = v;", "matrix[pairs[k].b * n + pairs[k].a] = v;",
            "tests/test_sched.py::test_c2c_both_directions_agree"),
+    Mutant("compare-interval-80-percent", "harness/osmeter/stats.py",
+           "lo, hi = np.percentile(r, [2.5, 97.5])", "lo, hi = np.percentile(r, [10, 90])",
+           "tests/test_compare.py::test_hierarchical_interval_covers_the_true_ratio"),
 ]
 
 
