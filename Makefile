@@ -3,7 +3,8 @@
 #   make run      set up .venv, build, run the quick suite, write results/ and the report
 #   make report   the report of the newest results directory, with the PDF
 #   make notebook the newest results' executed notebook, opened in Jupyter
-#   make test     build, then every test (what CI runs)
+#   make test     build, then every test (what CI runs); skips say why, counted by reason at the end
+#   make mutants  small wrong programs (tests/mutants.py) that the tests must reject
 #   make fuzz     the parsers fuzzed under ASan and UBSan (FUZZ_SECONDS in all, default 60)
 #   make clean    remove build/ (results/ and .venv/ stay)
 
@@ -35,7 +36,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv report fuzz notebook
+.PHONY: all run test clean venv report fuzz notebook mutants
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
@@ -130,8 +131,12 @@ report: venv
 notebook: venv
 	./osmeter notebook
 
+# -rs: every skip's reason; the quick run the tests make is kept for make mutants
 test: all venv
-	$(PY) -m pytest -q tests
+	OSMETER_TEST_QUICK_RUN_SAVE=$(BUILD)/quick-run $(PY) -m pytest -q -rs tests
+
+mutants: all venv
+	$(PY) tests/mutants.py
 
 FUZZ_SECONDS ?= 60
 fuzz: all venv

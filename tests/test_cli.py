@@ -66,6 +66,9 @@ echo '{"id": "fake.good", "unit": "ns", "tsc_hz": 1e9, "params": {}, "overhead_s
     "crash": "#!/bin/sh\necho 'cannot do this' >&2\nexit 3\n",
     "silent": "#!/bin/sh\nexit 0\n",
     "slow": "#!/bin/sh\nexec sleep 60\n",
+    # a child of the probe: it has no PR_SET_PDEATHSIG of its own, so only
+    # the kill of the probe's process group ends it
+    "slowchild": "#!/bin/sh\nsleep 60 &\necho $! > \"$0.child\"\nwait\n",
 }
 
 DRIVER = textwrap.dedent("""
@@ -121,18 +124,30 @@ def test_failing_probes_are_recorded_and_the_run_goes_on(tmp_path):
     assert "cannot do this" in crash["stderr_tail"]
 
 
+def _proc_start(pid: int) -> str | None:
+    """The process's start time (field 22 of its stat), or None when it is
+    gone or a zombie: with its pid, it names one process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in "ZX" else fields[19]
+
+
 def test_sigint_keeps_the_finished_probes(tmp_path):
-    p = fake_run(tmp_path, ["good", "slow"])
+    """SIGINT while the second probe runs: the first one's results stay, the
+    run says it was interrupted, and the probe's whole process group is
+    killed: a child the probe started, which PR_SET_PDEATHSIG does not
+    reach, is gone too. Mutant caught: Launcher.kill doing nothing."""
+    p = fake_run(tmp_path, ["good", "slowchild"])
     results = tmp_path / "out" / "results.json"
+    child = tmp_path / "bin" / "slowchild.child"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if json.loads(results.read_text())["measurements"]:
-                break
-        except (OSError, ValueError):
-            pass
+    while time.monotonic() < deadline and not (child.is_file() and child.read_text().strip()):
         time.sleep(0.05)
-    time.sleep(0.3)  # the slow probe is running now
+    pid = int(child.read_text())  # the slow probe is running now, and its child
+    start = _proc_start(pid)
+    assert start is not None
     os.kill(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=30)
     # (failed once in ~6 full-suite runs, never alone: say what the run recorded)
@@ -142,11 +157,14 @@ def test_sigint_keeps_the_finished_probes(tmp_path):
     assert [m["id"] for m in doc["measurements"]] == ["fake.good"]
     assert (tmp_path / "out" / doc["measurements"][0]["samples_file"]).exists()
     assert "interrupted" in out
-    # the probe's process group was killed, not left behind
-    r = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True, text=True)
-    leftover = [pid for pid in r.stdout.split() if Path(f"/proc/{pid}/cwd").exists()
-                and str(tmp_path) in " ".join(Path(f"/proc/{pid}/cmdline").read_text().split("\0"))]
-    assert leftover == []
+    # the probe's process group was killed, its child with it (a zombie until it is reaped counts as gone)
+    deadline = time.monotonic() + 5
+    while _proc_start(pid) == start and time.monotonic() < deadline:
+        time.sleep(0.05)
+    survivor = _proc_start(pid) == start
+    if survivor:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivor, "the probe's child outlived the interrupted run"
 
 
 def test_real_run_interrupted_by_sigterm_stays_valid(tmp_path):

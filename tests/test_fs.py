@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -89,12 +90,39 @@ def test_contention_slows_each_reader(work):
     assert four > 1.15 * one, (one, four)
 
 
+DELAY_US = 2000
+
+
 def test_metadata_rates(work):
+    """Planted: strace delays every unlink by 2 ms, so a delete rate is at
+    most 500 files/s (and not far below: strace stops only at unlink),
+    while creates, untouched, go far faster. Without strace, the time the
+    rates stand for fits in the probe's lifetime. Mutants caught: create
+    and delete swapped; a rate 1000x off."""
+    ids = {f"fs.{op}.{k}k" for op in ("create", "delete") for k in (0, 1, 4, 10)}
+    t0 = time.monotonic()
     o = probe_lines("fs_meta", "--dir", str(work), "--files", "200", "--samples", "2", "--cpu", "0")
-    assert set(o) == {f"fs.{op}.{k}k" for op in ("create", "delete") for k in (0, 1, 4, 10)}
+    wall = time.monotonic() - t0
+    assert set(o) == ids
     for mid, line in o.items():
         assert line["unit"] == "files/s" and min(line["samples"]) > 0, mid
+    spent = sum(line["params"]["files_per_sample"] / v for line in o.values() for v in line["samples"])
+    assert spent < wall, (spent, wall)
     assert not any(work.glob("osmeter-meta-*"))  # it cleans up after itself
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed: the planted unlink delay cannot be checked (Debian: strace)")
+    r = subprocess.run(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
+                        "-e", f"inject=unlink,unlinkat:delay_enter={DELAY_US}", str(BIN / "fs_meta"), "--dir", str(work),
+                        "--files", "100", "--samples", "2", "--cpu", "0"], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 and "ptrace" in r.stderr:
+        pytest.skip(f"strace cannot trace here: {r.stderr.strip()[:200]}")
+    assert r.returncode == 0, r.stderr
+    slowed = {x["id"]: x for x in map(json.loads, r.stdout.splitlines())}
+    limit = 1e6 / DELAY_US
+    for k in (0, 1, 4, 10):
+        delete, create = slowed[f"fs.delete.{k}k"]["samples"], slowed[f"fs.create.{k}k"]["samples"]
+        assert all(0.5 * limit < v <= limit for v in delete), (k, delete)
+        assert min(create) > 2 * limit, (k, create)
 
 
 @pytest.mark.parametrize(

@@ -168,7 +168,11 @@ def test_bad_memory_arguments(binary, args, words):
 
 
 def test_two_points_either_side_of_their_median_still_make_a_level():
-    # a segment [1, 3] has no point within 40% of its median (2): its core is
-    # the nearer point, not nothing
-    lv = detect_levels([1024, 2048], [1.0, 3.0])
-    assert len(lv) >= 1 and all(v.latency > 0 for v in lv)
+    """A segment [1, 3] has no point within 40% of its median (2): its core
+    is the nearer point in log latency (3: a factor 1.5 from 2, where 1 is
+    a factor 2), not nothing. Two sizes cannot make two pieces of two, so
+    it is one level, and the last level is read at the largest size.
+    Mutant caught: the farther point taken as the core."""
+    from osmeter.memlevels import Level
+
+    assert detect_levels([1024, 2048], [1.0, 3.0]) == [Level("l1", 3.0, 2048.0, 2048.0, 2048.0, 2048.0, 1)]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from conftest import BIN, probe, probe_lines
@@ -110,10 +111,22 @@ def test_fixed_iteration_probes_refuse_batches():
 
 
 def test_call_probe_subtracts_loop_and_timer():
-    o = probe_lines("cpu_call", "--samples", "10")["cpu.call.args3"]
-    loop = o["params"]["loop_per_iteration"]
-    assert o["overhead_subtracted"] >= loop / 8
-    assert o["params"]["calls_per_iteration"] == 8
+    """A timed turn is 8 calls and one turn of the loop: per call =
+    (turn - loop) / 8, the turn as timed (params.turn_median, the timer's
+    overhead out) and the loop timed apart; that loop's cost agrees with
+    cpu_loop's, another program timing the same empty loop. Mutant caught:
+    the line that subtracts the loop deleted."""
+    calls = probe_lines("cpu_call", "--samples", "15", "--cpu", "0")
+    loop = float(np.median(probe_lines("cpu_loop", "--samples", "30", "--series-max", "1",
+                                       "--cpu", "0")["cpu.loop"]["samples"]))
+    for k in range(8):
+        o = calls[f"cpu.call.args{k}"]
+        p = o["params"]
+        assert 0.5 * loop <= p["loop_per_iteration"] <= 2 * loop + 1, (p["loop_per_iteration"], loop)
+        assert np.median(o["samples"]) == pytest.approx((p["turn_median"] - p["loop_per_iteration"]) / 8,
+                                                        rel=1e-6), k
+        timer = o["timer"]["overhead_median"] / p["iterations_per_sample"]
+        assert o["overhead_subtracted"] == pytest.approx((timer + p["loop_per_iteration"]) / 8, rel=1e-6)
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -11,6 +11,8 @@
  * cpu.ctx.proc           per switch, two processes
  * cpu.ctx.thread         per switch, two threads of one process
  * cpu.ctx.pipe_overhead  one 1-byte write plus one 1-byte read, no switch
+ * params.roundtrip_median: the median round trip before the pipe cost was
+ * taken out (timer overhead out), so the subtraction can be checked.
  * One sample = --iterations round trips (default 1000: windows of 50 came out
  * 40% higher than lmbench's, a cost at every window's edge amortized over
  * too few switches), after 16 untimed ones. Waiting is blocking
@@ -81,8 +83,10 @@ static void close_pair(struct pair *p)
 
 #define WARM_RTS 16
 
-/* One sample: --iterations round trips, reduced to the cost of one switch. */
-static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe_cost)
+/* One sample: --iterations round trips, reduced to the cost of one switch;
+ * the round trip itself (timer overhead out, nothing else) is kept in
+ * *rt_out, for params.roundtrip_median: what was subtracted from, shown. */
+static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe_cost, double *rt_out)
 {
     struct osm_window w;
     bool dist;
@@ -94,12 +98,14 @@ static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe
     roundtrips(p, rts);
     uint64_t t = osm_window_close(&w, true, &dist);
     double rt = ((double)t - osm_timer.overhead) / (double)rts;
+    *rt_out = rt;
     osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);
 }
 
-static void finish(struct osm_meas *m, uint64_t rts, double pipe_cost, const char *partner)
+static void finish(struct osm_meas *m, uint64_t rts, double pipe_cost, const char *partner, double *rt, size_t n)
 {
     m->overhead_subtracted = osm_timer.overhead / (double)rts / 2 + pipe_cost;
+    osm_param_num(m, "roundtrip_median", osm_median(rt, n));
     osm_param_str(m, "partner", partner);
     osm_param_int(m, "roundtrips_per_sample", (long long)rts);
     osm_param_num(m, "pipe_write_read", pipe_cost);
@@ -163,11 +169,14 @@ int main(int argc, char **argv)
     struct osm_meas mp, mt;
     osm_meas_init(&mp, "cpu.ctx.proc", o.samples);
     osm_meas_init(&mt, "cpu.ctx.thread", o.samples);
+    double *rtp = malloc(o.samples * sizeof *rtp), *rtt = malloc(o.samples * sizeof *rtt);
+    if (!rtp || !rtt)
+        osm_die("out of memory");
     roundtrips(&pp, o.iterations * o.warmup);
     roundtrips(&tp, o.iterations * o.warmup);
     for (size_t i = 0; i < o.samples; i++) {
-        sample(&mp, &pp, o.iterations, pipe_cost);
-        sample(&mt, &tp, o.iterations, pipe_cost);
+        sample(&mp, &pp, o.iterations, pipe_cost, &rtp[i]);
+        sample(&mt, &tp, o.iterations, pipe_cost, &rtt[i]);
     }
     if (write(pp.to_partner[1], "q", 1) != 1 || write(tp.to_partner[1], "q", 1) != 1)
         osm_die("stopping the partners: %m");
@@ -175,7 +184,9 @@ int main(int argc, char **argv)
     pthread_join(th, NULL);
     close_pair(&pp);
     close_pair(&tp);
-    finish(&mp, o.iterations, pipe_cost, "process");
-    finish(&mt, o.iterations, pipe_cost, "thread");
+    finish(&mp, o.iterations, pipe_cost, "process", rtp, o.samples);
+    finish(&mt, o.iterations, pipe_cost, "thread", rtt, o.samples);
+    free(rtp);
+    free(rtt);
     return 0;
 }

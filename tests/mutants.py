@@ -1,0 +1,237 @@
+"""Mutation testing: small wrong programs that the tests must reject.
+
+Each mutant below replaces one snippet of a source file (it must occur
+exactly once) and names the tests that claim to catch it. `make mutants`
+(python tests/mutants.py) applies them one at a time, rebuilds the probes
+when a C file changed, runs those tests, and fails if any mutant survives
+(its tests pass) or cannot be applied. The source is always restored: in a
+`finally`, on SIGINT, SIGTERM and SIGHUP, and, should the runner be killed
+outright, from build/mutants-journal.json at its next start.
+
+Grow the list with every bug a test was found not to catch: the bug
+itself, as a mutant, beside the test that now catches it.
+
+Tests that read a quick run get the one `make test` saved in
+build/quick-run (OSMETER_TEST_QUICK_RUN; made here when missing or made by
+other sources): a mutant of the code that reads results is tested on
+results the unchanged tree made.
+
+    python tests/mutants.py              every mutant
+    python tests/mutants.py -k ctx       those whose name contains ctx
+    python tests/mutants.py --list
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+JOURNAL = ROOT / "build" / "mutants-journal.json"
+QUICK = ROOT / "build" / "quick-run"
+PY = sys.executable
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str        # relative to the repository
+    old: str         # the snippet, exactly once in the file
+    new: str         # what the wrong program has instead
+    tests: str       # pytest arguments: node ids, or a file and -k
+    quick: bool = False  # the tests read the shared quick run
+
+
+MUTANTS = [
+    Mutant("ctx-pipe-not-subtracted", "bench/cpu/ctx.c",
+           "osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);", "osm_meas_add(m, (rt - 0 * pipe_cost) / 2, dist);",
+           "tests/test_relations.py::test_switch_costs_more_than_a_pipe_write_and_read_is_subtracted"),
+    Mutant("ctx-pipe-subtracted-twice", "bench/cpu/ctx.c",
+           "osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);", "osm_meas_add(m, (rt - 4 * pipe_cost) / 2, dist);",
+           "tests/test_relations.py::test_switch_costs_more_than_a_pipe_write_and_read_is_subtracted"),
+    Mutant("call-loop-not-subtracted", "bench/cpu/call.c",
+           "m[k].v[i] = (m[k].v[i] - loop_turn) / UNROLL;", "m[k].v[i] = m[k].v[i] / UNROLL;",
+           "tests/test_probes.py::test_call_probe_subtracts_loop_and_timer"),
+    Mutant("iogen-ramp-recorded", "bench/disk/run.c",
+           "if (io->t_start < run.t_measure || now > run.t_end)", "if (now > run.t_end)",
+           "tests/test_disk.py::test_ramp_up_is_not_recorded"),
+    Mutant("launcher-kill-does-nothing", "harness/osmeter/launch.py",
+           "        proc = self.proc\n        if proc is None:", "        proc = None\n        if proc is None:",
+           "tests/test_cli.py::test_sigint_keeps_the_finished_probes"),
+    Mutant("vtimer-probe-per-64-calls", "bench/vtimer/probe.c",
+           "((double)ticks[c] - osm_timer.overhead) / NT,", "((double)ticks[c] - osm_timer.overhead) / 64,",
+           "tests/test_vtimer.py::test_timer_costs_against_the_clocks_they_read"),
+    Mutant("vtimer-virtual-reads-the-tsc", "bench/vtimer/vtimer.c",
+           "return t->kind == VT_VIRTUAL ? vnow() : tsc_now();",
+           "return t->kind == VT_VIRTUAL ? tsc_now() : tsc_now();",
+           "tests/test_vtimer.py::test_timer_costs_against_the_clocks_they_read"),
+    Mutant("memlevels-core-farthest-point", "harness/osmeter/memlevels.py",
+           "np.array([int(np.argmin(dist))])", "np.array([int(np.argmax(dist))])",
+           "tests/test_mem.py::test_two_points_either_side_of_their_median_still_make_a_level"),
+    Mutant("fs-meta-create-delete-swapped", "bench/fs/meta.c",
+           "osm_meas_init(&mc, idc, o.samples);\n        osm_meas_init(&md, idd, o.samples);",
+           "osm_meas_init(&mc, idd, o.samples);\n        osm_meas_init(&md, idc, o.samples);",
+           "tests/test_fs.py::test_metadata_rates"),
+    Mutant("fs-meta-rate-1000x", "bench/fs/meta.c",
+           "osm_meas_add(&md, nfiles / ((double)(t2 - t1) * 1e-9), false);",
+           "osm_meas_add(&md, nfiles / ((double)(t2 - t1) * 1e-6), false);",
+           "tests/test_fs.py::test_metadata_rates"),
+    Mutant("c2c-one-direction-for-every-pair", "bench/cpu/c2c.c",
+           "double v = measure_pair(cpus[pairs[k].a], cpus[pairs[k].b], &o);",
+           "double v = measure_pair(cpus[pairs[0].a], cpus[pairs[0].b], &o);",
+           "tests/test_sched.py::test_c2c_both_directions_agree"),
+    Mutant("c2c-matrix-transposed", "bench/cpu/c2c.c",
+           "matrix[pairs[k].a * n + pairs[k].b] = v;", "matrix[pairs[k].b * n + pairs[k].a] = v;",
+           "tests/test_sched.py::test_c2c_both_directions_agree"),
+    Mutant("compare-interval-80-percent", "harness/osmeter/stats.py",
+           "lo, hi = np.percentile(r, [2.5, 97.5])", "lo, hi = np.percentile(r, [10, 90])",
+           "tests/test_compare.py::test_hierarchical_interval_covers_the_true_ratio"),
+]
+
+
+# ----------------------------------------------------------------- running
+
+def _restore(saved: dict[str, str]) -> None:
+    for rel, text in saved.items():
+        path = ROOT / rel
+        if path.read_text() != text:
+            path.write_text(text)
+
+
+def recover() -> None:
+    """A journal left by a runner that was killed: its originals go back."""
+    if JOURNAL.is_file():
+        saved = json.loads(JOURNAL.read_text())
+        _restore(saved)
+        JOURNAL.unlink()
+        print(f"mutants: restored {', '.join(saved)} from a killed run's journal", file=sys.stderr)
+
+
+def make() -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "-s", "-j2", "-C", str(ROOT), "all"], capture_output=True, text=True)
+
+
+def quick_run() -> Path:
+    """build/quick-run when it was made by this very tree; else one now."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from conftest import QUICK_STAMP, sources_stamp
+
+    want = sources_stamp()
+    stamp = QUICK / QUICK_STAMP
+    if stamp.is_file() and stamp.read_text().strip() == want:
+        return QUICK
+    print("mutants: no quick run of this tree in build/quick-run; making one (a few minutes) ...", flush=True)
+    with tempfile.TemporaryDirectory(dir=ROOT / "build") as tmp:
+        out = Path(tmp) / "run"
+        r = subprocess.run([str(ROOT / "osmeter"), "run", "--preset", "quick", "--no-report", "--out", str(out)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"mutants: the quick run failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        (out / QUICK_STAMP).write_text(want + "\n")
+        shutil.rmtree(QUICK, ignore_errors=True)
+        shutil.move(str(out), QUICK)
+    return QUICK
+
+
+def _why(output: str) -> str:
+    """The first assertion line of a failing run, to show what caught it."""
+    for line in output.splitlines():
+        if line.startswith("E "):
+            return line[1:].strip()[:160]
+    return output.strip().splitlines()[-1][:160] if output.strip() else ""
+
+
+def run_one(m: Mutant, env: dict) -> tuple[str, str]:
+    """(outcome, detail): caught, SURVIVED, unchecked (its tests skipped), ERROR."""
+    path = ROOT / m.file
+    text = path.read_text()
+    if text.count(m.old) != 1:
+        return "ERROR", f"the snippet occurs {text.count(m.old)} times in {m.file} (the list is stale)"
+    JOURNAL.parent.mkdir(exist_ok=True)
+    JOURNAL.write_text(json.dumps({m.file: text}))
+    try:
+        path.write_text(text.replace(m.old, m.new))
+        if m.file.endswith((".c", ".h")):
+            b = make()
+            if b.returncode != 0:
+                return "ERROR", "the mutant does not build: " + b.stderr.strip()[-300:]
+        r = subprocess.run([PY, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-x",
+                            *m.tests.split()], capture_output=True, text=True, cwd=ROOT, env=env)
+    finally:
+        _restore({m.file: text})
+        JOURNAL.unlink(missing_ok=True)
+    out = r.stdout + r.stderr
+    tail = out.strip().splitlines()[-1] if out.strip() else ""
+    if r.returncode == 0:
+        if re.search(r"\bpassed\b", tail):
+            return "SURVIVED", tail
+        return "unchecked", tail + " " + " ".join(ln for ln in out.splitlines() if ln.startswith("SKIPPED"))[:300]
+    if r.returncode == 1 and re.search(r"\bfailed\b", tail) and not re.search(r"\berrors?\b", tail):
+        return "caught", _why(out)
+    return "ERROR", f"pytest exit {r.returncode}: {tail}\n{out[-1500:]}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", default="", help="only the mutants whose name contains this")
+    ap.add_argument("--list", action="store_true", help="list the mutants and their tests")
+    args = ap.parse_args()
+    chosen = [m for m in MUTANTS if args.k in m.name]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:36s} {m.file}  ->  {m.tests}")
+        return 0
+    if not chosen:
+        print(f"mutants: none named like {args.k!r}", file=sys.stderr)
+        return 2
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, interrupted)
+    recover()
+    t0 = time.monotonic()
+    b = make()
+    if b.returncode != 0:
+        print(f"mutants: the unchanged tree does not build:\n{b.stderr}", file=sys.stderr)
+        return 1
+    env = dict(os.environ)
+    if any(m.quick for m in chosen):
+        env["OSMETER_TEST_QUICK_RUN"] = str(quick_run())
+    env.pop("OSMETER_TEST_QUICK_RUN_SAVE", None)
+    results = []
+    rebuilt = False
+    try:
+        for m in chosen:
+            t = time.monotonic()
+            outcome, detail = run_one(m, env)
+            rebuilt |= m.file.endswith((".c", ".h"))
+            results.append((m, outcome))
+            print(f"{outcome:9s} {m.name:36s} {time.monotonic() - t:5.1f} s  {detail}", flush=True)
+    except KeyboardInterrupt:
+        print("mutants: interrupted; the source is restored", file=sys.stderr)
+        return 130
+    finally:
+        recover()
+        if rebuilt:
+            make()  # the probes of the unchanged source again
+    bad = [(m, o) for m, o in results if o in ("SURVIVED", "ERROR")]
+    unchecked = sum(o == "unchecked" for _, o in results)
+    print(f"mutants: {len(results)} in {time.monotonic() - t0:.0f} s: "
+          f"{sum(o == 'caught' for _, o in results)} caught, {unchecked} unchecked (their tests skipped here), "
+          f"{len(bad)} survived or broken")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
