@@ -26,6 +26,12 @@ def probe(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedPr
     return subprocess.run([str(BIN / name), *args], capture_output=True, text=True, timeout=timeout)
 
 
+def takes_samples(name: str) -> bool:
+    """Whether a probe takes --samples: one whose count comes from elsewhere
+    (sched_timer's --seconds, fs_cache's sizes) refuses it, and its --help says so."""
+    return "--samples N" in subprocess.run([str(BIN / name), "--help"], capture_output=True, text=True).stdout
+
+
 def probe_lines(name: str, *args: str) -> dict[str, dict]:
     r = probe(name, *args)
     assert r.returncode == 0, r.stderr

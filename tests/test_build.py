@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, osmeter
+from conftest import BIN, ROOT, osmeter, takes_samples
 from osmeter import registry
 from osmeter.present import fmt_value
 
@@ -103,9 +103,7 @@ BINARIES = sorted({p.binary: p for p in reversed(registry.PROBES) if p.parse is 
 @pytest.mark.parametrize("binary, decl", BINARIES, ids=[b for b, _ in BINARIES])
 def test_aarch64_probes_print_valid_lines_under_qemu(binary, decl, aarch64_build, aarch64_peer, tmp_path):
     # a probe whose count comes from elsewhere (sched_timer, fs_cache) refuses --samples: its --help says so
-    takes_samples = "--samples N" in subprocess.run([str(ROOT / "build" / "bin" / binary), "--help"],
-                                                    capture_output=True, text=True).stdout
-    args = (["--samples", "3"] if takes_samples else []) + list(decl.smoke)
+    args = (["--samples", "3"] if takes_samples(binary) else []) + list(decl.smoke)
     if binary.startswith("net_"):
         args += ["--peer", aarch64_peer]
     if binary.startswith("fs_"):

@@ -33,7 +33,6 @@ uint64_t ticks(void) { return osm_clock_ns(); }
 
 double tick_ns, tick_hz;
 volatile sig_atomic_t interrupted;
-struct run_state run;
 
 static void fill_buffer(char *b, size_t n, enum data_pattern p, uint64_t seed);
 
