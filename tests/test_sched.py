@@ -129,10 +129,15 @@ def test_c2c_samples_64_cpus_evenly():
 def _c2c_watched(*args: str) -> tuple[dict, set[tuple[int, int]]]:
     """cpu_c2c's line, and what another process saw of it: (the main
     thread's CPU, the answering thread's CPU) whenever the probe had its two
-    threads, each pinned to one CPU (/proc/PID/task/*/status)."""
+    threads, each pinned to one CPU (/proc/PID/task/*/status), and the same
+    two threads were seen so on two reads in a row. One read is not enough:
+    glibc starts a thread with its creator's mask and applies the
+    attribute's CPU a moment later, so a single read can catch the new
+    thread on the main thread's CPU (a fresh CI run saw (0, 0) once)."""
     p = subprocess.Popen([str(BIN / "cpu_c2c"), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = set()
+    seen, last = set(), None
     while p.poll() is None:
+        now = None
         try:
             tasks = os.listdir(f"/proc/{p.pid}/task")
             if len(tasks) == 2:
@@ -142,11 +147,14 @@ def _c2c_watched(*args: str) -> tuple[dict, set[tuple[int, int]]]:
                     cpus[int(t)] = next(ln.split()[1] for ln in text.splitlines()
                                         if ln.startswith("Cpus_allowed_list:"))
                 main = cpus.pop(p.pid)
-                (other,) = cpus.values()
+                ((tid, other),) = cpus.items()
                 if main.isdigit() and other.isdigit():
-                    seen.add((int(main), int(other)))
+                    now = (tid, int(main), int(other))
         except (OSError, KeyError, ValueError, StopIteration):
             pass  # a thread came or went while we read
+        if now is not None and now == last:
+            seen.add(now[1:])
+        last = now
         time.sleep(0.002)
     out, err = p.communicate()
     assert p.returncode == 0, err
