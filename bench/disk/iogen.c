@@ -76,6 +76,7 @@ int main(int argc, char **argv)
 {
     osm_progname = "iogen";
     options_parse(argc, argv);
+    osm_trace_setup();
     static struct job job;
     options_build_job(&job);
     if (opt.dump_spec) {

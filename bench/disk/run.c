@@ -318,6 +318,12 @@ static void *run_stream(void *arg)
             break;
     }
     close_intervals(s, run.t_end);
+    /* for a kernel-path trace (osmeter run --kernel-paths): this thread's
+     * measured window and its report intervals, in ticks and ticks per second */
+    uint64_t t_stop = ticks();
+    osm_trace_marker("osm_io %d %llu %llu %llu %.17g", osm_gettid(), (unsigned long long)run.t_measure,
+                     (unsigned long long)(t_stop < run.t_end ? t_stop : run.t_end),
+                     (unsigned long long)run.ival_ticks, tick_hz);
     free(free_slots);
     free(done);
     e.ops->exit(&e);

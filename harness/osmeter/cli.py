@@ -118,6 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="(root) for the run, move other tasks and IRQs off the pinned CPU, take its SMT siblings "
                         "offline and boost off, where the machine allows; all restored afterwards (also on Ctrl-C); "
                         "what was done and what could not be, with why, goes to conditions.isolation")
+    r.add_argument("--kernel-paths", action="store_true",
+                   help="(root, or tracefs access) after each probe's timed processes, run it once more with the "
+                        "kernel's tracer on and split each sample's time into user, system calls, interrupts, "
+                        "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed "
+                        "figures never come from the traced run); without the privilege, says why and runs the rest")
 
     ab = sub.add_parser(
         "ab", help="randomized, interleaved before/after runs of a setting a command can switch",
@@ -465,7 +470,8 @@ def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
-                      timer=args.timer, isolate=getattr(args, "isolate", False))
+                      timer=args.timer, isolate=getattr(args, "isolate", False),
+                      kernel_paths=getattr(args, "kernel_paths", False))
 
 
 def cmd_run(args) -> int:

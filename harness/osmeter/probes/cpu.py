@@ -61,8 +61,9 @@ PROBES = (
     Probe(
         name="cpu.syscall", binary="cpu_syscall", area="cpu",
         measures=(
-            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)"),
-            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)"),
+            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
+              ktimer="syscall:getppid"),
+            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)", ktimer="syscall:gettid"),
         ),
         methodology=(
             "getppid and gettid are entered with the syscall instruction itself, not a libc "

@@ -112,7 +112,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         measures=(
             m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
             m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
-            m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency"),
+            m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
             m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
         ),
         shared_method=METHOD,
@@ -122,6 +122,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         expect={"quick": 3.5, "full": 12},
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
+        kernel_wait="device",
     )
 
 
