@@ -231,3 +231,258 @@ def test_components_add_up_to_the_traced_sample(tmp_path):
     assert paths["mem.pagefault.major"]["groups"].get("waiting", 0) > 0  # asleep for the read
     assert doc["conditions"]["kernel_paths"]["tracefs_unchanged"] is True
     assert (tmp_path / "r" / "ktimers.txt").read_text().count("syscall:getppid") >= 1
+
+
+def _settings_made(mount: Path) -> None:
+    """Top-level settings other than the defaults, that a run must leave as they are."""
+    (mount / "events/sched/sched_switch/filter").write_text("prev_pid == 1")
+    (mount / "events/sched/sched_switch/enable").write_text("1")
+    (mount / "trace_clock").write_text("mono")
+    (mount / "buffer_size_kb").write_text("2048")
+    (mount / "tracing_on").write_text("0")
+
+
+def _settings_undone(mount: Path) -> None:
+    (mount / "events/sched/sched_switch/enable").write_text("0")
+    (mount / "events/sched/sched_switch/filter").write_text("0")
+    (mount / "trace_clock").write_text("local")
+    (mount / "buffer_size_kb").write_text("1408")
+    (mount / "tracing_on").write_text("1")
+
+
+def _ours_left() -> list[str]:
+    mount = tracefs.find_mount()
+    left = [p.name for p in (mount / "instances").iterdir() if p.name.startswith("osmeter-")] if mount else []
+    return left + ([str(tracefs.state_dir() / "kpaths.json")] if (tracefs.state_dir() / "kpaths.json").exists()
+                   else [])
+
+
+def _start(out: Path) -> subprocess.Popen:
+    """A traced run of a probe whose traced pass lasts a second or more."""
+    return subprocess.Popen([str(ROOT / "osmeter"), "run", "--kernel-paths", "--no-report", "--out", str(out),
+                             "--probes", "sched.wakeup.same"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def _wait_for_traced(p: subprocess.Popen, timeout: float = 300) -> None:
+    """Reads the run's output until its traced pass has begun."""
+    end = time.monotonic() + timeout
+    seen = ""
+    while time.monotonic() < end:
+        ch = p.stdout.read(1)
+        if not ch:
+            break
+        seen += ch
+        if "[traced]" in seen:
+            time.sleep(0.4)  # inside the traced probe's run
+            return
+    p.kill()
+    pytest.fail(f"the traced pass never began: {seen[-2000:]}")
+
+
+@pytest.fixture
+def own_mount():
+    """tracefs mounted by the test with settings of its own (the run finds it
+    mounted); unmounted after, if the test mounted it."""
+    _tracing_or_skip()
+    mounted = tracefs.find_mount()
+    mount = mounted or tracefs.DEFAULT_MOUNT
+    if not mounted:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(mount)], check=True)
+    _settings_made(mount)
+    try:
+        yield mount
+    finally:
+        _settings_undone(mount)
+        if not mounted:
+            subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_tracefs_is_as_it_was_after_a_run_and_after_sigint(tmp_path, own_mount):
+    """A snapshot of tracefs's top level (events, filters, buffer size, clock,
+    tracing_on, instances) taken before a traced run equals the one after
+    it, and after a SIGINT in the middle of its traced pass (exit 130, no
+    instance or state file of osmeter's left). Mutant caught: an instance
+    left behind when the traced probe is interrupted."""
+    before = tracefs.snapshot()
+    assert before["trace_clock"].count("[mono]") == 1 and before["filters_and_triggers"]
+    doc = _run(tmp_path / "a", "--probes", "cpu.syscall.getppid")
+    assert tracefs.snapshot() == before and not _ours_left()
+    assert doc["conditions"]["kernel_paths"]["tracefs_unchanged"] is True
+    assert "mounted" not in doc["conditions"]["kernel_paths"]  # it was mounted: the run did not mount it
+    p = _start(tmp_path / "b")
+    _wait_for_traced(p)
+    os.killpg(p.pid, signal.SIGINT)
+    assert p.wait(timeout=120) == 130, p.stderr.read()
+    assert tracefs.snapshot() == before and not _ours_left()
+
+
+def test_a_killed_runs_tracing_is_undone_by_the_next(tmp_path):
+    """SIGKILL in the middle of a traced pass leaves osmeter's instances and
+    its mount of tracefs; the next --kernel-paths run removes them first,
+    says so, and leaves tracefs as it was before the killed run (here: not
+    mounted). Mutant caught: the stale state file ignored."""
+    _tracing_or_skip()
+    if tracefs.find_mount():
+        pytest.skip("tracefs is mounted here already: this test checks the run's own mount")
+    p = _start(tmp_path / "a")
+    _wait_for_traced(p)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=60)
+    time.sleep(0.5)
+    assert _ours_left(), "the killed run left nothing to repair"
+    r = subprocess.run([str(ROOT / "osmeter"), "run", "--kernel-paths", "--no-report", "--out", str(tmp_path / "b"),
+                        "--probes", "cpu.syscall.getppid"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "ended without cleaning up" in r.stderr, r.stderr
+    doc = json.loads((tmp_path / "b" / "results.json").read_text())
+    stale = doc["conditions"]["kernel_paths"]["stale"]
+    assert any("removed" in x for x in stale["done"]) and not stale["left"], stale
+    assert tracefs.find_mount() is None and not _ours_left()
+
+
+def test_without_root_the_refusal_is_named_and_the_run_goes_on():
+    """As nobody: the run says what is missing (root or tracefs access),
+    records it, and measures everything else (exit 0). Mutant caught: the
+    refusal turned into a failed run."""
+    if os.getuid() != 0 or not Path("/usr/bin/setpriv").exists():
+        pytest.skip("needs root (to become nobody) and setpriv")
+    nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if subprocess.run([*nobody, "test", "-r", str(ROOT / "harness" / "osmeter" / "__init__.py")]).returncode != 0:
+        pytest.skip("nobody cannot read this tree (a private clone)")
+    d = Path(tempfile.mkdtemp(prefix="osmeter-kpaths-"))
+    try:
+        d.chmod(0o777)
+        out = d / "out"
+        r = subprocess.run([*nobody, sys.executable, "-m", "osmeter", "run", "--kernel-paths", "--probes",
+                            "cpu.syscall.getppid", "--no-report", "--out", str(out)], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT / "harness"), HOME=str(d)))
+        assert r.returncode == 0, r.stderr
+        assert "--kernel-paths refused" in r.stderr and "root" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        doc = json.loads((out / "results.json").read_text())
+        assert "root" in doc["conditions"]["kernel_paths"]["refused"]
+        assert [m["id"] for m in doc["measurements"]] == ["cpu.syscall.getppid"]
+        assert "kernel_paths" not in doc["measurements"][0]
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _run_probe(out: Path, probe, pattern: str, **opts) -> dict:
+    """An in-process traced run of a probe declared by the test."""
+    from osmeter.runner import RunOptions, run
+
+    rc = run(RunOptions(patterns=[pattern], out=out, kernel_paths=True, probes=(probe,), derived=(), **opts))
+    assert rc == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def _off_cpu(kp: dict) -> float:
+    return sum(kp["groups"].get(g, 0.0) for g in ("preempted", "wake-up", "waiting", "device"))
+
+
+def test_a_delay_added_on_the_network_path_is_time_off_the_cpu(tmp_path):
+    """This kernel has no netem (tc: "Specified qdisc kind is unknown"), so
+    the known delay is the peer's: the local netpeer holds each echo D us,
+    spinning on its CPU (netpeer --delay-us, through net_rtt's
+    --peer-delay-us), one delay per round trip where netem on loopback would
+    add 2D. The probe's thread is asleep meanwhile: its time off the CPU per
+    round trip grows by about D, its user time does not. Mutant caught: the
+    time asleep counted as the system call it slept in."""
+    _tracing_or_skip()
+    from osmeter.probe import Probe, m
+
+    delay_us = 300
+    got = {}
+    for d in (0, delay_us):
+        probe = Probe(name="net.rtt", binary="net_rtt", area="net",
+                      measures=(m("net.rtt.tcp.loopback", "ns", "TCP round trip"),
+                                m("net.rtt.udp.loopback", "ns", "UDP round trip")),
+                      methodology="round trips to a local netpeer that holds each echo",
+                      presets={"quick": ("--samples", "60", "--iterations", "20", "--peer-delay-us", str(d))})
+        doc = _run_probe(tmp_path / f"d{d}", probe, "net.rtt.tcp.loopback")
+        got[d] = _paths(doc)["net.rtt.tcp.loopback"]
+    added = _off_cpu(got[delay_us]) - _off_cpu(got[0])
+    assert added == pytest.approx(delay_us * 1e3, rel=0.25), (got[0]["groups"], got[delay_us]["groups"])
+    assert abs(got[delay_us]["groups"]["user"] - got[0]["groups"]["user"]) < 0.1 * delay_us * 1e3
+    assert got[delay_us]["off_cpu_share"] > got[0]["off_cpu_share"]
+
+
+def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
+    """A CPU-bound SCHED_OTHER process on the CPU a thread is woken on, the
+    probe under SCHED_OTHER too (--no-rt): the woken thread of
+    sched.wakeup.cross waits while the busy one still runs, which the
+    breakdown calls preempted; on an idle CPU that wait is the wake-up
+    (the CPU leaving idle). The busy thread shares the woken thread's CPU:
+    in .same the waker itself holds the CPU when it wakes the other thread,
+    and this kernel's scheduler (EEVDF) runs a thread woken after a sleep
+    before a CPU-bound one, so a busy thread there hardly ever runs in
+    between (the medians with and without it agree). Mutant caught: every
+    wait after a wake-up called wake-up latency, whoever ran."""
+    _tracing_or_skip()
+    from osmeter.probe import Probe, m
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: no wake-up across CPUs")
+    cpu, other = cpus[-1], cpus[0]
+    probe = Probe(name="sched.wakeup", binary="sched_wakeup", area="sched",
+                  measures=(m("sched.wakeup.cross", "ns", "futex wake-up on another CPU"),),
+                  methodology="wake-ups", presets={"quick": ("--samples", "300", "--other-cpu", str(other))},
+                  processes=1)
+    quiet = _paths(_run_probe(tmp_path / "quiet", probe, "sched.wakeup.cross", cpu=cpu, rt=False))
+    hog = subprocess.Popen(["taskset", "-c", str(other), "sh", "-c", "while :; do :; done"])
+    try:
+        busy = _paths(_run_probe(tmp_path / "busy", probe, "sched.wakeup.cross", cpu=cpu, rt=False))
+    finally:
+        hog.kill()
+        hog.wait()
+    q, b = quiet["sched.wakeup.cross"]["groups"], busy["sched.wakeup.cross"]["groups"]
+    assert b.get("preempted", 0.0) > 0.3 * busy["sched.wakeup.cross"]["total_ns"], (q, b)
+    assert b.get("preempted", 0.0) > 5 * q.get("preempted", 0.0), (q, b)
+    assert q.get("wake-up", 0.0) > 5 * b.get("wake-up", 0.0), (q, b)
+
+
+def test_a_throttled_disk_shows_in_the_device_share(tmp_path):
+    """A RAM-backed loop device read at queue depth 32, then the same inside
+    a cgroup v1 blkio throttle of 2000 read IOPS (as tests/test_disk.py's
+    ground truth): the I/O thread's time per I/O asleep for the device
+    grows into most of it, and its system-call time per I/O does not grow
+    with it. Mutant caught: the disk probe's sleep named by its waker
+    rather than the device."""
+    _tracing_or_skip()
+    base = Path("/sys/fs/cgroup/blkio")
+    if not (base / "blkio.throttle.read_iops_device").exists():
+        pytest.skip("cgroup v1 blkio throttling is not available on this machine")
+    img = Path("/dev/shm/osmeter-test-kpaths.img")
+    subprocess.run(["truncate", "-s", "96M", str(img)], check=True)
+    r = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True)
+    if r.returncode != 0:
+        img.unlink()
+        pytest.skip(f"losetup is not permitted here: {r.stderr.strip()}")
+    dev = r.stdout.strip()
+    cg = base / "osmeter-test-kpaths"
+    got = {}
+    try:
+        cg.mkdir(exist_ok=True)
+        majmin = Path(f"/sys/block/{Path(dev).name}/dev").read_text().strip()
+        for limit in (0, 2000):
+            (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} {limit}\n")
+            out = tmp_path / f"t{limit}"
+            r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", str(ROOT / "osmeter"),
+                                "run", "--kernel-paths", "--no-report", "--out", str(out), "--probes",
+                                "disk.4k-random-read.lat_mean", "--disk-target", dev, "--allow-destroy-data",
+                                "--disk-size", "64M"], capture_output=True, text=True, timeout=600)
+            assert r.returncode == 0, r.stdout + r.stderr
+            got[limit] = _paths(json.loads((out / "results.json").read_text()))["disk.4k-random-read.lat_mean"]
+    finally:
+        try:
+            cg.rmdir()
+        except OSError:
+            pass
+        subprocess.run(["losetup", "-d", dev])
+        img.unlink(missing_ok=True)
+    free, slow = got[0], got[2000]
+    assert slow["per"] == "I/O" and slow["samples"] >= 3
+    assert slow["shares"].get("device", 0) > 0.8 and slow["shares"].get("device", 0) > free["shares"].get("device", 0)
+    assert slow["groups"]["syscall"] < 1.5 * free["groups"]["syscall"], (free["groups"], slow["groups"])
+    assert slow["shares"]["syscall"] <= free["shares"]["syscall"]
