@@ -209,15 +209,26 @@ def _paths(doc: dict) -> dict[str, dict]:
     return {m["id"]: m["kernel_paths"] for m in doc["measurements"] if "kernel_paths" in m}
 
 
-def test_components_add_up_to_the_traced_sample(tmp_path):
+@pytest.fixture(scope="module")
+def traced_run(tmp_path_factory) -> tuple[Path, dict]:
+    """One traced run of the issue's probes, with its report and notebook
+    (the example estimates)."""
+    _tracing_or_skip()
+    out = tmp_path_factory.mktemp("kpaths") / "r"
+    r = subprocess.run([str(ROOT / "osmeter"), "run", "--kernel-paths", "--estimates", "example", "--out", str(out),
+                        "--probes", "cpu.syscall.getppid,cpu.ctx.proc,net.rtt.tcp.loopback,mem.pagefault.major,"
+                                    "sched.wakeup.same"], capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_components_add_up_to_the_traced_sample(traced_run):
     """For each id of a traced run, the components placed by the trace add up
     to the time the probe's own stamps span per operation (its traced
     figure with what it subtracted added back) within 5%; the tracing
     overhead is recorded. Mutants caught: a marker naming the wrong sample
     (its window off by one), a switch that drops the time before it."""
-    _tracing_or_skip()
-    doc = _run(tmp_path / "r", "--probes", "cpu.syscall.getppid,cpu.ctx.proc,net.rtt.tcp.loopback,"
-                                          "mem.pagefault.major,sched.wakeup.same")
+    out, doc = traced_run
     paths = _paths(doc)
     assert {"cpu.syscall.getppid", "cpu.ctx.proc", "net.rtt.tcp.loopback", "mem.pagefault.major",
             "sched.wakeup.same"} <= set(paths), doc["conditions"]["kernel_paths"]
@@ -230,7 +241,24 @@ def test_components_add_up_to_the_traced_sample(tmp_path):
     assert paths["cpu.syscall.getppid"]["software"]["virtual_ns"] > 0
     assert paths["mem.pagefault.major"]["groups"].get("waiting", 0) > 0  # asleep for the read
     assert doc["conditions"]["kernel_paths"]["tracefs_unchanged"] is True
-    assert (tmp_path / "r" / "ktimers.txt").read_text().count("syscall:getppid") >= 1
+    assert (out / "ktimers.txt").read_text().count("syscall:getppid") >= 1
+
+
+def test_the_report_and_notebook_show_the_kernel_share_and_the_breakdown(traced_run):
+    """A traced run's estimate tables get the measured kernel share column
+    (with the kernel timer's virtual time where the id names one), and each
+    area the breakdown figure with the estimate beside it, in the report
+    and in the notebook."""
+    out, doc = traced_run
+    tex = (out / "report" / "report.tex").read_text()
+    assert tex.count("Kernel (traced)") >= 4  # the cpu, mem, net and sched tables
+    kp = _paths(doc)["cpu.syscall.getppid"]
+    row = next(ln for ln in tex.splitlines() if ln.startswith("cpu.syscall.getppid &"))
+    assert row.split(" & ")[-1].startswith(f"{kp['kernel_share']:.0%}".replace("%", "\\%") + " ("), row
+    assert "Where the time goes" in tex
+    assert sum(1 for f in (out / "report" / "figures").glob("*.pdf")) >= 4
+    html = (out / "notebook.html").read_text()
+    assert "Kernel (traced)" in html and "Where the time goes" in html
 
 
 def _settings_made(mount: Path) -> None:
@@ -486,3 +514,74 @@ def test_a_throttled_disk_shows_in_the_device_share(tmp_path):
     assert slow["shares"].get("device", 0) > 0.8 and slow["shares"].get("device", 0) > free["shares"].get("device", 0)
     assert slow["groups"]["syscall"] < 1.5 * free["groups"]["syscall"], (free["groups"], slow["groups"])
     assert slow["shares"]["syscall"] <= free["shares"]["syscall"]
+
+
+# ------------------------------------------------------------ compare and the report
+
+def _traced_campaign(path: Path, runs: int, seed: int, moved: float = 0.0, traced: bool = True) -> Path:
+    """A campaign of net.rtt.tcp.loopback (and cpu.x, untouched), each run
+    with its kernel paths: `moved` ns more of softirq NET_RX per round trip
+    on this side, its timed samples as much slower."""
+    from osmeter.results import Results, write_json_atomic
+
+    rng = np.random.default_rng(seed)
+    path.mkdir(parents=True)
+    doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": seed}
+    for k in range(1, runs + 1):
+        run = path / f"run-{k:02d}"
+        run.mkdir()
+        res = Results(run, {"hostname": "h"}, {"preset": "quick"})
+        comp = {"user": 1000.0, "syscall read": 3000.0, "softirq NET_RX": 2000.0 + moved,
+                "waiting: woken by softirq NET_RX": 4000.0}
+        comp = {c: v * float(np.exp(rng.normal(0, 0.01))) for c, v in comp.items()}
+        total = 10000.0 + moved
+        for mid, base in (("net.rtt.tcp.loopback", total), ("cpu.x", 500.0)):
+            level = base * float(np.exp(rng.normal(0, 0.01)))
+            m = res.add_line({"id": mid, "unit": "ns", "samples": (level * np.exp(rng.normal(0, 0.005, 20))).tolist(),
+                              "params": {}}, "fake", mid)
+            if traced and mid == "net.rtt.tcp.loopback":
+                m["kernel_paths"] = {"components": comp, "total_ns": sum(comp.values()), "per": "operation",
+                                     "groups": {}, "kernel_share": 0.5}
+        res.doc["complete"] = True
+        res.save()
+        doc["runs"].append({"name": run.name, "status": "complete"})
+    write_json_atomic(path / "campaign.json", doc)
+    return path
+
+
+def test_compare_names_the_component_that_moved(tmp_path):
+    """Both sides traced, 4 runs each, 2.8 us more softirq NET_RX per round
+    trip on B: the verdict line says "slower +2.8 us, of which softirq
+    NET_RX +2.8 us" and names nothing else; the CSV carries it, the LaTeX
+    section draws a stacked bar for the changed id. A side without traces
+    gets no components. Mutant caught: components compared with the
+    within-run test (one value per run) and called changed from two runs."""
+    from conftest import osmeter
+
+    a = _traced_campaign(tmp_path / "a", 4, 1)
+    b = _traced_campaign(tmp_path / "b", 4, 2, moved=2800.0)
+    r = osmeter("compare", str(a), str(b), "--csv", str(tmp_path / "c.csv"), "--tex", str(tmp_path / "t" / "c.tex"))
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("net.rtt.tcp.loopback:"))
+    import re
+
+    mo = re.search(r"slower \+([\d.]+) us, of which softirq NET_RX \+([\d.]+) us$", line.strip())
+    assert mo and float(mo.group(1)) == pytest.approx(2.8, abs=0.3) and float(mo.group(2)) == pytest.approx(2.8, abs=0.3), \
+        r.stdout
+    for other in ("user", "syscall read", "waiting"):
+        assert other not in line.split("of which", 1)[1]
+    assert not any(ln.strip().startswith("cpu.x:") for ln in r.stdout.splitlines())
+    csv_text = (tmp_path / "c.csv").read_text()
+    assert "moved" in csv_text.splitlines()[[i for i, ln in enumerate(csv_text.splitlines())
+                                              if not ln.startswith("#")][0]]
+    assert "of which softirq NET_RX" in csv_text
+    tex = (tmp_path / "t" / "c.tex").read_text()
+    assert "Which part moved" in tex and (tmp_path / "t" / "c-figures" / "c-kpath-0.pdf").exists()
+    c = _traced_campaign(tmp_path / "u", 4, 3, moved=2800.0, traced=False)
+    from osmeter import compare
+
+    cmp = compare.compare_paths([a], [c])
+    row = next(x for x in cmp.rows if x.id == "net.rtt.tcp.loopback")
+    assert row.verdict == "slower" and not row.parts and compare.moved_text(row).startswith("slower +")
+    two = compare.compare_paths([a / "run-01"], [b / "run-01"])
+    assert not any(p.verdict in compare.DIRECTIONS for x in two.rows for p in x.parts)

@@ -29,7 +29,7 @@ from .isolate import isolated
 from .results import kept_by_process, run_figure
 from .results import load as load_results
 from .results import write_json_atomic
-from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
 from .stats import runs_needed, variance_split
 
 SCHEMA = "osmeter-campaign/1"
@@ -48,7 +48,7 @@ def _now() -> str:
 
 def options_doc(opts: RunOptions) -> dict:
     keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "fs_dir", "fs_remote",
-            "isolate")
+            "isolate", "kernel_paths")
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
 
 
@@ -110,7 +110,7 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
-        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, \
+        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, tracing(p), \
                 (isolated(p.cpu) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json
@@ -132,6 +132,8 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
               f"run(s) and the finished probes of the last")
         raise
     finally:
+        if "kernel_paths" in p.extra_conditions:  # the tracing session's end: what it removed, tracefs as it was
+            camp.doc["kernel_paths"] = p.extra_conditions["kernel_paths"]
         camp.save()
         claim.release()
         _write_stability(out)

@@ -151,10 +151,11 @@ def table(sections: list[tuple[str, list[tuple]]]) -> str:
     out = ["# osmeter kernel timers: virtual = physical with the thread's interrupts, softirqs and time off the CPU "
            "taken out (from a tracefs trace)",
            "# " + "  ".join(HEAD)]
+    width = max((len(r[0]) for _, rs in sections for r in rs), default=8)
     for title, rs in sections:
         out.append(f"[{title}]")
         for spec, n, p, v, pm, vm in rs:
-            out.append(f"{spec:<28} {n:>9d} {p:>14.0f} {v:>14.0f} {pm:>12.1f} {vm:>12.1f}")
+            out.append(f"{spec:<{width}} {n:>9d} {p:>14.0f} {v:>14.0f} {pm:>12.1f} {vm:>12.1f}")
     return "\n".join(out) + "\n"
 
 

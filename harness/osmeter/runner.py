@@ -232,6 +232,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         "disk_target": {"path": subst["{disk_target}"], "size": subst["{disk_size}"]},
         **p.extra_conditions,
     })
+    if isinstance(conditions.get("kernel_paths"), dict):  # this run's own copy: its traced probes go there
+        conditions["kernel_paths"] = {k: v for k, v in conditions["kernel_paths"].items() if k != "probes"}
     # a --disk-target that does not exist yet is made by the disk probes: osmeter removes it after
     made_target = opts.disk_target is None or not Path(subst["{disk_target}"]).exists()
     conditions["disk_target"]["made_by_osmeter"] = made_target
@@ -659,7 +661,7 @@ def _record_kernel_paths(out: Path, doc: dict) -> None:
     path = out / "results.json"
     try:
         res = json.loads(path.read_text())
-        res["conditions"]["kernel_paths"] = doc
+        res["conditions"].setdefault("kernel_paths", {}).update(doc)
         write_json_atomic(path, res)
     except FileNotFoundError:
         pass
