@@ -154,6 +154,27 @@ def test_kernel_timers_take_out_interrupts_softirqs_and_time_off_the_cpu():
     assert "syscall:read" in text and "[t]" in text
 
 
+def test_only_a_time_is_traced():
+    """A traced pass is run only for a probe with a single time asked for
+    and measured: the disk workload for its mean latency (not its IOPS or
+    MB/s), never a probe of rates (mem.bw) or of a curve (the queue-depth
+    sweep), whose ids have no per-operation span to split. Mutant caught:
+    every probe asked for traced, rates included."""
+    from osmeter.probes import collect
+
+    probes = {p.name: p for p in collect()[1]}
+    disk, bw, sweep = probes["disk.4k-random-read"], probes["mem.bw"], probes["disk.qd_sweep"]
+    every = lambda p: {x.id for x in p.measures}  # noqa: E731
+    assert kpaths.traced_ids(disk, every(disk), every(disk)) == ["disk.4k-random-read.lat_mean",
+                                                                "disk.4k-random-read.lat_p99"]
+    assert kpaths.traced_ids(disk, {"disk.4k-random-read.iops"}, every(disk)) == []
+    assert kpaths.traced_ids(disk, every(disk), {"disk.4k-random-read.iops"}) == []
+    assert kpaths.traced_ids(bw, every(bw), every(bw)) == [] and every(bw)
+    assert kpaths.traced_ids(sweep, every(sweep), every(sweep)) == []
+    getppid = probes["cpu.syscall"]
+    assert kpaths.traced_ids(getppid, {"cpu.syscall.getppid"}, every(getppid)) == ["cpu.syscall.getppid"]
+
+
 def test_io_intervals_give_time_per_io_and_waiting_is_the_device():
     """iogen's marker gives its window and report intervals: the I/O thread's
     time per I/O in each, its sleep named the device's, the block requests'

@@ -130,6 +130,14 @@ def _keep_span(t1: int, cover: int | None) -> bool:
     return cover is None or t1 <= cover
 
 
+def traced_ids(probe, wanted, measured) -> list[str]:
+    """The ids of a probe a traced run can break down: its single times
+    (unit ns) that were asked for and measured. A rate, a size or a curve
+    has no per-operation span, so a probe with none of these is not run
+    traced at all."""
+    return [m.id for m in probe.measures if m.unit == "ns" and not m.curve and m.id in wanted and m.id in measured]
+
+
 def analyze(tl: Timelines, lines: list[dict], probe, stats: dict, device: int | None = None) -> dict[str, dict]:
     """kernel_paths entries (with their per-sample matrices under "_arrays")
     for each time id of a traced probe's lines."""

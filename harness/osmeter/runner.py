@@ -423,8 +423,8 @@ def _kernel_paths(p: Plan, launch: Launcher, order, procs: dict[str, int], subst
     sections = []
     by_id = {m["id"]: m for m in results.measurements}
     for probe, wanted in order:
-        if probe.external or probe.name in stopped or not any(i in by_id for i in wanted):
-            continue
+        if probe.external or probe.name in stopped or not kpaths.traced_ids(probe, wanted, by_id):
+            continue  # only a time has a breakdown: a probe of rates alone is not run traced
         args = _share_samples(_args(probe.presets[p.opts.preset], subst), procs[probe.name])
         if p.opts.timer != "tsc" and probe.parse is None:
             args = ["--timer", p.opts.timer, *args]
