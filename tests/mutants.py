@@ -95,6 +95,12 @@ MUTANTS = [
     Mutant("compare-interval-80-percent", "harness/osmeter/stats.py",
            "lo, hi = np.percentile(r, [2.5, 97.5])", "lo, hi = np.percentile(r, [10, 90])",
            "tests/test_compare.py::test_hierarchical_interval_covers_the_true_ratio"),
+    Mutant("report-figures-not-written", "harness/osmeter/latex.py",
+           "    fig.savefig(figdir / name)\n", "    pass\n",
+           "tests/test_report.py::test_report_tex_has_every_section_table_and_figure", quick=True),
+    Mutant("report-figure-wider-than-the-text", "harness/osmeter/latex.py",
+           "    fig.savefig(figdir / name)\n", "    fig.set_size_inches(8, 4)\n    fig.savefig(figdir / name)\n",
+           "tests/test_report.py::test_report_tex_has_every_section_table_and_figure", quick=True),
 ]
 
 

@@ -98,7 +98,17 @@ def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     assert r"cpu.syscall.gettid & ns & - & - & no estimate" in tex  # the id left out of the estimates
     # every figure numbered, with a caption, at its drawn size (one font size on every page)
     assert tex.count(r"\begin{figure}") >= 5 and tex.count(r"\begin{figure}") == tex.count(r"\caption{")
-    assert not re.search(r"\\includegraphics\[", tex) and all((out / "figures").glob("*.pdf"))
+    assert not re.search(r"\\includegraphics\[", tex)
+    # every figure the text includes is a whole PDF in figures/, no wider than A4's text (16.6 cm, set
+    # unscaled), and figures/ holds nothing else
+    included = re.findall(r"\\includegraphics\{figures/([^}]+)\}", tex)
+    assert len(included) == tex.count(r"\begin{figure}") and len(set(included)) == len(included)
+    assert sorted(included) == sorted(f.name for f in (out / "figures").iterdir())
+    for name in included:
+        pdf = (out / "figures" / name).read_bytes()
+        assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF"), name
+        box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([\d.]+)\s+([\d.]+)\s*\]", pdf)
+        assert box and 100 < float(box.group(1)) <= 16.6 / 2.54 * 72, (name, box and box.groups())
     # every area table quotes mean and standard deviation, with median, p99 and n beside them
     heads = [ln for ln in tex.splitlines() if ln.startswith("Operation & Unit & HW est.")]
     assert heads and all(r"Measured: mean $\pm$ std & Median & p99 & n & Error" in h for h in heads)
