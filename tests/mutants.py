@@ -109,6 +109,9 @@ MUTANTS = [
     Mutant("report-figure-wider-than-the-text", "harness/osmeter/latex.py",
            "    fig.savefig(figdir / name)\n", "    fig.set_size_inches(8, 4)\n    fig.savefig(figdir / name)\n",
            "tests/test_report.py::test_report_tex_has_every_section_table_and_figure", quick=True),
+    Mutant("memlevels-ends-from-sysfs", "harness/osmeter/probes/mem.py",
+           '"level_end": lv.end,', '"level_end": sysfs.get(name) or lv.end,',
+           "tests/test_mem.py::test_level_ends_bracket_sysfs_sizes", quick=True),
 ]
 
 
