@@ -112,6 +112,13 @@ MUTANTS = [
     Mutant("memlevels-ends-from-sysfs", "harness/osmeter/probes/mem.py",
            '"level_end": lv.end,', '"level_end": sysfs.get(name) or lv.end,',
            "tests/test_mem.py::test_level_ends_bracket_sysfs_sizes", quick=True),
+    Mutant("probe-human-ignored", "bench/common/args.c",
+           "osm_human_output = o->human;", "osm_human_output = false;",
+           "tests/test_readme.py::test_the_safe_commands_run", quick=True),
+    Mutant("export-median-is-the-mean", "harness/osmeter/present.py",
+           'w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"),',
+           'w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("mean"),',
+           "tests/test_readme.py::test_the_safe_commands_run", quick=True),
 ]
 
 
