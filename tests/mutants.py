@@ -119,6 +119,13 @@ MUTANTS = [
            'w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("median"),',
            'w.writerow([m["id"], m["unit"], m.get("n"), m.get("mean"), m.get("mean"),',
            "tests/test_readme.py::test_the_safe_commands_run", quick=True),
+    Mutant("sigint-ignored-by-commands", "harness/osmeter/errors.py",
+           "old = {s: signal.signal(s, raise_it) for s in SIGNALS}",
+           "old = {s: signal.signal(s, signal.SIG_IGN) for s in SIGNALS}",
+           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made"),
+    Mutant("latex-partial-pdf-left", "harness/osmeter/latex.py",
+           "        partial.unlink(missing_ok=True)", "        pass",
+           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made"),
 ]
 
 
