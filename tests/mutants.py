@@ -126,6 +126,18 @@ MUTANTS = [
     Mutant("latex-partial-pdf-left", "harness/osmeter/latex.py",
            "        partial.unlink(missing_ok=True)", "        pass",
            "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made"),
+    Mutant("net-remote-peer-is-local", "bench/net/common_net.h",
+           'if (osm_net_parse(net_peer_arg, &t->addr, err, sizeof err) != 0)\n            osm_usage_error("--peer: %s", err);',
+           'if (osm_net_local_peer(&t->addr, &t->local_pid, err, sizeof err) != 0)\n            osm_die("%s", err);',
+           "tests/test_net.py::test_remote_probes_between_namespaces"),
+    Mutant("net-close-window-misses-the-fin", "bench/net/conn.c",
+           "        ssize_t n = read(fd, &c, 1);\n        uint64_t tx = osm_window_close(&w, true, &d2);",
+           "        uint64_t tx = osm_window_close(&w, true, &d2);\n        ssize_t n = read(fd, &c, 1);",
+           "tests/test_net.py::test_remote_probes_between_namespaces"),
+    Mutant("net-rtt-per-sample-not-per-round-trip", "bench/net/rtt.c",
+           "osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);",
+           "osm_meas_add(&m, ((double)t - osm_timer.overhead), d);",
+           "tests/test_net.py::test_remote_probes_between_namespaces"),
 ]
 
 
