@@ -138,6 +138,14 @@ MUTANTS = [
            "osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);",
            "osm_meas_add(&m, ((double)t - osm_timer.overhead), d);",
            "tests/test_net.py::test_remote_probes_between_namespaces"),
+    Mutant("fleet-remote-peer-is-local", "bench/net/common_net.h",
+           'if (osm_net_parse(net_peer_arg, &t->addr, err, sizeof err) != 0)\n            osm_usage_error("--peer: %s", err);',
+           'if (osm_net_local_peer(&t->addr, &t->local_pid, err, sizeof err) != 0)\n            osm_die("%s", err);',
+           "tests/test_fleet.py::test_remote_measures_against_a_namespace_host"),
+    Mutant("fleet-rtt-per-sample-not-per-round-trip", "bench/net/rtt.c",
+           "osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);",
+           "osm_meas_add(&m, ((double)t - osm_timer.overhead), d);",
+           "tests/test_fleet.py::test_remote_measures_against_a_namespace_host"),
 ]
 
 

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nshosts
@@ -113,20 +114,58 @@ def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, py
 
 # ------------------------------------------------------ namespace hosts
 
+def _snmp(ns: str) -> dict[str, int]:
+    """A network namespace's protocol counters (/proc/net/snmp read inside it): Udp.InDatagrams, Tcp.InSegs."""
+    import subprocess
+    text = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    out = {}
+    for head, vals in zip(text[::2], text[1::2]):
+        proto = head.split(":")[0]
+        out.update({f"{proto}.{k}": int(v) for k, v in zip(head.split()[1:], vals.split()[1:])})
+    return out
+
+
 @needs_hosts
 def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
+    """--remote: the remote ids' round trips reach the host (its own UDP and
+    TCP counters grow by at least the round trips the ids kept; ssh is TCP
+    only), and they time those round trips: within 4x of what Python times
+    to a netpeer of the test's own on that host."""
+    import subprocess
+    import netref
     out = tmp_path / "remote"
+    before = _snmp(hosts[0].ns)
     r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*,net.rtt.udp.*", "--no-report",
                 "--out", str(out), env=hosts.env, timeout=300)
+    after = _snmp(hosts[0].ns)
     assert r.returncode == 0, r.stderr
     ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"
+    udp, tcp = ms["net.rtt.udp.remote"], ms["net.rtt.tcp.remote"]
+    assert after["Udp.InDatagrams"] - before["Udp.InDatagrams"] >= udp["n"] * udp["params"]["round_trips_per_sample"]
+    assert after["Tcp.InSegs"] - before["Tcp.InSegs"] >= tcp["n"] * tcp["params"]["round_trips_per_sample"]
     # the netpeer it started there is gone, and so is its private copy (a mktemp -d directory)
-    left = shutil.which("pgrep") and __import__("subprocess").run(["pgrep", "-f", "osmeter-netpeer"],
-                                                                   capture_output=True).stdout
+    left = shutil.which("pgrep") and subprocess.run(["pgrep", "-f", "osmeter-netpeer"], capture_output=True).stdout
     assert not left and not list(Path("/tmp").glob("osmeter-netpeer*"))
+    # both ends on one CPU, as the probe and its peer run: a wake-up across idle vCPUs costs tens of us
+    peer = subprocess.Popen(["ip", "netns", "exec", hosts[0].ns, "taskset", "-c", "0",
+                             str(ROOT / "build" / "bin" / "netpeer"), "--bind", hosts[0].addr, "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = peer.stdout.readline()
+        assert line.startswith("listening on "), line
+        ref = subprocess.run(["taskset", "-c", "0", sys.executable, netref.__file__, "measure", line.split()[-1],
+                              "300"], capture_output=True, text=True, timeout=120)
+        assert ref.returncode == 0, ref.stderr
+        ref = json.loads(ref.stdout)
+    finally:
+        peer.terminate()
+        peer.wait(timeout=10)
+    for proto, m in (("tcp", tcp), ("udp", udp)):
+        assert ref[proto] / 4 < m["median"] < 4 * ref[proto], (proto, m["median"], ref)
 
 
 @needs_hosts
