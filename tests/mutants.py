@@ -146,6 +146,10 @@ MUTANTS = [
            "osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);",
            "osm_meas_add(&m, ((double)t - osm_timer.overhead), d);",
            "tests/test_fleet.py::test_remote_measures_against_a_namespace_host"),
+    Mutant("fleet-compare-sides-swapped", "harness/osmeter/fleetcompare.py",
+           "columns = {x: compare.compare_sides(runs[base], runs[x], min_change",
+           "columns = {x: compare.compare_sides(runs[x], runs[base], min_change",
+           "tests/test_fleet.py::test_fleet_run_two_hosts_and_local_then_compare_and_report"),
 ]
 
 

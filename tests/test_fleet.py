@@ -232,6 +232,30 @@ def test_fleet_run_two_hosts_and_local_then_compare_and_report(hosts, tmp_path):
     row = next(ln for ln in c.stdout.splitlines() if ln.startswith("cpu.syscall.getppid "))
     ratios = [float(w) for w in row.split()[4:] if w.replace(".", "", 1).isdigit()]
     assert len(ratios) == 2 and all(0.2 < x < 5 for x in ratios)  # one kernel: the same order of cost
+    # a planted change: in a copy, hosts[1]'s getppid made 3x slower; its column (host over baseline, as the
+    # head says) must show it, near the ratio of the hosts' medians taken straight from their samples files
+    planted = tmp_path / "planted"
+    shutil.copytree(out, planted)
+    labels = [h["label"] for h in idx["hosts"]]
+    med = {}
+    for k, label in enumerate(labels):
+        doc = json.loads((planted / label / "results.json").read_text())
+        m = next(m for m in doc["measurements"] if m["id"] == "cpu.syscall.getppid")
+        f = planted / label / m["samples_file"]
+        with np.load(f) as z:
+            arrays = {name: z[name] for name in z.files}
+        if k == 1:
+            arrays["values"] = arrays["values"] * 3
+            np.savez(f, **arrays)
+        med[label] = float(np.median(arrays["values"][~arrays["disturbed"]]))
+    c = osmeter("compare", str(planted), "--csv", str(tmp_path / "planted.csv"))
+    assert c.returncode == 0, c.stderr
+    got = {r[2]: float(r[5]) for r in csv.reader((tmp_path / "planted.csv").read_text().splitlines()[1:])
+           if r[0] == "cpu.syscall.getppid"}
+    for label in labels[1:]:
+        assert got[label] == pytest.approx(med[label] / med[labels[0]], rel=0.2), (label, got, med)
+    assert got[labels[1]] == pytest.approx(3 * ratios[0], rel=0.01) and got[labels[2]] == pytest.approx(ratios[1],
+                                                                                                         rel=0.01)
     c = osmeter("compare", str(out), "--baseline", "local", "--csv", str(tmp_path / "f.csv"))
     assert c.returncode == 0 and f"{hosts[0].addr}/local" in c.stdout
     rows = list(csv.reader(ln for ln in (tmp_path / "f.csv").read_text().splitlines() if not ln.startswith("#")))
