@@ -73,6 +73,10 @@ def parse_hosts(text: str) -> list[Host]:
     bad = [n for n in names if n not in LOCAL and not _HOST_RE.match(n)]
     if bad:
         raise RunError(f"--hosts: not a host: {', '.join(repr(b) for b in bad)} (expected USER@HOST, HOST or local)")
+    dash = [n for n in names if any(part.startswith("-") for part in n.split("@"))]
+    if dash:  # ssh would read "-oProxyCommand=..." as an option, not a host
+        raise RunError(f"--hosts: not a host: {', '.join(repr(b) for b in dash)} (a user or host name cannot "
+                       "start with '-')")
     if len(set(names)) != len(names):
         raise RunError("--hosts: a host is named twice")
     hosts = []
@@ -164,26 +168,55 @@ def _timed(host: Host, step: str, fn, *args):
         host.steps[step] = round(time.monotonic() - t0, 3)
 
 
-def check(host: Host, needs: tuple[str, ...], python: str | None) -> str:
-    """Fails naming what the host lacks; returns its home directory."""
-    tools = [t for t in needs if not (python and t == "python3")]
+MARK = "osmeter-check"  # the check's own lines: a .bashrc banner or a chatty interpreter prints others
+
+
+def check_script(tools: list[str], py: str) -> str:
+    """What the check runs there: one marked line per lacking tool, the
+    interpreter's version and $HOME, each on a line of its own."""
+    return (f"for t in {' '.join(tools)}; do command -v $t >/dev/null 2>&1 || printf '{MARK} lacks %s\\n' $t; done; "
+            f"{ssh.quote(py)} -c 'import sys; print(\"\\n{MARK} python %d.%d\" % sys.version_info[:2])' "
+            f"2>/dev/null; printf '\\n{MARK} home %s\\n' \"$HOME\"")
+
+
+def parse_check(text: str) -> tuple[list[str], tuple[int, int] | None, str]:
+    """(lacking tools, the interpreter's (major, minor) or None, home) from
+    the check's marked lines only."""
+    lacks, version, home = [], None, ""
+    for line in text.splitlines():
+        word = line.split(" ", 2)
+        if len(word) < 3 or word[0] != MARK:
+            continue
+        if word[1] == "lacks":
+            lacks.append(word[2].strip())
+        elif word[1] == "python":
+            m = re.fullmatch(r"(\d+)\.(\d+)", word[2].strip())
+            version = (int(m.group(1)), int(m.group(2))) if m else version
+        elif word[1] == "home":
+            home = word[2].strip()
+    return lacks, version, home
+
+
+def check(host: Host, needs: tuple[str, ...], python: str | None, min_python: tuple[int, int] = (3, 11)) -> str:
+    """Fails naming everything the host lacks; returns its home directory."""
+    tools = [t for t in needs if t != "python3"]
     py = python or "python3"
-    r = _ssh(host, "for t in " + " ".join(tools) + "; do command -v $t >/dev/null 2>&1 || printf '%s ' $t; done; "
-             f"echo; {ssh.quote(py)} -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>/dev/null "
-             "|| echo none; echo \"$HOME\"", timeout=30)
-    lines = (r.stdout.splitlines() + ["", "", ""])[:3]
-    missing = lines[0].split()
-    if "python3" in needs or python:
-        version = lines[1].strip()
-        if version == "none" and "python3" not in missing:
-            missing.append(python or "python3")
-        elif version != "none" and tuple(int(x) for x in version.split(".")) < (3, 11):
-            raise HostFailed(f"has Python {version} as {py}; osmeter needs 3.11 or newer (--python PATH)")
-    if missing:
-        raise HostFailed(f"lacks {', '.join(missing)} (Debian: "
-                         + ", ".join(dict.fromkeys({"cc": "gcc", "python3": "python3"}.get(m, m) for m in missing))
-                         + ")")
-    return lines[2].strip() or "/tmp"
+    r = _ssh(host, check_script(tools, py), timeout=30)
+    lacks, version, home = parse_check(r.stdout)
+    problems = []
+    if ("python3" in needs or python) and version is None:
+        lacks.append(py)
+    if lacks:
+        debian = ", ".join(dict.fromkeys({"cc": "gcc", py: "python3"}.get(m, m) for m in lacks))
+        problems.append(f"lacks {', '.join(lacks)} (Debian: {debian})")
+    if ("python3" in needs or python) and version is not None and version < min_python:
+        problems.append(f"has Python {version[0]}.{version[1]} as {py}; osmeter needs {min_python[0]}."
+                        f"{min_python[1]} or newer there" + ("" if python else " (--python PATH)"))
+    if problems:
+        raise HostFailed("; and ".join(problems))
+    if not home:
+        raise HostFailed(f"the check printed nothing of its own (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+    return home
 
 
 def ship(host: Host, tar: bytes, tree: str, home: str) -> str:
@@ -393,25 +426,50 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
         h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
         _timed(h, "build", build, h, h.tree_dir)
         launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
+        agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/agent.py"
+        _clean_stale(h, agent)
         rres = f"{h.tree_dir}/results/fleet-{_stamp()}-{os.getpid()}"
-        cmd = f"echo $$; exec {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+        cmd = f"exec {agent} hold {ssh.quote(rres)} -- {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+        failed = None
         try:
             _timed(h, "run", _run_step, drv, h, cmd)
-        finally:
-            try:
-                _timed(h, "fetch", _fetch_dir, h, rres, dest)
-                h.results = h.label
-                _ssh(h, f"rm -rf {ssh.quote(rres)}", timeout=60)
-            except HostFailed as e:
-                if h.status != "failed":
-                    raise
-                h.reason += f"; and {e}"
+        except HostFailed as e:
+            failed = e  # the run's own words stay the reason, whatever the fetch says after
+        try:
+            _fetch_results(h, rres, dest)
+        except HostFailed as e:
+            if failed is None:
+                raise
+            failed = HostFailed(f"{failed}; and {e}")
+        if failed is not None:
+            raise failed
 
     drv.run(one)
     ok = [h for h in hosts if h.status == "ok"]
     print(summary_text(hosts))
     print(f"fleet: {len(ok)} of {len(hosts)} hosts ok; compare them with: osmeter compare {out}")
     return 0 if len(ok) == len(hosts) else 1
+
+
+def _clean_stale(h: Host, agent: str) -> None:
+    """What killed fleet runs left in the host's tree (agent.py clean)."""
+    r = _ssh(h, f"{agent} clean {ssh.quote(h.tree_dir)}", timeout=60)
+    gone = r.stdout.split()
+    if r.returncode != 0:
+        raise HostFailed(f"agent.py clean failed there: {r.stderr.strip()[-300:]}")
+    if gone:
+        print(f"fleet: {h.target}: removed what killed fleet runs left: {', '.join(gone)}", file=sys.stderr)
+
+
+def _fetch_results(h: Host, rres: str, dest: Path) -> None:
+    """The remote run's results directory into dest, when the run wrote one
+    (a run refused at its start writes nothing), then removed there."""
+    q = ssh.quote(rres)
+    have = _ssh(h, f"test -e {q}/results.json -o -e {q}/campaign.json && echo have", timeout=30)
+    if have.stdout.strip() == "have":
+        _timed(h, "fetch", _fetch_dir, h, rres, dest)
+        h.results = h.label
+    _ssh(h, f"rm -rf {q} {ssh.quote(rres + '.lock')}", timeout=60)
 
 
 def _build_local(root: Path) -> None:
@@ -589,12 +647,18 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             rlog = str(out / h.label / "iogen-log.csv")
         else:
             rlog = f"{h.tree_dir}/load-{stamp}.csv"
-        argv = [iogens[h.label], *(a.replace("{host}", h.label) for a in io_opts["iogen_args"]),
-                "--start-at", f"{start + off:.6f}"]
+        iargs = [a.replace("{host}", h.label) for a in io_opts["iogen_args"]]
+        argv = [iogens[h.label], *iargs, "--start-at", f"{start + off:.6f}"]
         if rlog:
             argv += ["--log", rlog]
         cmd = "echo $$; exec " + ssh.quote(*argv)
-        p = _timed(h, "load", _load_step, drv, h, cmd)
+        target = iargs[iargs.index("--target") + 1] if "--target" in iargs else None
+        made = target is not None and not _exists(h, target)  # iogen makes a missing file: removed after
+        try:
+            p = _timed(h, "load", _load_step, drv, h, cmd)
+        finally:
+            if made:
+                _remove_made(h, target)
         res = json.loads(p)
         res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
         (out / h.label).mkdir(exist_ok=True)
@@ -616,6 +680,25 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
     print(load_text(doc))
     print(summary_text(hosts))
     return 0 if len(done) == len(hosts) else 1
+
+
+def _exists(h: Host, path: str) -> bool:
+    if h.local:
+        return os.path.lexists(path)
+    return _ssh(h, f"test -e {ssh.quote(path)} -o -L {ssh.quote(path)} && echo have", timeout=30).stdout.strip() == "have"
+
+
+def _remove_made(h: Host, path: str) -> None:
+    """The load's target file that iogen made (a regular file only: never
+    a device, a link or a directory someone put there meanwhile)."""
+    if h.local:
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+        return
+    try:
+        _ssh(h, f"test -f {ssh.quote(path)} && test ! -L {ssh.quote(path)} && rm -f {ssh.quote(path)}", timeout=30)
+    except HostFailed as e:
+        print(f"fleet: {h.target}: cannot remove the load's target {path}: {e}", file=sys.stderr)
 
 
 def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
