@@ -134,6 +134,19 @@ MUTANTS = [
     Mutant("fleet-held-results-removed", "harness/osmeter/agent.py",
            "    except BlockingIOError:\n        return True", "    except BlockingIOError:\n        return False",
            "tests/test_fleet.py::test_stale_fleet_results_are_removed_only_when_nobody_holds_them"),
+    Mutant("agent-probe-neither-pinned-nor-fifo", "harness/osmeter/agent.py",
+           "launch.Launcher(Path(bin_dir), q[\"cpu\"], q[\"fifo\"],", "launch.Launcher(Path(bin_dir), 0, False,",
+           "tests/test_fleet.py::test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_group_there"),
+    Mutant("agent-leaves-its-probe-when-the-session-ends", "harness/osmeter/agent.py",
+           "        if state[\"launcher\"] is not None:\n            state[\"launcher\"].kill()",
+           "        if False:\n            state[\"launcher\"].kill()",
+           "tests/test_fleet.py::test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_group_there"),
+    Mutant("onhost-machine-described-here", "harness/osmeter/onhost.py",
+           "        return self.call(\"machine\")", "        return describe_machine()",
+           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python"),
+    Mutant("fleet-thin-path-not-taken", "harness/osmeter/fleet.py",
+           "        if not python:  # a thin host", "        if False:  # a thin host",
+           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python"),
 ]
 
 

@@ -437,13 +437,15 @@ def test_fleet_net_load_many_clients_one_server(hosts, tmp_path):
 
 
 @needs_hosts
-def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path):
+@pytest.mark.parametrize("mode", ["thin", "python"])
+def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path, mode):
     import signal
     import subprocess
 
     out = tmp_path / "fleet"
+    py = ["--python", sys.executable] if mode == "python" else []
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", f"{hosts[0].target},{hosts[1].target}",
-                          "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", "--python", sys.executable, "--out", str(out)],
+                          "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", *py, "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env)
     seen: set[str] = set()
     for line in p.stdout:  # each host has finished sched.wakeup's first of 3 processes; timer.latency runs for seconds
@@ -460,8 +462,17 @@ def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path):
         doc = json.loads((out / h["label"] / "results.json").read_text())
         probes = {m["probe"] for m in doc["measurements"]}
         assert len(probes) == 1, probes  # the first probe's ids kept, the interrupted one's not
+    def ours(pid: str) -> str:  # this fleet's: its results here, or its trees there
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+        return cmd if str(out) in cmd or ".osmeter-fleet" in cmd else ""
+
     left = subprocess.run(["pgrep", "-f", "osmeter run"], capture_output=True, text=True).stdout.split()
-    assert not [pid for pid in left if int(pid) != p.pid]
+    assert not [ours(pid) for pid in left if int(pid) != p.pid and ours(pid)]
+    for probe in ("timer_latency", "sched_wakeup", "agent.py serve"):  # nothing runs on on the hosts
+        assert not subprocess.run(["pgrep", "-f", f"osmeter-fleet/.*{probe}"], capture_output=True).stdout
 
 
 @needs_hosts
@@ -552,3 +563,86 @@ def test_a_killed_controller_leaves_nothing_the_next_run_keeps(hosts, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "removed what killed fleet runs left" in r.stderr and str(left[0]) in r.stderr
     assert not list((Path.home() / ".osmeter-fleet").glob(f"{h.addr}-*/results/fleet-*")), "stale results kept"
+
+
+@needs_hosts
+def test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python(hosts, tmp_path):
+    """The default path: thin hosts. The namespace hosts reach nothing but
+    this machine (no package registry, no name server), and their python3
+    has no numpy: the probes run there, started by agent.py; the harness,
+    the statistics and the results are here. Each run describes the host
+    it measured (its network devices are the namespace's, not this
+    machine's), and nothing of it is left there."""
+    out = tmp_path / "fleet"
+    r = fleet_cmd(hosts, "run", "--hosts", f"{hosts[0].target},{hosts[1].target},local", "--probes",
+                  "cpu.call,cpu.syscall", "--dirty", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    idx = json.loads((out / "fleet.json").read_text())
+    assert [h["status"] for h in idx["hosts"]] == ["ok", "ok", "ok"], idx["hosts"]
+    here = {n["name"] for n in json.loads((out / "local" / "results.json").read_text())["machine"]["nics"]}
+    for h, ns in zip(idx["hosts"][:2], hosts[:2]):
+        assert set(h["steps"]) == {"check", "ship", "build", "run"}, h  # no setup (.venv, pip), no fetch
+        doc = json.loads((out / h["label"] / "results.json").read_text())
+        assert {"cpu.call.args0", "cpu.syscall.getppid"} <= {m["id"] for m in doc["measurements"]}
+        assert {n["name"] for n in doc["machine"]["nics"]} == {"eth0", "lo"} != here  # the host's, not ours
+        assert doc["conditions"]["measured_on"]["target"] == ns.target
+        assert doc["conditions"]["scheduler"]["policy"] == "SCHED_FIFO"  # root there: permitted, as here
+        tree = Path(h["tree_dir"])
+        assert not (tree / ".venv").exists()
+        assert not list((tree / "results").glob("fleet-*")), "the agent's directory is left there"
+    c = osmeter("compare", str(out), env=hosts.env)
+    assert c.returncode == 0 and f"local/{hosts[0].addr}" in c.stdout, c.stderr
+
+
+@needs_hosts
+def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_group_there(hosts, tmp_path,
+                                                                                           monkeypatch):
+    """The agent starts each probe as a local run does (launch.Launcher):
+    pinned to the plan's CPU, under SCHED_FIFO, in a group of its own that
+    is killed whole at its timeout; and when the controller goes (its ssh
+    killed outright), the agent kills the running probe's group."""
+    import subprocess
+    import threading
+
+    from osmeter.cleanup import _alive  # a zombie (exited, not yet reaped by PID 1) is not alive
+    from osmeter.onhost import OnHost
+
+    monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
+    host = OnHost(hosts[0].target, str(ROOT))
+    try:
+        cpu = max(host.affinity())
+        launch = host.launcher(cpu, True, [])
+        rc, out, _ = launch.run(["/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status; "
+                                 "cat /proc/self/stat"], timeout=30)
+        assert rc == 0 and f"Cpus_allowed_list:\t{cpu}" in out, out
+        stat = out.splitlines()[-1].rsplit(")", 1)[1].split()
+        assert (int(stat[36]), int(stat[37]), int(stat[38])) == (cpu, 50, 1)  # ran on that CPU, FIFO at 50
+        t0 = time.monotonic()
+        rc, out, _ = launch.run(["/bin/sh", "-c", "sleep 300 & echo $!; wait"], timeout=1.5)
+        assert rc is None and time.monotonic() - t0 < 15
+        child = int(out.split()[0])
+        time.sleep(0.5)
+        assert not _alive(child), "the probe's child outlived its group's kill"
+        pidfile = tmp_path / "pid"
+        def ride():  # the run ends with the agent lost: RunError, as the runner sees it
+            with pytest.raises(fleet.RunError, match="lost the agent"):
+                launch.run(["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"], timeout=600)
+
+        th = threading.Thread(target=ride, daemon=True)
+        th.start()
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.1)
+        child = int(pidfile.read_text())
+        host.proc.kill()  # the controller's side gone, as with a SIGKILL
+        for _ in range(100):
+            if not _alive(child):
+                break
+            time.sleep(0.1)
+        assert not _alive(child), "the agent left its probe running"
+        assert not Path(host.workdir).exists()
+    finally:
+        host.close()
+        ssh.close_all()
+    assert not subprocess.run(["pgrep", "-f", f"agent.py serve {ROOT}"], capture_output=True).stdout

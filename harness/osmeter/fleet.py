@@ -3,13 +3,20 @@ machines, driven from this one over OpenSSH (harness/osmeter/ssh.py), in
 the manager/worker model of SPEK and Iometer, with no daemon of its own.
 
 fleet run: for each host, in turn (or all at once with --parallel):
-  check   what the host lacks (python3 >= 3.11, make, cc, tar): named, not guessed
+  check   what the host lacks (python3 >= 3.8, make, cc, tar; with --python,
+          that interpreter >= 3.11): everything named at once, not guessed
   ship    the source tree (`git archive HEAD`, or the working tree with
           --dirty) into ~/.osmeter-fleet/<label>-<tree>/ there; kept, so the
           next run of the same tree ships and builds nothing
   build   make there
-  run     `osmeter run` there with the same options (--no-report)
-  fetch   its results directory into DIR/<label>/
+  run     a thin host (the default): `osmeter run --on HOST --on-tree TREE`
+          here, straight into DIR/<label>/: the probes run there, started by
+          agent.py (Python's standard library only, no package registry
+          needed there), the harness, statistics and figures here (onhost.py);
+          with --python: `osmeter run` there with that interpreter (numpy and
+          matplotlib there), then
+  setup   (--python) that interpreter imports numpy and matplotlib
+  fetch   (--python) its results directory into DIR/<label>/
 The host "local" runs here, in this tree. A host that fails is recorded
 with its reason and the others go on; Ctrl-C stops every remote run (each
 keeps its finished probes) and fetches what finished. DIR/fleet.json indexes
@@ -48,6 +55,8 @@ from .results import write_json_atomic
 
 LOCAL = ("local", "localhost")
 NEEDS = ("python3", "make", "cc", "tar")
+THIN_PYTHON = (3, 8)   # what agent.py, machine.py and launch.py need on a thin host
+FULL_PYTHON = (3, 11)  # what the whole harness needs (--python)
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$")
 
 
@@ -153,6 +162,12 @@ class HostFailed(Exception):
     pass
 
 
+def last_lines(text: str, n: int = 3) -> str:
+    """The last n lines that say something, whole (never cut mid-word), joined."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "no message"
+
+
 def _ssh(host: Host, command: str, **kw) -> subprocess.CompletedProcess:
     try:
         return ssh.run(host.target, command, **kw)
@@ -215,7 +230,7 @@ def check(host: Host, needs: tuple[str, ...], python: str | None, min_python: tu
     if problems:
         raise HostFailed("; and ".join(problems))
     if not home:
-        raise HostFailed(f"the check printed nothing of its own (exit {r.returncode}): {r.stderr.strip()[-300:]}")
+        raise HostFailed(f"the check printed nothing of its own (exit {r.returncode}): {last_lines(r.stderr)}")
     return home
 
 
@@ -228,7 +243,7 @@ def ship(host: Host, tar: bytes, tree: str, home: str) -> str:
     r = _ssh(host, f"rm -rf {q}.new && mkdir -p {q}.new && tar -x -C {q}.new && echo {tree} > {q}.new/.osmeter-tree "
              f"&& rm -rf {q} && mv {q}.new {q}", input=tar, text=False, timeout=300)
     if r.returncode != 0:
-        raise HostFailed(f"cannot unpack the source there: {r.stderr.decode(errors='replace').strip()[-300:]}")
+        raise HostFailed(f"cannot unpack the source there: {last_lines(r.stderr.decode(errors='replace'))}")
     return d
 
 
@@ -239,21 +254,15 @@ def build(host: Host, tree_dir: str, target: str = "all") -> None:
         raise HostFailed(f"make failed there:\n{tail}")
 
 
-def python_ready(host: Host, tree_dir: str, python: str | None) -> str:
-    """The command that starts osmeter there: --python's interpreter (which
-    must import numpy and matplotlib), or the tree's own launcher, which
-    makes its .venv with pip the first time."""
+def python_ready(host: Host, tree_dir: str, python: str) -> str:
+    """The command that starts the whole of osmeter there (--python): that
+    interpreter must import numpy and matplotlib."""
     q = ssh.quote(tree_dir)
-    if python:
-        r = _ssh(host, f"{ssh.quote(python)} -c 'import numpy, matplotlib'", timeout=60)
-        if r.returncode != 0:
-            raise HostFailed(f"{python} cannot import numpy and matplotlib there")
-        return f"env OSMETER_ROOT={q} PYTHONPATH={q}/harness {ssh.quote(python)} -m osmeter"
-    r = _ssh(host, f"{q}/osmeter --setup", timeout=900)
+    r = _ssh(host, f"{ssh.quote(python)} -c 'import numpy, matplotlib'", timeout=60)
     if r.returncode != 0:
-        raise HostFailed("cannot set up osmeter's Python packages there (pip): "
-                         f"{r.stderr.strip()[-300:]}; give --python PATH to an interpreter with numpy and matplotlib")
-    return f"{q}/osmeter"
+        err = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+        raise HostFailed(f"{python} cannot import numpy and matplotlib there: {err[-1] if err else 'no message'}")
+    return f"env OSMETER_ROOT={q} PYTHONPATH={q}/harness {ssh.quote(python)} -m osmeter"
 
 
 class Driver:
@@ -268,14 +277,16 @@ class Driver:
         self.procs: dict[str, tuple[subprocess.Popen, str]] = {}
         self.lock = threading.Lock()
 
-    def start(self, host: Host, command: str) -> subprocess.Popen:
-        """A remote (or local) command whose first output line is its pid."""
-        argv = ["sh", "-c", command] if host.local else ssh.argv(host.target, command)
+    def start(self, host: Host, command: str, here: bool = False) -> subprocess.Popen:
+        """A remote command (or, for the host local or with here, one on this
+        machine) whose first output line is its pid."""
+        here = here or host.local
+        argv = ["sh", "-c", command] if here else ssh.argv(host.target, command)
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         pid = p.stdout.readline().strip()
         with self.lock:
-            self.procs[host.label] = (p, pid)
+            self.procs[host.label] = (p, pid, here)
         if self.stop.is_set():
             self.interrupt_one(host)
         return p
@@ -286,10 +297,10 @@ class Driver:
 
     def interrupt_one(self, host: Host) -> None:
         with self.lock:
-            p, pid = self.procs.get(host.label, (None, ""))
+            p, pid, here = self.procs.get(host.label, (None, "", True))
         if not p or not pid.isdigit():
             return
-        if host.local:
+        if here:
             try:
                 os.kill(int(pid), 2)
             except ProcessLookupError:
@@ -422,12 +433,22 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
             _timed(h, "run", _run_step, drv, h, cmd)
             h.results = h.label
             return
-        home = _timed(h, "check", check, h, NEEDS, python)
+        home = _timed(h, "check", check, h, NEEDS, python, FULL_PYTHON if python else THIN_PYTHON)
         h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
         _timed(h, "build", build, h, h.tree_dir)
-        launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
         agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/agent.py"
         _clean_stale(h, agent)
+        if not python:  # a thin host: the harness here, the probes there
+            cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "
+                   + ssh.quote(*args) + f" --no-report --on {ssh.quote(h.target)} --on-tree {ssh.quote(h.tree_dir)}"
+                   f" --out {ssh.quote(dest)}")
+            try:
+                _timed(h, "run", _run_step, drv, h, cmd, True)
+            finally:
+                if (dest / "results.json").is_file() or (dest / "campaign.json").is_file():
+                    h.results = h.label
+            return
+        launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
         rres = f"{h.tree_dir}/results/fleet-{_stamp()}-{os.getpid()}"
         cmd = f"exec {agent} hold {ssh.quote(rres)} -- {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
         failed = None
@@ -456,7 +477,7 @@ def _clean_stale(h: Host, agent: str) -> None:
     r = _ssh(h, f"{agent} clean {ssh.quote(h.tree_dir)}", timeout=60)
     gone = r.stdout.split()
     if r.returncode != 0:
-        raise HostFailed(f"agent.py clean failed there: {r.stderr.strip()[-300:]}")
+        raise HostFailed(f"agent.py clean failed there: {last_lines(r.stderr)}")
     if gone:
         print(f"fleet: {h.target}: removed what killed fleet runs left: {', '.join(gone)}", file=sys.stderr)
 
@@ -478,8 +499,8 @@ def _build_local(root: Path) -> None:
         raise HostFailed("make failed here:\n" + "\n".join(r.stderr.strip().splitlines()[-5:]))
 
 
-def _run_step(drv: Driver, h: Host, cmd: str) -> None:
-    p = drv.start(h, cmd)
+def _run_step(drv: Driver, h: Host, cmd: str, here: bool = False) -> None:
+    p = drv.start(h, cmd, here)
     tail: list[str] = []
 
     def pump_err():
@@ -493,14 +514,13 @@ def _run_step(drv: Driver, h: Host, cmd: str) -> None:
         print(f"[{h.label}] {line.rstrip()}", flush=True)
     rc = p.wait()
     t.join(timeout=5)
-    if rc == 255 and not h.local:
+    if rc == 255 and not (h.local or here):
         raise HostFailed(ssh.reason("\n".join(tail)))
     if rc in (130, 143) or drv.stop.is_set():
         h.status, h.reason = "interrupted", f"stopped by Ctrl-C (exit {rc}); finished probes kept"
         return
     if rc != 0:
-        errs = [ln for ln in tail if ln.strip()][-3:]
-        raise HostFailed(f"osmeter run exited {rc}: " + " | ".join(errs))
+        raise HostFailed(f"osmeter run exited {rc}: " + last_lines("\n".join(tail)))
 
 
 def summary_text(hosts: list[Host]) -> str:
@@ -708,7 +728,7 @@ def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
     if p.returncode == 255 and not h.local:
         raise HostFailed(ssh.reason(err))
     if p.returncode != 0:
-        raise HostFailed(f"{program} exited {p.returncode}: {err.strip()[-300:]}")
+        raise HostFailed(f"{program} exited {p.returncode}: {last_lines(err)}")
     return outp
 
 
