@@ -1279,3 +1279,30 @@ def test_the_prober_reports_packets_per_nic_and_memory():
     for key, name in (("mem_buffers_kib", "Buffers"), ("mem_shared_kib", "Shmem")):
         assert abs(whole[key] - meminfo[name]) <= 0.2 * meminfo[name] + 4096, key
     assert "swap_in_pages_per_s" in whole and "swap_out_pages_per_s" in whole
+
+
+def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
+    """osmeter iogen-plot: the matrix behind the heat map holds each run's
+    MB/s at its own size and queue depth, and the command writes the PNG."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "harness"))
+    from osmeter import plots
+
+    r = iogen("--engine", "nop", "--size", "1G", "--workload", "4k-random-read", "--cycle-size", "4096:16384:x2",
+              "--cycle-qd", "1:4:x2", "--transactions", 1000, "--ramp", 0)
+    objs = results(r)
+    sizes, depths, mat = plots.iogen_matrix(objs)
+    assert sizes == [4096, 8192, 16384] and depths == [1, 2, 4]
+    for o in objs:
+        assert mat[sizes.index(o["cycle"]["size"]), depths.index(o["cycle"]["qd"])] == o["mbps"]
+    jsonl = tmp_path / "m.jsonl"
+    jsonl.write_text(r.stdout)
+    out = subprocess.run([str(ROOT / "osmeter"), "iogen-plot", str(jsonl), str(tmp_path / "m.png")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    jsonl.write_text(iogen("--engine", "nop", "--workload", "4k-random-read", "--transactions", 100).stdout)
+    out = subprocess.run([str(ROOT / "osmeter"), "iogen-plot", str(jsonl), str(tmp_path / "n.png")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "nothing to draw" in out.stderr

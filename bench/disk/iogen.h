@@ -1,12 +1,15 @@
 /* iogen.h - the parts of iogen and what they share (see iogen.c for the
  * whole):
  *
+ *   iogen.c     the targets, and the runs: the test list, the cycles
  *   options.c   the option table: parsing, --help, the docs' option list;
  *               the job built from the options and the workload file
- *   run.c       a run: workers and their streams of requests through an
- *               engine, the measured window, intervals
+ *   run.c       a run: workers and their streams of requests over their
+ *               targets through an engine, the measured window, intervals
  *   verify.c    --verify: the pattern, the checks, the verify state file
- *   report.c    the JSON result of a run, the request log, the live line
+ *   report.c    the JSON result of a run, the request log
+ *   results_csv.c  --results-csv: Iometer's results file
+ *   live.c      --live: per-worker bars on a terminal
  *   engine.c    the engines by name (engine_<name>.c each)
  */
 #ifndef IOGEN_IOGEN_H
