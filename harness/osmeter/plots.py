@@ -402,10 +402,10 @@ def iogen_size_qd(objs: list[dict]):
     for a in range(len(sizes)):
         for b in range(len(depths)):
             if np.isfinite(mat[a, b]):
-                ax.text(b, a, f"{mat[a, b]:.3g}", ha="center", va="center", fontsize=7,
+                ax.text(b, a, f"{mat[a, b]:.3g}" if mat[a, b] < 1000 else f"{mat[a, b]:.0f}", ha="center", va="center", fontsize=7,
                         color="k" if mat[a, b] > 0.6 * top else "w")
     w = objs[0]
-    ax.set_title(lit(f"{w.get('workload', '')} on {w.get('target') or w.get('engine')}: MB/s"))
+    ax.set_title(lit(f"{w.get('workload', '')}, every size, on {w.get('target') or w.get('engine')}: MB/s"))
     fig.colorbar(im, ax=ax, label="MB/s")
     return fig
 
