@@ -102,6 +102,16 @@ MUTANTS = [
     Mutant("compare-interval-80-percent", "harness/osmeter/stats.py",
            "lo, hi = np.percentile(r, [2.5, 97.5])", "lo, hi = np.percentile(r, [10, 90])",
            "tests/test_compare.py::test_hierarchical_interval_covers_the_true_ratio"),
+    Mutant("fleet-index-duplicate-labels-kept", "harness/osmeter/fleetcompare.py",
+           "        if label in seen:", "        if False:",
+           "tests/test_fleet.py::test_a_fleet_index_with_duplicate_labels_is_refused_not_a_host_dropped"),
+    Mutant("fleet-index-hosts-unchecked", "harness/osmeter/fleetcompare.py",
+           "    if not isinstance(hosts, list):", "    if False:",
+           "tests/test_fleet.py -k malformed_fleet_index"),
+    Mutant("fleet-compare-tex-not-refused-first", "harness/osmeter/cli.py",
+           "        if args.tex or args.plot:  # refused before anything is printed or written",
+           "        if False:",
+           "tests/test_fleet.py::test_compare_of_a_fleet_refuses_tex_before_printing_anything"),
 ]
 
 
