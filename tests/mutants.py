@@ -112,6 +112,23 @@ MUTANTS = [
            "        if args.tex or args.plot:  # refused before anything is printed or written",
            "        if False:",
            "tests/test_fleet.py::test_compare_of_a_fleet_refuses_tex_before_printing_anything"),
+    Mutant("report-empty-id-left-out", "harness/osmeter/present.py",
+           "        value = value if isinstance(value, (int, float)) else None\n",
+           "        value = value if isinstance(value, (int, float)) else None\n        if value is None:\n"
+           "            continue\n",
+           "tests/test_report.py::test_a_measurement_whose_samples_were_all_disturbed_still_reports", quick=True),
+    Mutant("plots-curves-left-out", "harness/osmeter/plots.py",
+           'if m.get("median") is not None or "series" in m}', 'if m.get("median") is not None and "series" not in m}',
+           "tests/test_report.py::test_a_measurement_whose_samples_were_all_disturbed_still_reports", quick=True),
+    Mutant("report-figures-not-written", "harness/osmeter/latex.py",
+           "    fig.savefig(figdir / name)\n", "    pass\n",
+           "tests/test_report.py::test_report_tex_has_every_section_table_and_figure", quick=True),
+    Mutant("report-figure-wider-than-the-text", "harness/osmeter/latex.py",
+           "    fig.savefig(figdir / name)\n", "    fig.set_size_inches(8, 4)\n    fig.savefig(figdir / name)\n",
+           "tests/test_report.py::test_report_tex_has_every_section_table_and_figure", quick=True),
+    Mutant("memlevels-ends-from-sysfs", "harness/osmeter/probes/mem.py",
+           '"level_end": lv.end,', '"level_end": sysfs.get(name) or lv.end,',
+           "tests/test_mem.py::test_level_ends_bracket_sysfs_sizes", quick=True),
 ]
 
 
