@@ -186,22 +186,25 @@ def test_rate_limit_and_bursts(tmp_path, ramloop):
 
 
 def test_ramp_up_is_not_recorded(tmp_path, ramloop):
-    """Half a second of ramp-up, then half a second measured, at one rate:
-    the kernel's own count of reads on the device sees both halves, the
-    figures and the log only the second. Every logged I/O started inside
-    the measured window (start_ns counts from its start). Mutant caught:
-    the ramp-up's I/Os counted and logged."""
+    """A second of ramp-up, then a quarter of a second measured: the
+    kernel's own count of reads on the device sees both, the figures and
+    the log only the measured part, about a fifth of the device's count
+    (under 0.6 holds unless the measured part ran 6x faster than the
+    ramp-up, which a busy machine does not do; the ramp-up counted makes it
+    about 1). Every logged I/O started inside the measured window (start_ns
+    counts from its start). Mutant caught: the ramp-up's I/Os counted and
+    logged."""
     stat = Path(f"/sys/block/{Path(ramloop).name}/stat")
     before = int(stat.read_text().split()[0])  # reads completed
     log = tmp_path / "ramp.csv"
-    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 2, "--time", 0.5,
-                      "--ramp", 0.5, "--log", log))[0]
+    o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 2, "--time", 0.25,
+                      "--ramp", 1.0, "--log", log))[0]
     device = int(stat.read_text().split()[0]) - before
     rows = log_rows(log)
     assert len(rows) == o["reads"] > 0
-    assert 0.3 < o["reads"] / device < 0.7, (o["reads"], device)
+    assert 0.03 < o["reads"] / device < 0.6, (o["reads"], device)
     starts = [r["start_ns"] for r in rows]
-    assert 0 <= min(starts) < 0.05e9 and max(starts) < 0.5e9, (min(starts), max(starts))
+    assert 0 <= min(starts) < 0.05e9 and max(starts) < 0.25e9, (min(starts), max(starts))
 
 
 # --- files, verify, and never writing outside the target -----------------

@@ -389,6 +389,8 @@ def cmd_compare(args) -> int:
     if len(args.dirs) == 1 and (args.dirs[0] / "fleet.json").is_file():
         from .fleetcompare import compare_fleet, fleet_text
 
+        if args.tex or args.plot:  # refused before anything is printed or written
+            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         try:
             fc = compare_fleet(args.dirs[0], args.baseline, args.min_change)
         except ValueError as e:
@@ -398,8 +400,6 @@ def cmd_compare(args) -> int:
             from .fleetcompare import fleet_csv
 
             _write(args.csv, fleet_csv(fc), "--csv")
-        if args.tex or args.plot:
-            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         return 0
     if args.baseline:
         raise RunError("--baseline is for a fleet directory (one with fleet.json)")
