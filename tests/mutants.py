@@ -87,7 +87,7 @@ MUTANTS = [
            "fprintf(f, \"'Ramp Up Time (s)\\n\\t%llu\\n\", (unsigned long long)job->ramp_s / 2);",
            "tests/test_disk.py -k save_icf_reads_back"),
     Mutant("results-csv-all-row-first-target-only", "bench/disk/results_csv.c",
-           "                add(&all, &w->streams[n].tst[k]);", "                if (!k) add(&all, &w->streams[n].tst[k]);",
+           "                tstat_add(&all, &w->streams[n].tst[k]);", "                if (!k) tstat_add(&all, &w->streams[n].tst[k]);",
            "tests/test_disk.py::test_results_csv_has_iometers_layout_and_the_jsons_totals"),
     Mutant("results-csv-response-time-in-us", "bench/disk/results_csv.c",
            "double iops = (double)ios / secs, ms = 1e-6;", "double iops = (double)ios / secs, ms = 1e-3;",

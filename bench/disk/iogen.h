@@ -97,6 +97,8 @@ struct tstat {
 struct zstat {
     uint64_t bytes, ticks; /* bytes completed in the zone, and the time between completions that it took */
 };
+/* a += b (counts and sums added, maxima kept): report.c */
+void tstat_add(struct tstat *a, const struct tstat *b);
 /* Per spec line: I/Os, reads and random ones (the mix as generated). */
 struct lstat {
     uint64_t ios, reads, random;

@@ -85,7 +85,7 @@ static void intervals(struct json *j, struct worker *ws, int from, int to)
     json_arr_end(j);
 }
 
-static void tstat_add(struct tstat *a, const struct tstat *b)
+void tstat_add(struct tstat *a, const struct tstat *b)
 {
     a->reads += b->reads;
     a->writes += b->writes;

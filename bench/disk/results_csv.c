@@ -85,20 +85,6 @@ static void row(FILE *f, const char *type, const char *name, const char *spec, i
     fputc('\n', f);
 }
 
-static void add(struct tstat *a, const struct tstat *b)
-{
-    a->reads += b->reads;
-    a->writes += b->writes;
-    a->bytes_r += b->bytes_r;
-    a->bytes_w += b->bytes_w;
-    a->lat_sum += b->lat_sum;
-    a->rlat_sum += b->rlat_sum;
-    a->wlat_sum += b->wlat_sum;
-    a->lat_max = b->lat_max > a->lat_max ? b->lat_max : a->lat_max;
-    a->rlat_max = b->rlat_max > a->rlat_max ? b->rlat_max : a->rlat_max;
-    a->wlat_max = b->wlat_max > a->wlat_max ? b->wlat_max : a->wlat_max;
-}
-
 void results_csv_run(FILE *f, const struct run_result *in)
 {
     const struct job *job = in->job;
@@ -136,7 +122,7 @@ void results_csv_run(FILE *f, const struct run_result *in)
         same_qd = same_qd && w->qd / w->ntargets == w0->qd / w0->ntargets;
         for (unsigned n = 0; n < w->nstreams; n++)
             for (unsigned k = 0; k < w->ntargets; k++)
-                add(&all, &w->streams[n].tst[k]);
+                tstat_add(&all, &w->streams[n].tst[k]);
     }
     const struct worker *w0 = &in->ws[0];
     struct prober_rates r;
@@ -156,8 +142,8 @@ void results_csv_run(FILE *f, const struct run_result *in)
         memset(ts, 0, sizeof ts);
         for (unsigned n = 0; n < w->nstreams; n++)
             for (unsigned k = 0; k < w->ntargets; k++) {
-                add(&ws, &w->streams[n].tst[k]);
-                add(&ts[k], &w->streams[n].tst[k]);
+                tstat_add(&ws, &w->streams[n].tst[k]);
+                tstat_add(&ts[k], &w->streams[n].tst[k]);
             }
         long long wstart = (long long)(w->cfg->start_bytes / 512), wsize = (long long)(w->cfg->max_bytes / 512);
         int wqd = (int)(w->qd / w->ntargets);
