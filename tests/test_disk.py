@@ -1277,6 +1277,8 @@ def test_the_prober_reports_packets_per_nic_and_memory():
     # a datagram on lo is sent and received: at least most of what was sent while measuring shows
     assert (lo["rx_packets_per_s"] + lo["tx_packets_per_s"]) * whole["dt"] > 0.5 * sent[0]
     assert whole["net_packets_per_s"] >= lo["rx_packets_per_s"] + lo["tx_packets_per_s"]
+    # packets, not bytes: every packet carries at least its headers (a 1-byte datagram on lo is 43 bytes)
+    assert whole["net_rx_bytes_per_s"] >= 20 * sum(n["rx_packets_per_s"] for n in whole["nics"])
     meminfo = {ln.split(":")[0]: int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()}
     assert whole["swap_total_kib"] == meminfo["SwapTotal"]
     for key, name in (("mem_buffers_kib", "Buffers"), ("mem_shared_kib", "Shmem")):
