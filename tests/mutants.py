@@ -190,6 +190,13 @@ MUTANTS = [
     Mutant("memlevels-ends-from-sysfs", "harness/osmeter/probes/mem.py",
            '"level_end": lv.end,', '"level_end": sysfs.get(name) or lv.end,',
            "tests/test_mem.py::test_level_ends_bracket_sysfs_sizes", quick=True),
+    Mutant("stability-area-mean-for-median", "harness/osmeter/campaign.py",
+           "_pct(float(np.median(cvs)))", "_pct(float(np.mean(cvs)))",
+           "tests/test_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
+    Mutant("stability-one-side-only", "harness/osmeter/cli.py",
+           "        runs = load_side(args.dirs)\n    except ValueError as e:\n        raise RunError(str(e)) from None\n    if len(runs) < 2:",
+           "        runs = load_side(args.dirs[:1])\n    except ValueError as e:\n        raise RunError(str(e)) from None\n    if len(runs) < 2:",
+           "tests/test_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
 ]
 
 
