@@ -239,6 +239,10 @@ MUTANTS = [
            "        runs = load_side(args.dirs)\n    except ValueError as e:\n        raise RunError(str(e)) from None\n    if len(runs) < 2:",
            "        runs = load_side(args.dirs[:1])\n    except ValueError as e:\n        raise RunError(str(e)) from None\n    if len(runs) < 2:",
            "tests/test_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
+    Mutant("fleet-python-reason-without-its-cause", "harness/osmeter/fleet.py",
+           "cannot import numpy and matplotlib there: {err[-1] if err else 'no message'}\")",
+           "cannot import numpy and matplotlib there\")",
+           "tests/test_fleet.py::test_a_failing_hosts_reason_is_whole_and_names_the_cause"),
 ]
 
 

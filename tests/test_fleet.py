@@ -220,6 +220,22 @@ def test_a_host_lacking_make_and_a_new_python_names_everything_it_lacks(monkeypa
     assert "lacks make, python3" in str(e.value), e.value
 
 
+def test_a_failing_hosts_reason_is_whole_and_names_the_cause(monkeypatch, tmp_path):
+    """--python's interpreter cannot import numpy: the reason says what its
+    import said, whole (it once ended "inates from a subprocess", cut at a
+    character count), never only that it failed."""
+    nonumpy = tmp_path / "python"
+    nonumpy.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.modules['numpy'] = None; "
+                       f"exec(sys.argv[1])\" \"$2\"\n")
+    nonumpy.chmod(0o755)
+    _sh_host(monkeypatch)
+    with pytest.raises(fleet.HostFailed) as e:
+        fleet.python_ready(fleet.Host("root@h", "h"), str(tmp_path), str(nonumpy))
+    assert "Error: import of numpy halted; None in sys.modules" in str(e.value), e.value
+    long = "x" * 290 + " name resolution failed for the registry\n"
+    assert fleet.last_lines("a traceback line\n" + long) == "a traceback line | " + long.strip()
+
+
 def test_a_host_name_starting_with_a_dash_never_reaches_ssh(tmp_path):
     for bad in ("-vvv", "-Jroot@evil", "root@-v"):
         with pytest.raises(fleet.RunError):
