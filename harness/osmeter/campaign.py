@@ -99,6 +99,15 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
     if runs < 1:
         raise RunError("--runs: expected 1 or more")
     p = plan(opts, sentinels=True)
+    try:
+        return _run_campaign(p, opts, runs, seed)
+    finally:
+        p.host.close()  # a thin host's agent session (--on)
+
+
+def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
+    from .osmnet import peer_session
+
     out = opts.out or default_out(p.root, "-campaign")
     opts.out_used = out
     clean_stale(out, opts)

@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "median")
     r.add_argument("--no-report", action="store_true",
                    help="write neither the LaTeX report nor the executed notebook")
+    r.add_argument("--on", metavar="USER@HOST",
+                   help="measure that host (a thin fleet host): the probes run there, started over ssh by "
+                        "agent.py (Python's standard library only), the harness and the results stay here")
+    r.add_argument("--on-tree", metavar="DIR", help="with --on: the osmeter tree built there (fleet run ships it)")
     r.add_argument("--isolate", action="store_true",
                    help="(root) for the run, move other tasks and IRQs off the pinned CPU, take its SMT siblings "
                         "offline and boost off, where the machine allows; all restored afterwards (also on Ctrl-C); "
@@ -162,11 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
                                     "~/.ssh/config; OSMETER_SSH_CONFIG=FILE for another config). A host is "
                                     "USER@HOST, HOST, or local (this machine, this tree).")
     fsub = fl.add_subparsers(dest="fleet_cmd", required=True, parser_class=_Parser)
-    fr = fsub.add_parser("run", help="ship this tree to every host, build, run there, fetch the results",
+    fr = fsub.add_parser("run", help="ship this tree to every host, build, run the probes there, results here",
                          description="Each host gets the source (git HEAD, or the working tree with --dirty) in "
-                                     "~/.osmeter-fleet/, builds it with make, runs `osmeter run` with these "
-                                     "options, and its results land in DIR/<host>/; DIR/fleet.json indexes "
-                                     "them. Compare with `osmeter compare DIR`.")
+                                     "~/.osmeter-fleet/ and builds it with make; then `osmeter run --on HOST` here "
+                                     "starts each probe there through agent.py (the host needs a C compiler, make "
+                                     "and Python 3.8+ with its standard library only), and its results land in "
+                                     "DIR/<host>/; DIR/fleet.json indexes them. With --python the whole `osmeter "
+                                     "run` runs there instead. Compare with `osmeter compare DIR`.")
     fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
     fr.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
     fr.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call")
@@ -179,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
     fr.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
     fr.add_argument("--python", metavar="PATH",
-                    help="Python 3.11+ with numpy and matplotlib on the hosts (default: the tree's own "
-                         "launcher makes a .venv there with pip)")
+                    help="run the whole harness on the hosts with this Python 3.11+ (numpy and matplotlib "
+                         "there), results fetched after (default: thin hosts, the harness here)")
     fr.add_argument("--out", type=Path, metavar="DIR", help="fleet directory (default results/fleet-<UTC time>)")
     fo = fsub.add_parser("load", help="iogen (or net_bw) on every host at once, one synchronized start, merged",
                          description="Every host runs the same workload against its own --target, all starting "
@@ -510,7 +516,8 @@ def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
-                      timer=args.timer, isolate=getattr(args, "isolate", False))
+                      timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
+                      on_tree=getattr(args, "on_tree", None))
 
 
 def cmd_run(args) -> int:
