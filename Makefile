@@ -100,13 +100,14 @@ $(BIN)/iogen: $(OBJ)/disk/iogen.o $(IOGEN_LIB) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# a probe depends on the shared headers and on its own area's (bench/net/common_net.h): a pattern
+# rule without a recipe would add nothing to these explicit rules
 define probe_rule
-$(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h)
+$(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h bench/$(1)/*.h)
 	@mkdir -p $(BIN)
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -o $$@ $$< $(COMMON_LIB) $$(LDLIBS)
 endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
-$(BIN)/net_%: $(wildcard bench/net/*.h)
 
 $(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
 	@mkdir -p $(dir $@)

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nshosts
@@ -276,20 +277,58 @@ def test_stale_fleet_results_are_removed_only_when_nobody_holds_them(tmp_path):
 
 # ------------------------------------------------------ namespace hosts
 
+def _snmp(ns: str) -> dict[str, int]:
+    """A network namespace's protocol counters (/proc/net/snmp read inside it): Udp.InDatagrams, Tcp.InSegs."""
+    import subprocess
+    text = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    out = {}
+    for head, vals in zip(text[::2], text[1::2]):
+        proto = head.split(":")[0]
+        out.update({f"{proto}.{k}": int(v) for k, v in zip(head.split()[1:], vals.split()[1:])})
+    return out
+
+
 @needs_hosts
 def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
+    """--remote: the remote ids' round trips reach the host (its own UDP and
+    TCP counters grow by at least the round trips the ids kept; ssh is TCP
+    only), and they time those round trips: within 4x of what Python times
+    to a netpeer of the test's own on that host."""
+    import subprocess
+    import netref
     out = tmp_path / "remote"
+    before = _snmp(hosts[0].ns)
     r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*,net.rtt.udp.*", "--no-report",
                 "--out", str(out), env=hosts.env, timeout=300)
+    after = _snmp(hosts[0].ns)
     assert r.returncode == 0, r.stderr
     ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"
+    udp, tcp = ms["net.rtt.udp.remote"], ms["net.rtt.tcp.remote"]
+    assert after["Udp.InDatagrams"] - before["Udp.InDatagrams"] >= udp["n"] * udp["params"]["round_trips_per_sample"]
+    assert after["Tcp.InSegs"] - before["Tcp.InSegs"] >= tcp["n"] * tcp["params"]["round_trips_per_sample"]
     # the netpeer it started there is gone, and so is its private copy (a mktemp -d directory)
-    left = shutil.which("pgrep") and __import__("subprocess").run(["pgrep", "-f", "osmeter-netpeer"],
-                                                                   capture_output=True).stdout
+    left = shutil.which("pgrep") and subprocess.run(["pgrep", "-f", "osmeter-netpeer"], capture_output=True).stdout
     assert not left and not list(Path("/tmp").glob("osmeter-netpeer*"))
+    # both ends on one CPU, as the probe and its peer run: a wake-up across idle vCPUs costs tens of us
+    peer = subprocess.Popen(["ip", "netns", "exec", hosts[0].ns, "taskset", "-c", "0",
+                             str(ROOT / "build" / "bin" / "netpeer"), "--bind", hosts[0].addr, "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = peer.stdout.readline()
+        assert line.startswith("listening on "), line
+        ref = subprocess.run(["taskset", "-c", "0", sys.executable, netref.__file__, "measure", line.split()[-1],
+                              "300"], capture_output=True, text=True, timeout=120)
+        assert ref.returncode == 0, ref.stderr
+        ref = json.loads(ref.stdout)
+    finally:
+        peer.terminate()
+        peer.wait(timeout=10)
+    for proto, m in (("tcp", tcp), ("udp", udp)):
+        assert ref[proto] / 4 < m["median"] < 4 * ref[proto], (proto, m["median"], ref)
 
 
 @needs_hosts
@@ -356,6 +395,30 @@ def test_fleet_run_two_hosts_and_local_then_compare_and_report(hosts, tmp_path):
     row = next(ln for ln in c.stdout.splitlines() if ln.startswith("cpu.syscall.getppid "))
     ratios = [float(w) for w in row.split()[4:] if w.replace(".", "", 1).isdigit()]
     assert len(ratios) == 2 and all(0.2 < x < 5 for x in ratios)  # one kernel: the same order of cost
+    # a planted change: in a copy, hosts[1]'s getppid made 3x slower; its column (host over baseline, as the
+    # head says) must show it, near the ratio of the hosts' medians taken straight from their samples files
+    planted = tmp_path / "planted"
+    shutil.copytree(out, planted)
+    labels = [h["label"] for h in idx["hosts"]]
+    med = {}
+    for k, label in enumerate(labels):
+        doc = json.loads((planted / label / "results.json").read_text())
+        m = next(m for m in doc["measurements"] if m["id"] == "cpu.syscall.getppid")
+        f = planted / label / m["samples_file"]
+        with np.load(f) as z:
+            arrays = {name: z[name] for name in z.files}
+        if k == 1:
+            arrays["values"] = arrays["values"] * 3
+            np.savez(f, **arrays)
+        med[label] = float(np.median(arrays["values"][~arrays["disturbed"]]))
+    c = osmeter("compare", str(planted), "--csv", str(tmp_path / "planted.csv"))
+    assert c.returncode == 0, c.stderr
+    got = {r[2]: float(r[5]) for r in csv.reader((tmp_path / "planted.csv").read_text().splitlines()[1:])
+           if r[0] == "cpu.syscall.getppid"}
+    for label in labels[1:]:
+        assert got[label] == pytest.approx(med[label] / med[labels[0]], rel=0.2), (label, got, med)
+    assert got[labels[1]] == pytest.approx(3 * ratios[0], rel=0.01) and got[labels[2]] == pytest.approx(ratios[1],
+                                                                                                         rel=0.01)
     c = osmeter("compare", str(out), "--baseline", "local", "--csv", str(tmp_path / "f.csv"))
     assert c.returncode == 0 and f"{hosts[0].addr}/local" in c.stdout
     rows = list(csv.reader(ln for ln in (tmp_path / "f.csv").read_text().splitlines() if not ln.startswith("#")))

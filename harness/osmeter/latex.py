@@ -4,6 +4,7 @@ The rows come from present.py, as for every other output."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -293,18 +294,27 @@ def latex_installed() -> bool:
 
 
 def build_pdf(tex: Path) -> tuple[Path | None, str]:
-    """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths)."""
+    """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths).
+    LaTeX writes under a job name of its own (<stem>-partial) and the PDF
+    takes its name only once whole: an interrupted or failed build leaves no
+    half-written PDF (and the previous one, if any, as it was)."""
     cwd = tex.parent
+    job = f"{tex.stem}-partial"
     if shutil.which("latexmk"):
-        cmds = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", tex.name]]
+        cmds = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]]
     elif shutil.which("pdflatex"):
-        cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name]] * 2
+        cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]] * 2
     else:
         return None, f"no PDF: {LATEX_HINT}"
-    for cmd in cmds:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            log = (cwd / tex.with_suffix(".log").name)
-            tail = log.read_text(errors="replace")[-1500:] if log.exists() else r.stdout[-1500:]
-            return None, f"LaTeX failed on {tex}:\n{tail}"
-    return tex.with_suffix(".pdf"), f"PDF: {tex.with_suffix('.pdf')}"
+    partial, pdf = cwd / f"{job}.pdf", tex.with_suffix(".pdf")
+    try:
+        for cmd in cmds:
+            r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                log = cwd / f"{job}.log"
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else r.stdout[-1500:]
+                return None, f"LaTeX failed on {tex}:\n{tail}"
+        os.replace(partial, pdf)
+    finally:
+        partial.unlink(missing_ok=True)
+    return pdf, f"PDF: {pdf}"
