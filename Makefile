@@ -4,7 +4,8 @@
 #   make report   the report of the newest results directory, with the PDF
 #   make notebook the newest results' executed notebook, opened in Jupyter
 #   make test     build, then every test (what CI runs); skips say why, counted by reason at the end
-#   make mutants  small wrong programs (tests/mutants.py) that the tests must reject
+#   make mutants  small wrong programs (tests/mutants.py) that the tests must reject; CI runs the
+#                 whole list after make test (whose quick run it reuses): budget a few minutes
 #   make fuzz     the parsers fuzzed under ASan and UBSan (FUZZ_SECONDS in all, default 60)
 #   make clean    remove build/ (results/ and .venv/ stay)
 

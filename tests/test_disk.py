@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, cgroup2_with, limited_cgroup
 
 IOGEN = str(BIN / "iogen")
 WORK = ROOT / "build" / "test-disk"  # on the repository's file system, never tmpfs
@@ -592,28 +592,23 @@ def test_an_icf_runs_with_its_workers_regions_and_cycling(work, tmp_path):
 # --- ground truth ------------------------------------------------------------
 
 def test_throttled_device_is_measured_at_its_limit():
-    """cgroup v1 blkio limits the loop device to 400 read IOPS; iogen,
-    running inside that cgroup, must measure 400 within a few percent."""
+    """The cgroup's block throttle (v1 blkio.throttle.read_iops_device, or
+    v2 io.max where v1 is absent) limits the loop device to 400 read IOPS;
+    iogen, running inside that cgroup, must measure 400 within a few percent."""
     _root_or_skip("cgroup blkio")
-    base = Path("/sys/fs/cgroup/blkio")
-    if not (base / "blkio.throttle.read_iops_device").exists():
-        pytest.skip("cgroup v1 blkio throttling is not available on this machine")
+    if not Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() and cgroup2_with("io") is None:
+        pytest.skip("neither cgroup v1 blkio throttling nor a cgroup v2 with the io controller is available here")
     dev = make_loop(64, "throttle")
-    cg = base / "osmeter-test"
     try:
-        cg.mkdir(exist_ok=True)
         majmin = Path(f"/sys/block/{Path(dev).name}/dev").read_text().strip()
-        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} 400\n")
-        r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target", dev,
-                            "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
-                           capture_output=True, text=True, timeout=60)
+        with limited_cgroup(("blkio", "blkio.throttle.read_iops_device", f"{majmin} 400\n"),
+                            ("io", "io.max", f"{majmin} riops=400\n"), "io") as cg:
+            r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target",
+                                dev, "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
+                               capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert results(r)[0]["iops"] == pytest.approx(400, rel=0.03)
     finally:
-        try:
-            cg.rmdir()
-        except OSError:
-            pass
         drop_loop(dev, "throttle")
 
 

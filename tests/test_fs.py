@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT, probe, probe_lines
+from conftest import BIN, ROOT, limited_cgroup, probe, probe_lines
 
 WORK = ROOT / "build" / "test-fs"  # on the repository's (disk-backed) file system
 
@@ -26,24 +26,18 @@ def work():
 
 
 def test_cache_size_matches_a_memory_cgroup_limit(work):
-    """Inside a memory cgroup limited to 256 MiB the page cache cannot grow
-    past the limit: the probe must find a cache just under 256 MiB."""
+    """Inside a memory cgroup limited to 256 MiB (v1's memory.limit_in_bytes,
+    or v2's memory.max where v1 is absent) the page cache cannot grow past
+    the limit: the probe must find a cache just under 256 MiB."""
     if os.geteuid() != 0:
         pytest.skip("memory cgroups need root")
-    base = Path("/sys/fs/cgroup/memory")
-    if not (base / "memory.limit_in_bytes").exists():
-        pytest.skip("cgroup v1 memory controller not available here")
-    cg = base / f"osmeter-test-{os.getpid()}"
-    cg.mkdir()
-    try:
-        (cg / "memory.limit_in_bytes").write_text(str(256 << 20))
+    limit = str(256 << 20)
+    with limited_cgroup(("memory", "memory.limit_in_bytes", limit), ("memory", "memory.max", limit), "mem") as cg:
         r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", str(BIN / "fs_cache"),
                             "--dir", str(work), "--min", "32M", "--max", "1G", "--bisect", "3"],
                            capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        o = json.loads(r.stdout)
-    finally:
-        cg.rmdir()
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout)
     found = o["samples"][0]
     assert o["params"]["lower_bound"] is False
     assert 200 << 20 <= found <= 256 << 20, found / 2**20
