@@ -94,7 +94,9 @@ PROBES = (
             "one open file) are polled for writing by select() with a zero timeout, which walks every "
             "descriptor and asks its poll method, and returns at once. nfds is the highest descriptor "
             "plus one, so every descriptor of the set is examined (lmbench passes the count, which "
-            "leaves out the few descriptors numbered above it). Batched; the two kinds' windows in turn."
+            "leaves out the few descriptors numbered above it). Batched; the two kinds run one after the "
+            "other, each set on the lowest free descriptors, as lmbench's (a set numbered above another "
+            "costs more: select scans and copies every descriptor number below nfds)."
         ),
         presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
     ),
@@ -178,13 +180,16 @@ PROBES = (
         name="cpu.signal", binary="cpu_signal", area="cpu",
         measures=(
             m("cpu.signal.install", "ns", "sigaction() installing a handler"),
+            m("cpu.signal.install.old", "ns", "sigaction() installing a handler and reading back the old one "
+                                              "(lmbench's sig inst)"),
             m("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
             m("cpu.signal.send", "ns", "kill(self, 0): the sending system call without a signal"),
             m("cpu.signal.catch", "ns", "deliver minus send: what catching adds (lmbench's signal handler overhead)"),
         ),
         methodology=(
             "cpu.signal.install times sigaction calls alternating between two handlers, in "
-            "batches. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
+            "batches; cpu.signal.install.old, in windows alternating with them, also has the old action "
+            "copied back, as lmbench's lat_sig install asks. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
             "the kill system call, delivery on its way back to user space, the handler and "
             "sigreturn, per signal, in batches; the probe checks that every signal was caught. "
             "cpu.signal.send times kill(getpid(), 0), which checks permission and sends nothing, in "

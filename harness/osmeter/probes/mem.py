@@ -264,6 +264,24 @@ PROBES = PROBES + (
     ),
 )
 
+def protfault_less_catch(lines: dict[str, dict]) -> dict:
+    """mem.protfault.less_catch: each protection fault less the median
+    signal catch (lmbench's lat_sig prot subtracts its catch figure)."""
+    fault, catch = lines["mem.protfault"], lines["cpu.signal.catch"]
+    ns, bad, _ = line_values(fault)
+    c, cbad, _ = line_values(catch)
+    c = float(np.median(c[~cbad & np.isfinite(c)]))
+    keep = ~bad & np.isfinite(ns)
+    return {
+        "id": "mem.protfault.less_catch",
+        "unit": "ns",
+        "params": {"catch_ns": c, "from": ["mem.protfault", "cpu.signal.catch"]},
+        "overhead_subtracted": c,
+        "samples": (ns[keep] - c).tolist(),
+        "disturbed": [],
+    }
+
+
 DERIVED = (
     Derived(
         m("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
@@ -272,6 +290,15 @@ DERIVED = (
         "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
         "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
         "times dearer it is to fault a byte in from the device than to copy it in memory.",
+        area="mem",
+    ),
+    Derived(
+        m("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
+        ("mem.protfault", "cpu.signal.catch"),
+        protfault_less_catch,
+        "Each mem.protfault sample less the median of cpu.signal.catch: what lmbench's lat_sig prot "
+        "reports, which takes its own catch figure (signal delivery less the kill) from the whole fault. "
+        "mem.protfault is the whole cost a program pays.",
         area="mem",
     ),
 )
