@@ -111,6 +111,69 @@ def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, py
     assert not (tmp_path / "evil").exists() and not (tmp_path / "bad" / "link").exists()
 
 
+def _fleet_dir(tmp_path: Path, hosts: list[dict]) -> Path:
+    """A fleet directory by hand: each host with a results directory of
+    synthetic samples (test_compare.make_run) under its label."""
+    import numpy as np
+    from test_compare import make_run
+
+    out = tmp_path / "fleet"
+    out.mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    for h in hosts:
+        if h.get("results") and not (out / h["results"]).exists():
+            make_run(out / h["results"], {"cpu.a": ("ns", 100 * np.exp(rng.normal(0, 0.01, 30)))})
+    (out / "fleet.json").write_text(json.dumps({"kind": "fleet-run", "hosts": hosts}))
+    return out
+
+
+def test_a_fleet_index_with_duplicate_labels_is_refused_not_a_host_dropped(tmp_path):
+    """Two hosts of one label would share a directory, and the second
+    silently replaced the first in compare: refused, naming the label."""
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                {"target": "root@b", "label": "b", "status": "ok", "results": "b"},
+                                {"target": "u@a", "label": "a", "status": "ok", "results": "a"}])
+    for cmd in (("compare", str(out)), ("report", str(out), "--no-pdf")):
+        r = osmeter(*cmd)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "same label 'a'" in r.stderr and "Traceback" not in r.stderr and not r.stdout.strip()
+    good = _fleet_dir(tmp_path / "g", [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                       {"target": "root@b", "label": "b", "status": "ok", "results": "b"}])
+    r = osmeter("compare", str(good))
+    assert r.returncode == 0 and "b/a" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("doc, says", [
+    ([{"label": "a"}], "not a fleet index"),
+    ({"hosts": {"label": "a"}}, '"hosts" must be a list'),
+    ({"hosts": ["root@a"]}, "host 1 is not an object"),
+    ({"hosts": [{"target": "root@a", "status": "ok"}]}, "no usable label"),
+    ({"hosts": [{"target": "root@a", "label": "../..", "results": "../.."}]}, "no usable label"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": 7}]}, "results must be text"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "b"}]}, "not the host's own directory"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "a", "steps": [1, 2]}]}, "steps must map"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "a"}], "osmeter_run_args": "--probes x"},
+     "osmeter_run_args"),
+    ("{not json", "cannot read it"),
+])
+def test_a_malformed_fleet_index_is_a_clear_error_not_a_traceback(tmp_path, doc, says):
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"}])
+    (out / "fleet.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    for cmd in (("compare", str(out)), ("report", str(out), "--no-pdf")):
+        r = osmeter(*cmd)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_compare_of_a_fleet_refuses_tex_before_printing_anything(tmp_path):
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                {"target": "root@b", "label": "b", "status": "ok", "results": "b"}])
+    for flag in ("--tex", "--plot"):
+        r = osmeter("compare", str(out), flag, str(tmp_path / "x.out"), "--csv", str(tmp_path / "f.csv"))
+        assert r.returncode == 2 and "osmeter report FLEETDIR" in r.stderr
+        assert r.stdout == "" and not (tmp_path / "f.csv").exists()
+
+
 # ------------------------------------------------------ namespace hosts
 
 @needs_hosts

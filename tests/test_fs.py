@@ -2,6 +2,7 @@
 below the cache, contention, metadata, and a second (remote) file system."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -95,7 +96,8 @@ DELAY_US = 2000
 
 def test_metadata_rates(work):
     """Planted: strace delays every unlink by 2 ms, so a delete rate is at
-    most 500 files/s (and not far below: strace stops only at unlink),
+    most 500 files/s (and not far below on an idle machine: strace stops
+    only at unlink),
     while creates, untouched, go far faster. Without strace, the time the
     rates stand for fits in the probe's lifetime. Mutants caught: create
     and delete swapped; a rate 1000x off."""
@@ -121,8 +123,78 @@ def test_metadata_rates(work):
     limit = 1e6 / DELAY_US
     for k in (0, 1, 4, 10):
         delete, create = slowed[f"fs.delete.{k}k"]["samples"], slowed[f"fs.create.{k}k"]["samples"]
-        assert all(0.5 * limit < v <= limit for v in delete), (k, delete)
+        # at most the limit, whatever the load; a busy machine (strace's own stops need a CPU) may add
+        # to each delay, so the floor is loose: it still rejects a rate 20x too low
+        assert all(0.05 * limit < v <= limit for v in delete), (k, delete)
         assert min(create) > 2 * limit, (k, create)
+
+
+@contextlib.contextmanager
+def fresh_ext4(tmp_path: Path, journal: bool):
+    """A new ext4 (with or without a journal) on a RAM loop device, mounted
+    at tmp_path/mnt: a file system with no history of its own."""
+    if os.geteuid() != 0:
+        pytest.skip("a fresh ext4 needs root (losetup, mount)")
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("mkfs.ext4 is not installed (Debian: e2fsprogs)")
+    img = Path("/dev/shm") / f"osmeter-test-ext4-{os.getpid()}.img"
+    subprocess.run(["truncate", "-s", "1G", str(img)], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    dev = None
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-N", "200000", "-O", "has_journal" if journal else "^has_journal",
+                        str(img)], check=True)
+        r = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"losetup is not permitted here: {r.stderr.strip()}")
+        dev = r.stdout.strip()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["umount", str(mnt)])
+    finally:
+        if dev:
+            subprocess.run(["losetup", "-d", dev])
+        img.unlink(missing_ok=True)
+
+
+def test_metadata_creates_never_follow_the_runs_own_deletes(tmp_path):
+    """ext4 without a journal will not reuse an inode freed in an earlier
+    second of the last 30 s or more (recently_deleted(): the allocator scans
+    past each one), so a create timed after deletes made a second before
+    pays a scan that grows with every round deleted before it (a probe
+    that deleted between rounds measured 10 KiB creates at ~1% of the
+    0 KiB rate on this kind of file system). Planted: strace holds every
+    mkdir (one a round) for 1.1 s, so each round starts a second after the
+    one before. On a fresh file system with no history, every sample of
+    every size must stay within a small factor of the fastest (writing
+    10 KiB costs something; a scan of thousands of inodes a create, far
+    more). The journal the probe names is the one mkfs made. Mutant
+    caught: a round's files deleted before the next round's creates."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed: rounds cannot be held a second apart (Debian: strace)")
+    with fresh_ext4(tmp_path, journal=False) as mnt:
+        r = subprocess.run(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
+                            "-e", "inject=mkdir,mkdirat:delay_enter=1100000", str(BIN / "fs_meta"), "--dir", str(mnt),
+                            "--files", "2000", "--samples", "2", "--warmup", "0", "--cpu", "0"],
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0 and "ptrace" in r.stderr:
+            pytest.skip(f"strace cannot trace here: {r.stderr.strip()[:200]}")
+        assert r.returncode == 0, r.stderr
+        o = {x["id"]: x for x in map(json.loads, r.stdout.splitlines())}
+        create = {k: o[f"fs.create.{k}k"]["samples"] for k in (0, 1, 4, 10)}
+        fastest = max(max(v) for v in create.values())
+        assert all(x > 0.15 * fastest for v in create.values() for x in v), create
+        assert {line["params"]["journal"] for line in o.values()} == {"none"}
+        assert not list(mnt.glob("osmeter-meta-*"))  # every round's directory removed
+    (tmp_path / "j").mkdir()
+    with fresh_ext4(tmp_path / "j", journal=True) as mnt:
+        o = probe_lines("fs_meta", "--dir", str(mnt), "--files", "50", "--samples", "1", "--cpu", "0")
+        assert {line["params"]["journal"] for line in o.values()} == {"jbd2"}
+    o = probe_lines("fs_meta", "--dir", "/dev/shm", "--files", "50", "--samples", "1", "--cpu", "0")
+    assert {line["params"]["journal"] for line in o.values()} == {"not ext4"}
 
 
 @pytest.mark.parametrize(
@@ -135,6 +207,7 @@ def test_metadata_rates(work):
         ("fs_cache", ("--min", "2G", "--max", "1G"), "--min is larger"),
         ("fs_contention", ("--dir", "/dev/shm"), "tmpfs"),
         ("fs_meta", ("--dir", "/nonexistent"), "cannot make a directory"),
+        ("fs_meta", ("--samples", "60"), "at most 50 rounds"),
     ],
 )
 def test_bad_fs_arguments(binary, args, words):
@@ -204,8 +277,10 @@ def test_remote_reads_on_a_second_file_system(sshfs_mount, work, tmp_path):
     p = o["fs.read.seq.remote"]["params"]
     assert p["filesystem"] == "fuse" and p["dir"] == str(sshfs_mount)
     local = probe_lines("fs_read", "--dir", str(work), "--sizes", "1M,2M", "--samples", "2", "--cpu", "0")
-    # each block crosses ssh and sftp: slower than the local disk
-    assert np.median(o["fs.read.rand.remote"]["samples"]) > np.median(local["fs.read.rand"]["samples"])
+    # each block crosses ssh and sftp: slower than the local disk. The best pass of each: another program
+    # on a shared machine can hold the local disk for a pass (a fresh CI run beside other work saw one
+    # local pass at 23 ms a block), and the remote path reads that same disk too
+    assert min(o["fs.read.rand.remote"]["samples"]) > min(local["fs.read.rand"]["samples"])
     # and the harness names the ids .remote when given the directory
     out = tmp_path / "run"
     r = subprocess.run([str(ROOT / "osmeter"), "run", "--fs-remote", str(sshfs_mount), "--probes", "fs.read.*.remote",

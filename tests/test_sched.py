@@ -312,7 +312,9 @@ def test_a_stall_of_the_timer_thread_is_one_late_sample():
     v = np.asarray(o["samples"])
     assert v.max() >= 0.25e9, v.max()  # the stall itself
     assert o["params"]["overruns"] >= 250, o["params"]
-    assert (v > 1e6).sum() <= 5, (v > 1e6).sum()  # one stall, one late sample (and the host's own hiccups)
+    # one stall, one late sample, and the machine's own hiccups (a fresh CI run beside other work: 9 of
+    # 1,500); the wrong program makes some 250-300 late
+    assert (v > 1e6).sum() <= 50, (v > 1e6).sum()
 
 
 def _one_cpu_cpuset(cpu: int) -> tuple[Path, str]:

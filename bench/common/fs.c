@@ -158,3 +158,26 @@ void osm_fs_describe(const char *dir, char *fs, size_t fslen, char *dev, size_t 
     if (stat(dir, &st) == 0)
         osm_dev_name(major(st.st_dev), minor(st.st_dev), dev, devlen);
 }
+
+const char *osm_fs_journal(const char *dir)
+{
+    struct statfs sfs;
+    struct stat st;
+    if (statfs(dir, &sfs) != 0 || stat(dir, &st) != 0)
+        return "unknown";
+    if ((unsigned long)sfs.f_type != 0xEF53)
+        return "not ext4";
+    char dev[160], p[256], line[64];
+    osm_dev_name(major(st.st_dev), minor(st.st_dev), dev, sizeof dev);
+    if (strncmp(dev, "/dev/", 5) != 0)
+        return "unknown";
+    snprintf(p, sizeof p, "/sys/fs/ext4/%s/journal_task", dev + 5);
+    FILE *f = fopen(p, "r");
+    if (!f)
+        return "unknown";
+    const char *what = "unknown";
+    if (fgets(line, sizeof line, f))
+        what = strncmp(line, "<none>", 6) == 0 ? "none" : "jbd2";
+    fclose(f);
+    return what;
+}

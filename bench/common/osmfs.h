@@ -32,6 +32,10 @@ const char *osm_fs_type_name(unsigned long magic);
 void osm_dev_name(unsigned maj, unsigned min, char *out, size_t len);
 /* The file system type name and the device of a directory. */
 void osm_fs_describe(const char *dir, char *fs, size_t fslen, char *dev, size_t devlen, bool *is_tmpfs);
+/* An ext4 directory's journal, from /sys/fs/ext4/DEV/journal_task: "jbd2",
+ * "none" (no journal: ext4 then skips recently freed inodes when it
+ * allocates one), "not ext4" or "unknown". */
+const char *osm_fs_journal(const char *dir);
 /* A buffer aligned for O_DIRECT. */
 void *osm_fs_buffer(size_t size);
 

@@ -1,7 +1,8 @@
 /* scratch.c - files and directories a program makes for its own use and
  * must not leave behind: removed at exit and when SIGINT, SIGTERM or SIGHUP
  * ends it (the handler uses only async-signal-safe calls; a directory's
- * entries are read with getdents64). osmscratch.h. */
+ * entries are read with getdents64), the last made first, so a directory
+ * made inside another goes before it. osmscratch.h. */
 #include "osmscratch.h"
 
 #include <dirent.h>
@@ -42,9 +43,10 @@ static void remove_dir(const char *path)
     rmdir(path);
 }
 
+/* Last made, first removed: a directory goes after what was made in it. */
 static void remove_all(void)
 {
-    for (int i = 0; i < MAX_SCRATCH; i++)
+    for (int i = MAX_SCRATCH - 1; i >= 0; i--)
         if (scratch[i].used) {
             scratch[i].used = 0;
             if (scratch[i].dir)
@@ -83,7 +85,10 @@ static void install(void)
 static void add(const char *path, bool dir)
 {
     install();
-    for (int i = 0; i < MAX_SCRATCH; i++)
+    int top = MAX_SCRATCH; /* the slot after the last one used keeps the order of making */
+    while (top > 0 && !scratch[top - 1].used)
+        top--;
+    for (int i = top < MAX_SCRATCH ? top : 0; i < MAX_SCRATCH; i++)
         if (!scratch[i].used) {
             strncpy(scratch[i].path, path, sizeof scratch[i].path - 1);
             scratch[i].dir = dir;

@@ -11,6 +11,8 @@
  */
 #include "osm.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,33 @@ static void start(bool sh, struct osm_meas *m, bool keep)
         osm_meas_add(m, (double)t - osm_timer.overhead, dist);
 }
 
+/* Whether this system can execute the program: 0, or the errno its execv
+ * failed with (ENOEXEC under qemu-user without binfmt_misc, for one). */
+static int exec_errno(void)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+        osm_die("pipe2: %m");
+    pid_t pid = fork();
+    if (pid < 0)
+        osm_die("fork: %m");
+    if (pid == 0) {
+        close(p[0]);
+        close(1);
+        execv(argv_prog[0], argv_prog);
+        int e = errno;
+        ssize_t w = write(p[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    close(p[1]);
+    int e = 0;
+    ssize_t n = read(p[0], &e, sizeof e); /* 0 bytes: the exec closed the pipe */
+    close(p[0]);
+    waitpid(pid, NULL, 0);
+    return n == (ssize_t)sizeof e ? e : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--hello")) {
@@ -96,6 +125,14 @@ int main(int argc, char **argv)
         snprintf(cmd, sizeof cmd, "%s", program);
     }
 
+    int e = exec_errno();
+    if (e) {
+        char why[PATH_MAX + 128];
+        snprintf(why, sizeof why, "cannot execute %s here: %s", argv_prog[0], strerror(e));
+        osm_refuse("cpu.proc_exec", why);
+        osm_refuse("cpu.proc_sh", why);
+        return 0;
+    }
     struct osm_meas m[2];
     osm_meas_init(&m[0], "cpu.proc_exec", o.samples);
     osm_meas_init(&m[1], "cpu.proc_sh", o.samples);

@@ -1,4 +1,4 @@
-"""Command line: ./osmeter list | run | ab | compare | report | export."""
+"""Command line: ./osmeter list | run | ab | compare | report | export | iogen-plot."""
 from __future__ import annotations
 
 import argparse
@@ -237,6 +237,15 @@ def build_parser() -> argparse.ArgumentParser:
     ei.add_argument("--out", type=Path, metavar="FILE", default=Path("estimates.toml"),
                     help="where to write it (default ./estimates.toml; never overwritten)")
 
+    ip = sub.add_parser("iogen-plot", help="figures from iogen's JSON lines: the size x queue depth heat map "
+                        "(--cycle-size with --cycle-qd), throughput by offset (--zones)")
+    ip.add_argument("results", type=Path, help="iogen's standard output, one JSON object per line")
+    ip.add_argument("out", type=Path, help="the PNG to write (a second figure: NAME-2.png)")
+    st = sub.add_parser("stability", help="run-to-run spread of every id over several runs, and per area",
+                        description="Every run of the campaigns and run directories given (an A/A ab: DIR/a DIR/b) "
+                                    "taken together: per id, the run-to-run CV and where its variance comes from; "
+                                    "per area, the median CV, the ids at or below 2%% and the worst three.")
+    st.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
     ex.add_argument("--csv", type=Path, metavar="FILE", help="write here instead of standard output")
@@ -387,6 +396,8 @@ def cmd_compare(args) -> int:
     if len(args.dirs) == 1 and (args.dirs[0] / "fleet.json").is_file():
         from .fleetcompare import compare_fleet, fleet_text
 
+        if args.tex or args.plot:  # refused before anything is printed or written
+            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         try:
             fc = compare_fleet(args.dirs[0], args.baseline, args.min_change)
         except ValueError as e:
@@ -396,8 +407,6 @@ def cmd_compare(args) -> int:
             from .fleetcompare import fleet_csv
 
             _write(args.csv, fleet_csv(fc), "--csv")
-        if args.tex or args.plot:
-            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         return 0
     if args.baseline:
         raise RunError("--baseline is for a fleet directory (one with fleet.json)")
@@ -429,6 +438,42 @@ def cmd_compare(args) -> int:
             raise RunError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
         finally:
             plt.close(fig)
+    return 0
+
+
+def cmd_iogen_plot(args) -> int:
+    import json
+
+    from . import plots
+
+    try:
+        objs = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as e:
+        print(f"osmeter: error: {args.results}: not iogen's JSON lines ({e})", file=sys.stderr)
+        return 2
+    figs = [f for f in (fn(objs) for fn in plots.IOGEN_FIGURES) if f is not None]
+    if not figs:
+        print(f"osmeter: error: {args.results}: nothing to draw (run iogen with --cycle-size and --cycle-qd, "
+              "or with --zones)", file=sys.stderr)
+        return 2
+    for k, fig in enumerate(figs):
+        out = args.out if k == 0 else args.out.with_name(f"{args.out.stem}-{k + 1}{args.out.suffix}")
+        fig.savefig(out, dpi=150)
+        print(out)
+    return 0
+
+
+def cmd_stability(args) -> int:
+    from .campaign import STABILITY_HEAD, area_stability_table, load_side, stability_rows, stability_table
+
+    try:
+        runs = load_side(args.dirs)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    if len(runs) < 2:
+        raise RunError(f"{len(runs)} run: run-to-run spread needs at least two runs")
+    rows = stability_rows(runs)
+    print(f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}")
     return 0
 
 
@@ -553,4 +598,5 @@ def main(argv: list[str] | None = None) -> int:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
-                    "export": cmd_export, "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet}[args.cmd], args)
+                    "export": cmd_export, "iogen-plot": cmd_iogen_plot, "stability": cmd_stability,
+                    "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet}[args.cmd], args)

@@ -414,6 +414,70 @@ def mem_parallelism(doc: dict, est=None):
     return fig
 
 
+def iogen_matrix(objs: list[dict]):
+    """iogen's results of a size x queue depth cycle (--cycle-size with
+    --cycle-qd) as (sizes, depths, MB/s[size][depth]); None when they are
+    not such a matrix."""
+    cells = {(o["cycle"]["size"], o["cycle"]["qd"]): o["mbps"] for o in objs
+             if (o.get("cycle") or {}).get("size") is not None}
+    sizes = sorted({s for s, _ in cells})
+    depths = sorted({q for _, q in cells})
+    if len(sizes) < 2 or len(depths) < 2:
+        return None
+    mat = np.full((len(sizes), len(depths)), np.nan)
+    for (s, q), v in cells.items():
+        mat[sizes.index(s), depths.index(q)] = v
+    return sizes, depths, mat
+
+
+def iogen_size_qd(objs: list[dict]):
+    """Throughput against transfer size (rows) and outstanding I/Os
+    (columns): one cell per run of iogen's size x queue depth cycle, the
+    PenguinoMeter paper's test matrix."""
+    m = iogen_matrix(objs)
+    if m is None:
+        return None
+    sizes, depths, mat = m
+    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 2.6 + 0.7 * len(depths)), 1.6 + 0.32 * len(sizes)))
+    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", origin="lower", aspect="auto", vmin=0)
+    ax.grid(False)
+    ax.set_xticks(range(len(depths)), [str(q) for q in depths])
+    ax.set_yticks(range(len(sizes)), [_bytes_label(s) for s in sizes])
+    ax.set_xlabel("outstanding I/Os per worker and target")
+    ax.set_ylabel("transfer size")
+    top = np.nanmax(mat)
+    for a in range(len(sizes)):
+        for b in range(len(depths)):
+            if np.isfinite(mat[a, b]):
+                ax.text(b, a, f"{mat[a, b]:.3g}" if mat[a, b] < 1000 else f"{mat[a, b]:.0f}", ha="center", va="center", fontsize=7,
+                        color="k" if mat[a, b] > 0.6 * top else "w")
+    w = objs[0]
+    ax.set_title(lit(f"{w.get('workload', '')}, every size, on {w.get('target') or w.get('engine')}: MB/s"))
+    fig.colorbar(im, ax=ax, label="MB/s")
+    return fig
+
+
+def iogen_zones(objs: list[dict]):
+    """Sequential throughput across each target's address range (iogen
+    --zones; SPEK's ZCAV figure): one point per zone, at the zone's first
+    byte."""
+    zs = [z for o in objs for z in o.get("zones") or []]
+    if not zs:
+        return None
+    fig, ax = plt.subplots()
+    for t in dict.fromkeys(z["target"] for z in zs):
+        pts = [z for z in zs if z["target"] == t]
+        ax.plot([z["offset"] / 2**30 for z in pts], [z["mbps"] for z in pts], "o-", ms=3, label=lit(t or "(no device)"))
+    ax.set_xlabel("offset (GiB)")
+    ax.set_ylabel("MB/s")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title("Sequential throughput by offset")
+    return fig
+
+
+IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON lines: osmeter iogen-plot
+
 FIGURES = {
     "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap, ctx_matrix),
     "mem": (memory_latency, bandwidths, mem_parallelism),

@@ -80,11 +80,14 @@ PROBES = (
             m(f"fs.create.{k}k", "files/s", f"{k} KiB files created per second"),
             m(f"fs.delete.{k}k", "files/s", f"{k} KiB files deleted per second"))),
         methodology=(
-            "As lmbench's lat_fs: 1000 files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, write, "
-            "close) in a fresh directory, then deleted; a sample is one round; nothing is synced. On ext4 a new "
-            "directory may land in a block group whose inode tables were never read, and then every create "
-            "waits for a metadata read, so the rate depends on where the directory lands: compare runs made "
-            "in the same place (--fs-dir)."
+            "As lmbench's lat_fs: {arg:--files=1000} files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, "
+            "write, close) in a fresh directory, then deleted; a sample is one round; nothing is synced. Every "
+            "round's creates come before any round's deletes: a file system may refuse to reuse an inode freed "
+            "moments ago (ext4 without a journal scans past every inode freed in an earlier second of the last "
+            "30 s or more, longer while its inode table is unwritten), and creates timed after the run's own "
+            "deletes would time that scan. params.journal says whether the directory's ext4 has a journal; where "
+            "it has none, files deleted on that file system by anything else in the last half minute still slow "
+            "the creates: compare runs made in the same place, apart in time."
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--samples", "3"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
         expect={"quick": 14, "full": 14},
