@@ -398,7 +398,8 @@ FIGURE_IDS = {"memory_latency": ("mem.lat.curve",), "loop_and_calls": ("cpu.loop
               "fork_parent_size": ("cpu.proc_create_wait",), "c2c_heatmap": ("cpu.c2c",),
               "bandwidths": ("mem.bw.",), "disk_sweep": ("disk.4k-random-read.qd_sweep",),
               "network": ("net.rtt.", "net.bw."), "fs_read": ("fs.read.seq", "fs.read.rand"),
-              "contention": ("fs.contention",)}
+              "contention": ("fs.contention",), "ctx_matrix": ("cpu.ctx.matrix",),
+              "mem_parallelism": ("mem.par", "mem.lat.loaded")}
 
 
 def _drawable(doc: dict, fn) -> bool:

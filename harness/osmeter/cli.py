@@ -99,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="every measurement id with its unit and description")
     ls.add_argument("--preset", choices=registry.PRESETS, help="only ids that run in this preset")
     ls.add_argument("--methodology", action="store_true", help="also print how each probe measures")
+    ls.add_argument("--lmbench", action="store_true",
+                    help="lmbench's summary tables, in its order and groups, each row with its osmeter id")
 
     r = sub.add_parser("run", help="run probes and write a results directory (or a campaign of several runs)")
     _run_options(r)
@@ -497,6 +499,16 @@ def cmd_export(args) -> int:
 
 
 def cmd_list(args) -> int:
+    if args.lmbench:
+        from .lmbench import TABLES
+
+        units = {m.id: m.unit for _, m in registry.all_measures()}
+        for title, unit, rows in TABLES:
+            print(f"{title}{f' ({unit})' if unit else ''}")
+            for row in rows:
+                point = f" at {row[2][0]} processes, {row[2][1]} KiB" if len(row) > 2 else ""
+                print(f"  {row[0]:<16} {row[1] + point:<46} {units.get(row[1], '?')}")
+        return 0
     for p in registry.PROBES:
         if args.preset and args.preset not in p.presets:
             continue

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from . import plots, registry
 from .estimates import Estimate, EstimateError, Source, for_run
-from .present import (QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows, known,
-                      machine_rows, spread_rows, tex_file_name)
+from .present import (LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows,
+                      known, lmbench_rows, machine_rows, spread_rows, tex_file_name)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
@@ -87,6 +87,21 @@ def _summary(doc: dict, est: dict[str, Estimate], curves: set[str], quote: str) 
             "per unit, which add up, and say their unit; the predicted rate is their sum turned back into a "
             f"rate). Measured is the {quote} across trials; $\\geq$ marks a lower bound (a search stopped by a "
             "limit)."]
+    return "\n".join(out)
+
+
+def _lmbench(doc: dict, quote: str) -> str:
+    """lmbench's summary tables, in its order and groups, each row's figure
+    the osmeter id that stands for it: the figures to copy into a paper."""
+    out = [f"The rows of lmbench's summary (\\texttt{{make see}}), in its tables and order, each measured by "
+           f"the osmeter id beside it (the {esc(quote)} across trials; \\texttt{{osmeter list --lmbench}} lists "
+           "them). Where osmeter's method differs from lmbench's, the id's methodology says how.",
+           r"{\small\begin{longtable}{@{}p{0.22\linewidth}rp{0.5\linewidth}@{}}", r"\toprule",
+           " & ".join(esc(h) for h in LMBENCH_HEAD) + r" \\", r"\midrule", r"\endhead"]
+    for title, unit, rows in lmbench_rows(doc, quote):
+        out.append(f"\\multicolumn{{3}}{{@{{}}l}}{{\\textbf{{{esc(title)}}}{esc(f' ({unit})' if unit else '')}}} \\\\")
+        out += [" & ".join(cell(c) for c in r) + r" \\" for r in rows]
+    out += [r"\bottomrule", r"\end{longtable}}"]
     return "\n".join(out)
 
 
@@ -250,7 +265,7 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
         "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
         "FINDINGS": _findings(doc, est, curves, quote), "SUMMARY": _summary(doc, est, curves, quote),
-        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES})
+        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES, "LMBENCH": _lmbench(doc, quote)})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
