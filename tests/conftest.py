@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -87,6 +88,53 @@ def quick_run(tmp_path_factory) -> tuple[Path, dict]:
 
 def by_id(doc: dict) -> dict[str, dict]:
     return {m["id"]: m for m in doc["measurements"]}
+
+
+def cgroup2_with(controller: str) -> Path | None:
+    """A mounted cgroup v2 hierarchy whose root offers `controller` (a
+    controller bound to a v1 hierarchy is offered by none), or None."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        f = line.split()
+        if f[f.index("-") + 1] == "cgroup2":
+            root = Path(f[4])
+            with contextlib.suppress(OSError):
+                if controller in (root / "cgroup.controllers").read_text().split():
+                    return root
+    return None
+
+
+@contextlib.contextmanager
+def limited_cgroup(v1: tuple[str, str, str], v2: tuple[str, str, str], name: str):
+    """A cgroup of this test's own with one limit, on cgroup v1 where the
+    controller has a v1 hierarchy, else on cgroup v2: v1 = (controller's v1
+    directory name, file, value), v2 = (controller, file, value). Yields the
+    directory (a process joins by writing its pid to cgroup.procs); removes
+    it afterwards, and turns the controller off again in the v2 root's
+    subtree_control if it was turned on for the test. Skips, saying why,
+    where neither is there."""
+    d1 = Path("/sys/fs/cgroup") / v1[0]
+    if (d1 / v1[1]).exists():
+        root, enabled = d1, False
+    else:
+        root = cgroup2_with(v2[0])
+        if root is None:
+            pytest.skip(f"neither cgroup v1 {v1[0]} ({v1[1]}) nor a cgroup v2 with the {v2[0]} controller "
+                        f"({v2[1]}) is available here")
+        enabled = v2[0] not in (root / "cgroup.subtree_control").read_text().split()
+        if enabled:
+            (root / "cgroup.subtree_control").write_text(f"+{v2[0]}")
+    file, value = (v1[1], v1[2]) if root == d1 else (v2[1], v2[2])
+    cg = root / f"osmeter-test-{name}-{os.getpid()}"
+    cg.mkdir()
+    try:
+        (cg / file).write_text(value)
+        yield cg
+    finally:
+        with contextlib.suppress(OSError):
+            cg.rmdir()
+        if enabled:
+            with contextlib.suppress(OSError):
+                (root / "cgroup.subtree_control").write_text(f"-{v2[0]}")
 
 
 def ncpus() -> int:

@@ -49,7 +49,8 @@ def test_selection_by_pattern_and_no_overwrite(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "results.json").read_text())
     assert sorted(m["id"] for m in doc["measurements"]) == [
-        "cpu.call.args3", "cpu.syscall.getppid", "cpu.syscall.gettid"]
+        "cpu.call.args3", "cpu.syscall.getcwd", "cpu.syscall.getppid", "cpu.syscall.getppid.libc",
+        "cpu.syscall.gettid", "cpu.syscall.null_io", "cpu.syscall.read", "cpu.syscall.write"]
     before = (out / "results.json").read_bytes()
     r = osmeter("run", "--probes", "cpu.loop", "--out", str(out))
     assert r.returncode == 2 and "already holds" in r.stderr

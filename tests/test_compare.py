@@ -760,3 +760,33 @@ def test_report_and_export_of_a_campaign_say_it_is_a_campaign(tmp_path):
     for cmd in ("report", "export"):
         r = osmeter(cmd, str(a))
         assert r.returncode == 2 and "is a campaign, not one run" in r.stderr and "run-01, run-02" in r.stderr, r.stderr
+
+
+def test_stability_by_area_over_both_sides_of_an_a_to_a(tmp_path):
+    """`osmeter stability DIR/a DIR/b` takes every run of both sides: per
+    area, the median of its ids' run-to-run CVs (standard deviation of the
+    logs of the run figures, computed here from the planted run levels), how
+    many ids are at or below 2%, and the worst first. Mutants caught: the
+    area's mean CV given as its median; one side's runs left out."""
+    levels = {"cpu.a": [100, 101, 99, 100.5, 100, 99.5], "cpu.b": [50, 55, 45, 52, 48, 50],
+              "cpu.c": [10, 10.3, 9.8, 10.1, 9.9, 10.4], "net.bw": [1000, 1030, 990, 1010, 970, 1005]}
+    units = {"cpu.a": "ns", "cpu.b": "ns", "cpu.c": "ns", "net.bw": "MB/s"}
+    for side, runs in (("a", range(0, 3)), ("b", range(3, 6))):
+        doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": 1}
+        for k in runs:
+            make_run(tmp_path / side / f"run-{k:02d}", {i: (units[i], np.full(9, v[k], float)) for i, v in levels.items()})
+            doc["runs"].append({"name": f"run-{k:02d}", "status": "complete"})
+        write_json_atomic(tmp_path / side / "campaign.json", doc)
+    r = osmeter("stability", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    cv = {i: float(np.std(np.log(v), ddof=1)) for i, v in levels.items()}
+    area = {ln.split()[0]: ln for ln in r.stdout.split("worst", 1)[1].splitlines()[2:] if ln.strip()}
+    cpu = area["cpu"].split()
+    assert cpu[1] == "3" and cpu[2] == f"{np.median([cv['cpu.a'], cv['cpu.b'], cv['cpu.c']]):.1%}", area["cpu"]
+    assert cpu[3] == str(sum(cv[i] <= 0.02 for i in ("cpu.a", "cpu.b", "cpu.c")))
+    assert area["cpu"].index("cpu.b") < area["cpu"].index("cpu.c") < area["cpu"].index("cpu.a")
+    assert area["net"].split()[2] == f"{cv['net.bw']:.1%}"
+    assert area["all"].split()[1] == "4"
+    assert "6 runs." in r.stdout
+    one = osmeter("stability", str(tmp_path / "a" / "run-00"))
+    assert one.returncode == 2 and "at least two runs" in one.stderr

@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, cgroup2_with, limited_cgroup
 
 IOGEN = str(BIN / "iogen")
 WORK = ROOT / "build" / "test-disk"  # on the repository's file system, never tmpfs
@@ -591,28 +592,23 @@ def test_an_icf_runs_with_its_workers_regions_and_cycling(work, tmp_path):
 # --- ground truth ------------------------------------------------------------
 
 def test_throttled_device_is_measured_at_its_limit():
-    """cgroup v1 blkio limits the loop device to 400 read IOPS; iogen,
-    running inside that cgroup, must measure 400 within a few percent."""
+    """The cgroup's block throttle (v1 blkio.throttle.read_iops_device, or
+    v2 io.max where v1 is absent) limits the loop device to 400 read IOPS;
+    iogen, running inside that cgroup, must measure 400 within a few percent."""
     _root_or_skip("cgroup blkio")
-    base = Path("/sys/fs/cgroup/blkio")
-    if not (base / "blkio.throttle.read_iops_device").exists():
-        pytest.skip("cgroup v1 blkio throttling is not available on this machine")
+    if not Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() and cgroup2_with("io") is None:
+        pytest.skip("neither cgroup v1 blkio throttling nor a cgroup v2 with the io controller is available here")
     dev = make_loop(64, "throttle")
-    cg = base / "osmeter-test"
     try:
-        cg.mkdir(exist_ok=True)
         majmin = Path(f"/sys/block/{Path(dev).name}/dev").read_text().strip()
-        (cg / "blkio.throttle.read_iops_device").write_text(f"{majmin} 400\n")
-        r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target", dev,
-                            "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
-                           capture_output=True, text=True, timeout=60)
+        with limited_cgroup(("blkio", "blkio.throttle.read_iops_device", f"{majmin} 400\n"),
+                            ("io", "io.max", f"{majmin} riops=400\n"), "io") as cg:
+            r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target",
+                                dev, "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
+                               capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert results(r)[0]["iops"] == pytest.approx(400, rel=0.03)
     finally:
-        try:
-            cg.rmdir()
-        except OSError:
-            pass
         drop_loop(dev, "throttle")
 
 
@@ -971,3 +967,343 @@ def test_a_start_instant_days_away_is_refused(tmp_path):
     r = subprocess.run([str(BIN / "iogen"), "--target", str(tmp_path / "t.dat"), "--size", "4M",
                         "--start-at", "99999999999"], capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and "--start-at" in r.stderr and "within the next day" in r.stderr, r.stderr
+
+
+# --- Iometer and SPEK, complete (issue 30) -------------------------------------
+
+FIX = ROOT / "tests" / "fixtures"
+
+
+def test_two_specs_on_one_worker_give_two_results_each_with_its_own_mix():
+    """A hidden-style .icf assigns two access specs to one worker: two runs,
+    each the mix of its own spec (the nop engine decides every request as a
+    real one would, without a device)."""
+    objs = results(iogen("--icf", FIX / "two-specs-mix.icf", "--engine", "nop", "--size", "1G",
+                         "--transactions", 20000, "--ramp", 0))
+    assert [(o["step"], o["steps"]) for o in objs] == [(1, 2), (2, 2)]
+    want = {  # spec: [(size, access share, read share, random share)]
+        "Mixed 4K/64K": [(4096, 0.70, 0.80, 1.0), (65536, 0.30, 0.20, 0.0)],
+        "Half random 8K": [(8192, 1.0, 0.30, 0.50)],
+    }
+    for o in objs:
+        (w,) = o["per_worker"]
+        assert w["reads"] + w["writes"] == 20000
+        lines = w["lines"]
+        assert [ln["size"] for ln in lines] == [s for s, *_ in want[w["spec"]]]
+        for ln, (size, access, read, rnd) in zip(lines, want[w["spec"]]):
+            # binomial sd at n = 20,000 is at most 0.35%: 2% is over 5 sd
+            assert abs(ln["ios"] / 20000 - access) < 0.02, (w["spec"], size)
+            assert abs(ln["reads"] / ln["ios"] - read) < 0.02, (w["spec"], size)
+            assert abs(ln["random"] / ln["ios"] - rnd) < 0.02, (w["spec"], size)
+        assert o["reads"] == sum(ln["reads"] for ln in lines)
+    assert {o["per_worker"][0]["spec"] for o in objs} == set(want)
+
+
+def test_two_targets_on_one_worker_share_its_ios(work, tmp_path):
+    """Every I/O lands on one of the worker's two targets, inside it; both
+    get I/Os, and the per-target figures add up to the run's."""
+    a, b = work / "t1.dat", work / "t2.dat"
+    log = tmp_path / "two.csv"
+    (o,) = results(iogen("--target", a, "--target", b, "--size", "8M", "--workload", "4k-random-write",
+                         "--qd", 4, "--transactions", 4000, "--ramp", 0, "--log", log))
+    rows = log_rows(log)
+    assert len(rows) == 4000 and {r["target"] for r in rows} == {1, 2}
+    assert all(r["offset"] + r["size"] <= 8 << 20 for r in rows)
+    per = {t["target"]: t for t in o["targets"]}
+    assert set(per) == {str(a), str(b)}
+    for k, path in ((1, a), (2, b)):
+        n = sum(r["target"] == k for r in rows)
+        assert per[str(path)]["writes"] == n and 1000 < n < 3000  # in turn: about half each
+    assert sum(t["writes"] for t in o["targets"]) == o["writes"]
+    assert o["per_worker"][0]["qd"] == 8  # Iometer's outstanding I/Os are per target
+
+
+def test_every_target_of_a_worker_passes_the_safety_checks(work):
+    _root_or_skip("mkfs and mount")
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("mkfs.ext4 is not installed (e2fsprogs)")
+    dev = make_loop(64, "two")
+    mnt = Path("/tmp/osmeter-test-two-mnt")
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True, capture_output=True)
+        mnt.mkdir(exist_ok=True)
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        try:
+            ok = work / "first.dat"
+            r = iogen("--target", ok, "--target", dev, "--size", "4M", "--workload", "4k-random-write",
+                      "--time", 0.2, "--allow-destroy-data", "--allow-signature", check=False)
+            assert r.returncode == 2 and "mounted on" in r.stderr and dev in r.stderr
+            assert r.stdout == ""
+        finally:
+            subprocess.run(["umount", str(mnt)], check=True)
+    finally:
+        mnt.rmdir() if mnt.exists() else None
+        drop_loop(dev, "two")
+
+
+def _save(args, path):
+    iogen(*args, "--save-icf", path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("source", ["file-server", "web-server", "database", "workstation", "4k-random-read",
+                                    "4k-random-write", "1m-seq-read", "1m-seq-write", "two-specs-mix.icf",
+                                    "full.icf", "legacy.icf", "cycle-workers.icf",
+                                    "real-icf/eilerjc_iometer_cov_rich_disk.icf",
+                                    "real-icf/kochaika_iSCSI_iometer.icf"])
+def test_save_icf_reads_back_unchanged(tmp_path, source):
+    """iogen --save-icf writes the job as an .icf that reads back as the same
+    job (--dump-spec), and saving that file again gives the same bytes."""
+    args = ["--engine", "nop"]
+    if source.endswith(".icf"):
+        args += ["--icf", FIX / source]
+        if "kochaika" in source:  # specs only: a worker needs one chosen
+            args += ["--spec-name", "Database pattern (Intel/StorageReview.com)"]
+    else:
+        args += ["--workload", source]
+    first = _save(args, tmp_path / "a.icf")
+    again = _save(["--engine", "nop", "--icf", tmp_path / "a.icf"], tmp_path / "b.icf")
+    assert first == again
+    job = json.loads(iogen(*args, "--dump-spec").stdout)
+    back = json.loads(iogen("--engine", "nop", "--icf", tmp_path / "a.icf", "--dump-spec").stdout)
+    assert back == job
+
+
+# Iometer's results file (Iometer User's Guide, "Results" and the results
+# file's 'Results table): the header every analysis script keys on.
+IOMETER_RESULTS_HEADER = (
+    "'Target Type,Target Name,Access Specification Name,# Managers,# Workers,# Disks,IOps,Read IOps,Write IOps,"
+    "MBps (Binary),Read MBps (Binary),Write MBps (Binary),MBps (Decimal),Read MBps (Decimal),Write MBps (Decimal),"
+    "Transactions per Second,Connections per Second,Average Response Time,Average Read Response Time,"
+    "Average Write Response Time,Average Transaction Time,Average Connection Time,Maximum Response Time,"
+    "Maximum Read Response Time,Maximum Write Response Time,Maximum Transaction Time,Maximum Connection Time,"
+    "Errors,Read Errors,Write Errors,Bytes Read,Bytes Written,Read I/Os,Write I/Os,Connections,"
+    "Transactions per Connection,Total Raw Read Response Time,Total Raw Write Response Time,"
+    "Total Raw Transaction Time,Total Raw Connection Time,Maximum Raw Read Response Time,"
+    "Maximum Raw Write Response Time,Maximum Raw Transaction Time,Maximum Raw Connection Time,Total Raw Run Time,"
+    "Starting Sector,Maximum Size,Queue Depth,% CPU Utilization,% User Time,% Privileged Time,% DPC Time,"
+    "% Interrupt Time,Processor Speed,Interrupts per Second,CPU Effectiveness,Packets/Second,Packet Errors,"
+    "Segments Retransmitted/Second")
+
+# A results file as Iometer writes one (its layout; the figures are made up
+# and do not matter): what iogen's file is held against.
+IOMETER_RESULTS_SAMPLE = "\n".join([
+    "'Test Type,Test Description", "0,", "'Version", "1.1.0", "'Time Stamp", "2026-11-25 10:00:00:000",
+    "'Access specifications", "'Access specification name,default assignment", "4K random read,NONE",
+    "'size,% of size,% reads,% random,delay,burst,align,reply", "4096,100,100,100,0,1,0,0",
+    "'End access specifications", "'Results", IOMETER_RESULTS_HEADER,
+    "ALL,All,4K random read,1,1,1," + ",".join(["1"] * 53),
+    "MANAGER,host,4K random read,,1,1," + ",".join(["1"] * 53),
+    "WORKER,Worker 1,4K random read,,,1," + ",".join(["1"] * 53),
+    "DISK,sdb,,,,," + ",".join(["1"] * 53),
+    "'Time Stamp", "2026-11-25 10:00:10:000", "'End Test", ""])
+
+
+def results_tests(text: str) -> list[dict]:
+    """An Iometer results file -> its tests: {type, description, header, rows}."""
+    lines = text.splitlines()
+    tests, i = [], 0
+    while i < len(lines):
+        assert lines[i] == "'Test Type,Test Description", lines[i]
+        t = {"type": next(csv.reader([lines[i + 1]]))}
+        i += 2
+        while lines[i] != "'Results":
+            i += 1
+        t["header"] = lines[i + 1]
+        i += 2
+        t["rows"] = []
+        while lines[i] != "'Time Stamp":
+            t["rows"].append(next(csv.reader([lines[i]])))
+            i += 1
+        assert lines[i + 2] == "'End Test"
+        i += 3
+        tests.append(t)
+    return tests
+
+
+def test_results_csv_has_iometers_layout_and_the_jsons_totals(work, tmp_path):
+    sample = results_tests(IOMETER_RESULTS_SAMPLE)[0]
+    out = tmp_path / "results.csv"
+    objs = results(iogen("--target", work / "csv1.dat", "--target", work / "csv2.dat", "--size", "8M",
+                         "--workload", "database", "--workers", 2, "--qd", 2, "--transactions", 3000, "--ramp", 0,
+                         "--cycle-qd", "1:2", "--results-csv", out))
+    tests = results_tests(out.read_text())
+    assert len(tests) == len(objs) == 2
+    for t, o in zip(tests, objs):
+        assert t["header"] == sample["header"] == IOMETER_RESULTS_HEADER
+        width = len(IOMETER_RESULTS_HEADER.split(","))
+        assert all(len(r) == width for r in t["rows"])
+        assert [r[0] for r in t["rows"]] == ["ALL", "MANAGER", "WORKER", "DISK", "DISK", "WORKER", "DISK", "DISK"]
+        col = {name: k for k, name in enumerate(IOMETER_RESULTS_HEADER[1:].split(","))}
+        all_row = t["rows"][0]
+        assert int(all_row[col["Read I/Os"]]) == o["reads"] and int(all_row[col["Write I/Os"]]) == o["writes"]
+        assert int(all_row[col["Bytes Read"]]) == o["bytes_read"]
+        assert int(all_row[col["Bytes Written"]]) == o["bytes_written"]
+        assert abs(float(all_row[col["IOps"]]) - o["iops"]) <= 1e-3 * o["iops"]
+        assert int(all_row[col["Queue Depth"]]) == o["qd"]
+        workers = [r for r in t["rows"] if r[0] == "WORKER"]
+        disks = [r for r in t["rows"] if r[0] == "DISK"]
+        assert sum(int(r[col["Read I/Os"]]) for r in workers) == o["reads"]
+        assert sum(int(r[col["Write I/Os"]]) for r in disks) == o["writes"]
+        mean_ms = o["lat_ns"]["mean"] / 1e6
+        assert abs(float(all_row[col["Average Response Time"]]) - mean_ms) <= 0.02 * mean_ms + 1e-6
+        for empty in ("Total Raw Run Time", "% DPC Time", "Processor Speed", "Transactions per Connection"):
+            assert all_row[col[empty]] == ""
+
+
+def test_cycle_size_and_qd_give_every_cell():
+    objs = results(iogen("--engine", "nop", "--size", "1G", "--workload", "4k-random-read",
+                         "--cycle-size", "512:65536:x2", "--cycle-qd", "1:16:x4", "--transactions", 2000,
+                         "--ramp", 0))
+    cells = [(o["cycle"]["size"], o["cycle"]["qd"]) for o in objs]
+    assert cells == [(s, q) for s in (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536) for q in (1, 4, 16)]
+    for o in objs:
+        (ln,) = o["per_worker"][0]["lines"]
+        assert ln["size"] == o["cycle"]["size"] and o["bytes_read"] == o["reads"] * ln["size"]
+        assert o["per_worker"][0]["qd"] == o["cycle"]["qd"]
+
+
+def test_cycle_workers_and_targets(work):
+    objs = results(iogen("--target", work / "c1.dat", "--target", work / "c2.dat", "--size", "4M",
+                         "--workload", "4k-random-read", "--cycle-workers", "1:3:+1", "--cycle-targets", "1:2:+1",
+                         "--transactions", 500, "--ramp", 0))
+    assert [(o["cycle"]["workers"], o["cycle"]["targets"]) for o in objs] == [
+        (w, t) for w in (1, 2, 3) for t in (1, 2)]
+    for o in objs:
+        assert len(o["per_worker"]) == o["workers"] == o["cycle"]["workers"]
+        assert all(len(w["targets"]) == o["cycle"]["targets"] for w in o["per_worker"])
+
+
+def test_ramp_by_a_count_of_requests():
+    """--ramp-ios N: the measured window starts after the N-th completion.
+    A sequential worker at one outstanding I/O then starts measuring at the
+    N-th block."""
+    log = WORK / "ramp-ios.csv"
+    WORK.mkdir(parents=True, exist_ok=True)
+    (o,) = results(iogen("--engine", "nop", "--size", "16G", "--workload", "1m-seq-read", "--ramp-ios", 5000,
+                         "--transactions", 1000, "--log", log))
+    rows = log_rows(log)
+    log.unlink()
+    assert o["ramp_ios"] == 5000 and o["reads"] == 1000 and len(rows) == 1000
+    assert min(r["offset"] for r in rows) == 5000 << 20
+
+
+def test_zones_bin_a_sequential_run_by_offset(tmp_path):
+    (o,) = results(iogen("--engine", "nop", "--size", "64M", "--workload", "1m-seq-read", "--zones", 8,
+                         "--transactions", 640, "--ramp", 0))
+    zones = o["zones"]
+    assert [z["zone"] for z in zones] == list(range(8))
+    assert [z["offset"] for z in zones] == [k * (8 << 20) for k in range(8)]
+    assert [z["bytes"] for z in zones] == [80 << 20] * 8  # ten passes over the region, evenly
+    assert all(z["mbps"] > 0 for z in zones)
+    r = iogen("--engine", "nop", "--workload", "4k-random-read", "--zones", 4, check=False)
+    assert r.returncode == 2 and "sequential" in r.stderr
+
+
+def _pty_run(argv):
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_the_live_view_redraws_on_a_terminal_and_adds_nothing_in_a_pipe():
+    args = ["--engine", "nop", "--size", "1G", "--workload", "4k-random-read", "--workers", 2, "--time", 2.6,
+            "--ramp", 0, "--live"]
+    out = _pty_run([IOGEN, *map(str, args)])
+    frames = out.count(b"[qd 1] ")
+    assert frames >= 2, out[-400:]
+    assert out.count(b"\x1b[3F") >= frames - 1  # each later frame moves back over the last one's 3 lines
+    assert b"worker 1" in out and b"worker 2" in out and b"IOPS" in out
+    assert re.search(rb"worker 1 +\d+ \[#+", out)  # a bar with a figure
+    piped = iogen(*args)
+    plain = iogen(*args[:-1])
+    assert "\x1b" not in piped.stdout + piped.stderr and "[qd" not in piped.stderr
+    assert len(results(piped)) == len(results(plain)) == 1
+    assert piped.stderr == plain.stderr
+
+
+def test_the_prober_reports_packets_per_nic_and_memory():
+    """Loopback traffic sent during the run shows in lo's packets per
+    second; buffered, shared and swap memory are /proc/meminfo's."""
+    import socket
+    import threading
+
+    sent = [0]
+    stop = threading.Event()
+
+    def blast():
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        r.bind(("127.0.0.1", 0))
+        r.setblocking(False)
+        while not stop.is_set() and sent[0] < 20000:
+            s.sendto(b"x", r.getsockname())
+            sent[0] += 1
+            try:
+                r.recv(16)
+            except BlockingIOError:
+                pass
+            time.sleep(0.0002)
+        s.close()
+        r.close()
+
+    th = threading.Thread(target=blast)
+    th.start()
+    try:
+        (o,) = results(iogen("--engine", "nop", "--workload", "4k-random-read", "--time", 1.5, "--ramp", 0))
+    finally:
+        stop.set()
+        th.join()
+    whole = o["system"]["whole_run"]
+    lo = {n["name"]: n for n in whole["nics"]}["lo"]
+    # a datagram on lo is sent and received: at least most of what was sent while measuring shows
+    assert (lo["rx_packets_per_s"] + lo["tx_packets_per_s"]) * whole["dt"] > 0.5 * sent[0]
+    # each rate is printed to 0.1/s: the sum of two rounded figures may exceed the rounded total by 0.1
+    assert whole["net_packets_per_s"] >= lo["rx_packets_per_s"] + lo["tx_packets_per_s"] - 0.15
+    # packets, not bytes: every packet carries at least its headers (a 1-byte datagram on lo is 43 bytes)
+    assert whole["net_rx_bytes_per_s"] >= 20 * sum(n["rx_packets_per_s"] for n in whole["nics"])
+    meminfo = {ln.split(":")[0]: int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()}
+    assert whole["swap_total_kib"] == meminfo["SwapTotal"]
+    for key, name in (("mem_buffers_kib", "Buffers"), ("mem_shared_kib", "Shmem")):
+        assert abs(whole[key] - meminfo[name]) <= 0.2 * meminfo[name] + 4096, key
+    assert "swap_in_pages_per_s" in whole and "swap_out_pages_per_s" in whole
+
+
+def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
+    """osmeter iogen-plot: the matrix behind the heat map holds each run's
+    MB/s at its own size and queue depth, and the command writes the PNG."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "harness"))
+    from osmeter import plots
+
+    r = iogen("--engine", "nop", "--size", "1G", "--workload", "4k-random-read", "--cycle-size", "4096:16384:x2",
+              "--cycle-qd", "1:4:x2", "--transactions", 1000, "--ramp", 0)
+    objs = results(r)
+    sizes, depths, mat = plots.iogen_matrix(objs)
+    assert sizes == [4096, 8192, 16384] and depths == [1, 2, 4]
+    for o in objs:
+        assert mat[sizes.index(o["cycle"]["size"]), depths.index(o["cycle"]["qd"])] == o["mbps"]
+    jsonl = tmp_path / "m.jsonl"
+    jsonl.write_text(r.stdout)
+    out = subprocess.run([str(ROOT / "osmeter"), "iogen-plot", str(jsonl), str(tmp_path / "m.png")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    jsonl.write_text(iogen("--engine", "nop", "--workload", "4k-random-read", "--transactions", 100).stdout)
+    out = subprocess.run([str(ROOT / "osmeter"), "iogen-plot", str(jsonl), str(tmp_path / "n.png")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "nothing to draw" in out.stderr

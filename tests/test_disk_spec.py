@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_SPEC = ROOT / "build" / "test" / "test_spec"
-REAL_ICF = ROOT.parent / "shared" / "icf"  # real Iometer files, beside the repository when present
+REAL_ICF = ROOT / "tests" / "fixtures" / "real-icf"  # real Iometer files (README there says whence)
 
 
 def run(*args: object) -> subprocess.CompletedProcess:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nshosts
@@ -111,22 +113,222 @@ def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, py
     assert not (tmp_path / "evil").exists() and not (tmp_path / "bad" / "link").exists()
 
 
+def _fleet_dir(tmp_path: Path, hosts: list[dict]) -> Path:
+    """A fleet directory by hand: each host with a results directory of
+    synthetic samples (test_compare.make_run) under its label."""
+    import numpy as np
+    from test_compare import make_run
+
+    out = tmp_path / "fleet"
+    out.mkdir(parents=True)
+    rng = np.random.default_rng(5)
+    for h in hosts:
+        if h.get("results") and not (out / h["results"]).exists():
+            make_run(out / h["results"], {"cpu.a": ("ns", 100 * np.exp(rng.normal(0, 0.01, 30)))})
+    (out / "fleet.json").write_text(json.dumps({"kind": "fleet-run", "hosts": hosts}))
+    return out
+
+
+def test_a_fleet_index_with_duplicate_labels_is_refused_not_a_host_dropped(tmp_path):
+    """Two hosts of one label would share a directory, and the second
+    silently replaced the first in compare: refused, naming the label."""
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                {"target": "root@b", "label": "b", "status": "ok", "results": "b"},
+                                {"target": "u@a", "label": "a", "status": "ok", "results": "a"}])
+    for cmd in (("compare", str(out)), ("report", str(out), "--no-pdf")):
+        r = osmeter(*cmd)
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "same label 'a'" in r.stderr and "Traceback" not in r.stderr and not r.stdout.strip()
+    good = _fleet_dir(tmp_path / "g", [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                       {"target": "root@b", "label": "b", "status": "ok", "results": "b"}])
+    r = osmeter("compare", str(good))
+    assert r.returncode == 0 and "b/a" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("doc, says", [
+    ([{"label": "a"}], "not a fleet index"),
+    ({"hosts": {"label": "a"}}, '"hosts" must be a list'),
+    ({"hosts": ["root@a"]}, "host 1 is not an object"),
+    ({"hosts": [{"target": "root@a", "status": "ok"}]}, "no usable label"),
+    ({"hosts": [{"target": "root@a", "label": "../..", "results": "../.."}]}, "no usable label"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": 7}]}, "results must be text"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "b"}]}, "not the host's own directory"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "a", "steps": [1, 2]}]}, "steps must map"),
+    ({"hosts": [{"target": "root@a", "label": "a", "results": "a"}], "osmeter_run_args": "--probes x"},
+     "osmeter_run_args"),
+    ("{not json", "cannot read it"),
+])
+def test_a_malformed_fleet_index_is_a_clear_error_not_a_traceback(tmp_path, doc, says):
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"}])
+    (out / "fleet.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    for cmd in (("compare", str(out)), ("report", str(out), "--no-pdf")):
+        r = osmeter(*cmd)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_compare_of_a_fleet_refuses_tex_before_printing_anything(tmp_path):
+    out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"},
+                                {"target": "root@b", "label": "b", "status": "ok", "results": "b"}])
+    for flag in ("--tex", "--plot"):
+        r = osmeter("compare", str(out), flag, str(tmp_path / "x.out"), "--csv", str(tmp_path / "f.csv"))
+        assert r.returncode == 2 and "osmeter report FLEETDIR" in r.stderr
+        assert r.stdout == "" and not (tmp_path / "f.csv").exists()
+
+
+def _sh_host(monkeypatch, prefix: str = "", path: str | None = None):
+    """fleet's ssh calls run here by sh instead, after `prefix` (what a
+    remote .bashrc prints), with PATH set to `path` when given."""
+    import subprocess
+
+    def run(host, command, **kw):
+        env = dict(os.environ, PATH=path) if path else None
+        kw.pop("timeout", None)
+        return subprocess.run(["/bin/sh", "-c", prefix + command], capture_output=True, text=True, env=env)
+    monkeypatch.setattr(fleet, "_ssh", run)
+
+
+def test_the_check_reads_only_its_own_lines_past_a_banner(monkeypatch, tmp_path):
+    """A .bashrc that prints a banner (with numbers in it) and an interpreter
+    that prints "Python 3.12.1" first: the check reads its marked lines."""
+    _sh_host(monkeypatch, prefix="echo 'Welcome to lab 3.2'; echo; echo 7; echo none; ")
+    chatty = tmp_path / "python"
+    chatty.write_text(f'#!/bin/sh\necho "Python 3.12.1"\nexec {sys.executable} "$@"\n')
+    chatty.chmod(0o755)
+    host = fleet.Host("root@h", "h")
+    assert fleet.check(host, fleet.NEEDS, str(chatty)) == os.environ["HOME"]
+    assert fleet.check(host, fleet.NEEDS, None) == os.environ["HOME"]
+
+
+def test_a_host_lacking_make_and_a_new_python_names_everything_it_lacks(monkeypatch, tmp_path):
+    """No make, and a python3 of 3.9: both named at once, not the first found."""
+    import shutil as sh
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("cc", "tar"):
+        (bin_dir / tool).symlink_to(sh.which(tool))
+    old = bin_dir / "python3"  # the real interpreter, telling the code it runs that it is 3.9
+    old.write_text(f"#!{sys.executable}\nimport sys\nsys.version_info = (3, 9, 2, 'final', 0)\nexec(sys.argv[2])\n")
+    old.chmod(0o755)
+    _sh_host(monkeypatch, path=str(bin_dir))
+    with pytest.raises(fleet.HostFailed) as e:
+        fleet.check(fleet.Host("root@h", "h"), fleet.NEEDS, None)
+    assert "lacks make" in str(e.value) and "Python 3.9" in str(e.value) and "3.11" in str(e.value), e.value
+    (bin_dir / "python3").unlink()
+    with pytest.raises(fleet.HostFailed) as e:
+        fleet.check(fleet.Host("root@h", "h"), fleet.NEEDS, None)
+    assert "lacks make, python3" in str(e.value), e.value
+
+
+def test_a_failing_hosts_reason_is_whole_and_names_the_cause(monkeypatch, tmp_path):
+    """--python's interpreter cannot import numpy: the reason says what its
+    import said, whole (it once ended "inates from a subprocess", cut at a
+    character count), never only that it failed."""
+    nonumpy = tmp_path / "python"
+    nonumpy.write_text(f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.modules['numpy'] = None; "
+                       f"exec(sys.argv[1])\" \"$2\"\n")
+    nonumpy.chmod(0o755)
+    _sh_host(monkeypatch)
+    with pytest.raises(fleet.HostFailed) as e:
+        fleet.python_ready(fleet.Host("root@h", "h"), str(tmp_path), str(nonumpy))
+    assert "Error: import of numpy halted; None in sys.modules" in str(e.value), e.value
+    long = "x" * 290 + " name resolution failed for the registry\n"
+    assert fleet.last_lines("a traceback line\n" + long) == "a traceback line | " + long.strip()
+
+
+def test_a_host_name_starting_with_a_dash_never_reaches_ssh(tmp_path):
+    for bad in ("-vvv", "-Jroot@evil", "root@-v"):
+        with pytest.raises(fleet.RunError):
+            fleet.parse_hosts(bad)
+    with pytest.raises(fleet.RunError):
+        ssh.argv("-oProxyCommand=touch /tmp/x", "true")
+    r = osmeter("fleet", "run", "--hosts=-vvv", "--out", str(tmp_path / "f"))
+    assert r.returncode == 2 and "cannot start with '-'" in r.stderr, r.stderr
+    r = osmeter("run", "--remote=-vvv", "--probes", "net.rtt.tcp.*", "--no-report", "--out", str(tmp_path / "r"))
+    assert r.returncode == 2 and "cannot start with '-'" in r.stderr, r.stderr
+
+
+def test_stale_fleet_results_are_removed_only_when_nobody_holds_them(tmp_path):
+    """agent.py clean: a fleet results directory whose lock a live process
+    holds stays; one nobody holds (its run was killed) goes, with its lock."""
+    import subprocess
+
+    agent = ROOT / "harness" / "osmeter" / "agent.py"
+    live, dead = tmp_path / "results" / "fleet-20260101T000000Z-1", tmp_path / "results" / "fleet-20260101T000000Z-2"
+    p = subprocess.Popen([sys.executable, str(agent), "hold", str(live), "--", "sleep", "60"], stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        assert int(p.stdout.readline()) == p.pid  # the pid it prints is the one it becomes
+        dead.mkdir()
+        (dead / "results.json").write_text("{}")
+        Path(f"{dead}.lock").write_text("")
+        (tmp_path / "results" / "other").mkdir()
+        r = subprocess.run([sys.executable, str(agent), "clean", str(tmp_path)], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout.split() == [str(dead)], r
+        assert live.is_dir() and not dead.exists() and not Path(f"{dead}.lock").exists()
+        assert (tmp_path / "results" / "other").is_dir()
+    finally:
+        p.kill()
+        p.wait()
+    r = subprocess.run([sys.executable, str(agent), "clean", str(tmp_path)], capture_output=True, text=True)
+    assert r.stdout.split() == [str(live)] and not live.exists()
+
+
 # ------------------------------------------------------ namespace hosts
+
+def _snmp(ns: str) -> dict[str, int]:
+    """A network namespace's protocol counters (/proc/net/snmp read inside it): Udp.InDatagrams, Tcp.InSegs."""
+    import subprocess
+    text = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    out = {}
+    for head, vals in zip(text[::2], text[1::2]):
+        proto = head.split(":")[0]
+        out.update({f"{proto}.{k}": int(v) for k, v in zip(head.split()[1:], vals.split()[1:])})
+    return out
+
 
 @needs_hosts
 def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
+    """--remote: the remote ids' round trips reach the host (its own UDP and
+    TCP counters grow by at least the round trips the ids kept; ssh is TCP
+    only), and they time those round trips: within 4x of what Python times
+    to a netpeer of the test's own on that host."""
+    import subprocess
+    import netref
     out = tmp_path / "remote"
+    before = _snmp(hosts[0].ns)
     r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*,net.rtt.udp.*", "--no-report",
                 "--out", str(out), env=hosts.env, timeout=300)
+    after = _snmp(hosts[0].ns)
     assert r.returncode == 0, r.stderr
     ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"
+    udp, tcp = ms["net.rtt.udp.remote"], ms["net.rtt.tcp.remote"]
+    assert after["Udp.InDatagrams"] - before["Udp.InDatagrams"] >= udp["n"] * udp["params"]["round_trips_per_sample"]
+    assert after["Tcp.InSegs"] - before["Tcp.InSegs"] >= tcp["n"] * tcp["params"]["round_trips_per_sample"]
     # the netpeer it started there is gone, and so is its private copy (a mktemp -d directory)
-    left = shutil.which("pgrep") and __import__("subprocess").run(["pgrep", "-f", "osmeter-netpeer"],
-                                                                   capture_output=True).stdout
+    left = shutil.which("pgrep") and subprocess.run(["pgrep", "-f", "osmeter-netpeer"], capture_output=True).stdout
     assert not left and not list(Path("/tmp").glob("osmeter-netpeer*"))
+    # both ends on one CPU, as the probe and its peer run: a wake-up across idle vCPUs costs tens of us
+    peer = subprocess.Popen(["ip", "netns", "exec", hosts[0].ns, "taskset", "-c", "0",
+                             str(ROOT / "build" / "bin" / "netpeer"), "--bind", hosts[0].addr, "--port", "0"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = peer.stdout.readline()
+        assert line.startswith("listening on "), line
+        ref = subprocess.run(["taskset", "-c", "0", sys.executable, netref.__file__, "measure", line.split()[-1],
+                              "300"], capture_output=True, text=True, timeout=120)
+        assert ref.returncode == 0, ref.stderr
+        ref = json.loads(ref.stdout)
+    finally:
+        peer.terminate()
+        peer.wait(timeout=10)
+    for proto, m in (("tcp", tcp), ("udp", udp)):
+        assert ref[proto] / 4 < m["median"] < 4 * ref[proto], (proto, m["median"], ref)
 
 
 @needs_hosts
@@ -193,6 +395,30 @@ def test_fleet_run_two_hosts_and_local_then_compare_and_report(hosts, tmp_path):
     row = next(ln for ln in c.stdout.splitlines() if ln.startswith("cpu.syscall.getppid "))
     ratios = [float(w) for w in row.split()[4:] if w.replace(".", "", 1).isdigit()]
     assert len(ratios) == 2 and all(0.2 < x < 5 for x in ratios)  # one kernel: the same order of cost
+    # a planted change: in a copy, hosts[1]'s getppid made 3x slower; its column (host over baseline, as the
+    # head says) must show it, near the ratio of the hosts' medians taken straight from their samples files
+    planted = tmp_path / "planted"
+    shutil.copytree(out, planted)
+    labels = [h["label"] for h in idx["hosts"]]
+    med = {}
+    for k, label in enumerate(labels):
+        doc = json.loads((planted / label / "results.json").read_text())
+        m = next(m for m in doc["measurements"] if m["id"] == "cpu.syscall.getppid")
+        f = planted / label / m["samples_file"]
+        with np.load(f) as z:
+            arrays = {name: z[name] for name in z.files}
+        if k == 1:
+            arrays["values"] = arrays["values"] * 3
+            np.savez(f, **arrays)
+        med[label] = float(np.median(arrays["values"][~arrays["disturbed"]]))
+    c = osmeter("compare", str(planted), "--csv", str(tmp_path / "planted.csv"))
+    assert c.returncode == 0, c.stderr
+    got = {r[2]: float(r[5]) for r in csv.reader((tmp_path / "planted.csv").read_text().splitlines()[1:])
+           if r[0] == "cpu.syscall.getppid"}
+    for label in labels[1:]:
+        assert got[label] == pytest.approx(med[label] / med[labels[0]], rel=0.2), (label, got, med)
+    assert got[labels[1]] == pytest.approx(3 * ratios[0], rel=0.01) and got[labels[2]] == pytest.approx(ratios[1],
+                                                                                                         rel=0.01)
     c = osmeter("compare", str(out), "--baseline", "local", "--csv", str(tmp_path / "f.csv"))
     assert c.returncode == 0 and f"{hosts[0].addr}/local" in c.stdout
     rows = list(csv.reader(ln for ln in (tmp_path / "f.csv").read_text().splitlines() if not ln.startswith("#")))
@@ -235,6 +461,9 @@ def test_failing_hosts_are_named_with_the_reason_and_the_others_go_on(hosts, tmp
 @needs_hosts
 def test_fleet_load_is_synchronized_and_merges_histograms(hosts, tmp_path):
     target = ROOT / "build" / "test-fleet-{host}.dat"
+    kept = Path(str(target).replace("{host}", hosts[1].addr))
+    with open(kept, "wb") as f:  # this one was there before the load: it stays
+        f.truncate(64 << 20)
     out = tmp_path / "load"
     r = fleet_cmd(hosts, "load", "--hosts", f"{hosts[0].target},{hosts[1].target}", "--target", str(target),
                   "--size", "64M", "--time", "2", "--ramp", "0.2", "--qd", "4", "--log", "--dirty",
@@ -260,6 +489,8 @@ def test_fleet_load_is_synchronized_and_merges_histograms(hosts, tmp_path):
         assert all(abs(h["clock_offset_s"]) < 0.05 for h in doc["hosts"])  # one kernel: one clock
         assert doc["start_spread_s"] <= 2 * max(offs) + 0.02
         assert "merged latency" in r.stdout and "clock offset" in r.stdout
+        # the target iogen made is gone, the one that was there before is not
+        assert not Path(str(target).replace("{host}", hosts[0].addr)).exists() and kept.is_file()
     finally:
         for h in hosts[:2]:
             Path(str(target).replace("{host}", h.addr)).unlink(missing_ok=True)
@@ -285,13 +516,15 @@ def test_fleet_net_load_many_clients_one_server(hosts, tmp_path):
 
 
 @needs_hosts
-def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path):
+@pytest.mark.parametrize("mode", ["thin", "python"])
+def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path, mode):
     import signal
     import subprocess
 
     out = tmp_path / "fleet"
+    py = ["--python", sys.executable] if mode == "python" else []
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", f"{hosts[0].target},{hosts[1].target}",
-                          "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", "--python", sys.executable, "--out", str(out)],
+                          "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", *py, "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env)
     seen: set[str] = set()
     for line in p.stdout:  # each host has finished sched.wakeup's first of 3 processes; timer.latency runs for seconds
@@ -308,5 +541,187 @@ def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path):
         doc = json.loads((out / h["label"] / "results.json").read_text())
         probes = {m["probe"] for m in doc["measurements"]}
         assert len(probes) == 1, probes  # the first probe's ids kept, the interrupted one's not
+    def ours(pid: str) -> str:  # this fleet's: its results here, or its trees there
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return ""
+        return cmd if str(out) in cmd or ".osmeter-fleet" in cmd else ""
+
     left = subprocess.run(["pgrep", "-f", "osmeter run"], capture_output=True, text=True).stdout.split()
-    assert not [pid for pid in left if int(pid) != p.pid]
+    assert not [ours(pid) for pid in left if int(pid) != p.pid and ours(pid)]
+    for probe in ("timer_latency", "sched_wakeup", "agent.py serve"):  # nothing runs on on the hosts
+        assert not subprocess.run(["pgrep", "-f", f"osmeter-fleet/.*{probe}"], capture_output=True).stdout
+
+
+@needs_hosts
+def test_a_remote_runs_own_failure_is_its_reason_not_the_fetch(hosts, tmp_path):
+    """A bad --probes ends the remote run before it writes anything: the
+    host's reason is the run's own error, not "fetching ... tar: Cannot open"."""
+    out = tmp_path / "fleet"
+    r = fleet_cmd(hosts, "run", "--hosts", hosts[0].target, "--probes", "nosuch.id", "--dirty", "--python",
+                  sys.executable, "--out", str(out))
+    assert r.returncode == 1
+    h = json.loads((out / "fleet.json").read_text())["hosts"][0]
+    assert h["status"] == "failed" and "no measurement id matches 'nosuch.id'" in h["reason"], h
+    assert "tar" not in h["reason"] and "fetching" not in h["reason"], h
+    assert h["results"] == "" and not (out / h["label"]).exists()  # nothing fetched: it wrote nothing
+
+
+@needs_hosts
+def test_a_host_that_stops_answering_is_given_up_in_seconds(hosts, monkeypatch):
+    """Every process of a host frozen (SIGSTOP: its sshd answers nothing,
+    its TCP still acks) in the middle of a command: ssh's keep-alives give
+    it up within their count times their interval, said in words."""
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
+    h = hosts[1]
+    ssh.run(h.target, "true", timeout=30)  # the master connection is up
+    got = {}
+
+    def call():
+        t0 = time.monotonic()
+        try:
+            ssh.run(h.target, "sleep 120", timeout=300)
+            got["error"] = None
+        except fleet.RunError as e:
+            got["error"] = str(e)
+        got["s"] = time.monotonic() - t0
+
+    th = threading.Thread(target=call)
+    th.start()
+    time.sleep(1.5)
+    pids = [int(p) for p in subprocess.run(["ip", "netns", "pids", h.ns], capture_output=True,
+                                           text=True).stdout.split()]
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        th.join(timeout=60)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        ssh.close_all()
+    assert not th.is_alive() and got["error"], got
+    assert got["s"] <= 15, got  # a few seconds (it took 40 once: keep-alives 10 s apart)
+    assert "stopped answering" in got["error"], got
+
+
+@needs_hosts
+def test_a_killed_controller_leaves_nothing_the_next_run_keeps(hosts, tmp_path):
+    """The controller killed outright (SIGKILL) in the middle of a remote
+    run, and the run with it: its results directory there is removed by the
+    next fleet run on that host, which says so."""
+    import signal
+    import subprocess
+
+    h = hosts[0]
+    p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", h.target, "--probes",
+                          "timer.latency,sched.wakeup", "--dirty", "--python", sys.executable,
+                          "--out", str(tmp_path / "f1")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=hosts.env)
+    for line in p.stdout:
+        if "] [1/" in line:
+            break
+    p.kill()
+    p.wait()
+    left = list((Path.home() / ".osmeter-fleet").glob(f"{h.addr}-*/results/fleet-*[0-9]"))
+    assert left, "the killed run's directory should be there"
+    # the host loses the run too (its osmeter, with its probe: PR_SET_PDEATHSIG)
+    for pid in subprocess.run(["pgrep", "-f", "--", f"--out {left[0]}"], capture_output=True, text=True).stdout.split():
+        subprocess.run(["kill", "-9", pid])
+    time.sleep(0.5)
+    r = fleet_cmd(hosts, "run", "--hosts", h.target, "--probes", "cpu.syscall", "--dirty", "--python",
+                  sys.executable, "--out", str(tmp_path / "f2"))
+    assert r.returncode == 0, r.stderr
+    assert "removed what killed fleet runs left" in r.stderr and str(left[0]) in r.stderr
+    assert not list((Path.home() / ".osmeter-fleet").glob(f"{h.addr}-*/results/fleet-*")), "stale results kept"
+
+
+@needs_hosts
+def test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python(hosts, tmp_path):
+    """The default path: thin hosts. The namespace hosts reach nothing but
+    this machine (no package registry, no name server), and their python3
+    has no numpy: the probes run there, started by agent.py; the harness,
+    the statistics and the results are here. Each run describes the host
+    it measured (its network devices are the namespace's, not this
+    machine's), and nothing of it is left there."""
+    out = tmp_path / "fleet"
+    r = fleet_cmd(hosts, "run", "--hosts", f"{hosts[0].target},{hosts[1].target},local", "--probes",
+                  "cpu.call,cpu.syscall", "--dirty", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    idx = json.loads((out / "fleet.json").read_text())
+    assert [h["status"] for h in idx["hosts"]] == ["ok", "ok", "ok"], idx["hosts"]
+    here = {n["name"] for n in json.loads((out / "local" / "results.json").read_text())["machine"]["nics"]}
+    for h, ns in zip(idx["hosts"][:2], hosts[:2]):
+        assert set(h["steps"]) == {"check", "ship", "build", "run"}, h  # no setup (.venv, pip), no fetch
+        doc = json.loads((out / h["label"] / "results.json").read_text())
+        assert {"cpu.call.args0", "cpu.syscall.getppid"} <= {m["id"] for m in doc["measurements"]}
+        assert {n["name"] for n in doc["machine"]["nics"]} == {"eth0", "lo"} != here  # the host's, not ours
+        assert doc["conditions"]["measured_on"]["target"] == ns.target
+        assert doc["conditions"]["scheduler"]["policy"] == "SCHED_FIFO"  # root there: permitted, as here
+        tree = Path(h["tree_dir"])
+        assert not (tree / ".venv").exists()
+        assert not list((tree / "results").glob("fleet-*")), "the agent's directory is left there"
+    c = osmeter("compare", str(out), env=hosts.env)
+    assert c.returncode == 0 and f"local/{hosts[0].addr}" in c.stdout, c.stderr
+
+
+@needs_hosts
+def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_group_there(hosts, tmp_path,
+                                                                                           monkeypatch):
+    """The agent starts each probe as a local run does (launch.Launcher):
+    pinned to the plan's CPU, under SCHED_FIFO, in a group of its own that
+    is killed whole at its timeout; and when the controller goes (its ssh
+    killed outright), the agent kills the running probe's group."""
+    import subprocess
+    import threading
+
+    from osmeter.cleanup import _alive  # a zombie (exited, not yet reaped by PID 1) is not alive
+    from osmeter.onhost import OnHost
+
+    monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
+    host = OnHost(hosts[0].target, str(ROOT))
+    try:
+        cpu = max(host.affinity())
+        launch = host.launcher(cpu, True, [])
+        rc, out, _ = launch.run(["/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status; "
+                                 "cat /proc/self/stat"], timeout=30)
+        assert rc == 0 and f"Cpus_allowed_list:\t{cpu}" in out, out
+        stat = out.splitlines()[-1].rsplit(")", 1)[1].split()
+        assert (int(stat[36]), int(stat[37]), int(stat[38])) == (cpu, 50, 1)  # ran on that CPU, FIFO at 50
+        t0 = time.monotonic()
+        rc, out, _ = launch.run(["/bin/sh", "-c", "sleep 300 & echo $!; wait"], timeout=1.5)
+        assert rc is None and time.monotonic() - t0 < 15
+        child = int(out.split()[0])
+        time.sleep(0.5)
+        assert not _alive(child), "the probe's child outlived its group's kill"
+        pidfile = tmp_path / "pid"
+        def ride():  # the run ends with the agent lost: RunError, as the runner sees it
+            with pytest.raises(fleet.RunError, match="lost the agent"):
+                launch.run(["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"], timeout=600)
+
+        th = threading.Thread(target=ride, daemon=True)
+        th.start()
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.1)
+        child = int(pidfile.read_text())
+        host.proc.kill()  # the controller's side gone, as with a SIGKILL
+        for _ in range(100):
+            if not _alive(child):
+                break
+            time.sleep(0.1)
+        assert not _alive(child), "the agent left its probe running"
+        assert not Path(host.workdir).exists()
+    finally:
+        host.close()
+        ssh.close_all()
+    assert not subprocess.run(["pgrep", "-f", f"agent.py serve {ROOT}"], capture_output=True).stdout

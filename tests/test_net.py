@@ -10,6 +10,7 @@ import subprocess
 import time
 import uuid
 
+import numpy as np
 import pytest
 
 from conftest import BIN, ROOT, osmeter, probe_lines
@@ -166,14 +167,51 @@ def in_a(ns, *argv, timeout=120):
     return run("ip", "netns", "exec", ns["a"], *argv, timeout=timeout)
 
 
+DELAY = 0.005  # s: what the proxy in B adds to everything a client sends
+
+
+def _ns(line: dict) -> float:
+    """The median of a probe line's samples in ns (a TSC-timed probe prints cycles)."""
+    med = float(np.median(line["samples"]))
+    return med * 1e9 / line["tsc_hz"] if line["unit"] == "cycles" else med
+
+
 def test_remote_probes_between_namespaces(netns):
-    r = in_a(netns, BIN / "net_conn", "--peer", netns["peer"], "--samples", "20", "--cpu", "0")
-    assert r.returncode == 0, r.stderr
-    o = lines(r.stdout)
-    assert set(o) == {"net.connect.remote", "net.close.remote"}
-    r = in_a(netns, BIN / "net_rtt", "--peer", netns["peer"], "--samples", "10", "--cpu", "0")
-    assert r.returncode == 0, r.stderr
-    assert lines(r.stdout)["net.rtt.tcp.remote"]["params"]["where"] == "remote"
+    """The remote ids time the path to B: through a proxy in B that delays
+    everything A sends by a planted 5 ms, a TCP or UDP round trip takes at
+    least 5 ms and a teardown waits 5 ms for the peer's FIN, while a connect
+    (the kernels' handshake, which the proxy cannot delay) stays far below
+    it and near what Python times for the same connect."""
+    import sys
+    here = ROOT / "tests" / "netref.py"
+    proxy = subprocess.Popen(["ip", "netns", "exec", netns["b"], sys.executable, str(here), "proxy",
+                              f"10.231.{netns['net']}.2", netns["peer"], str(DELAY)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proxy.stdout.readline()
+        assert line.startswith("listening on "), proxy.stderr.read()
+        via = line.split()[-1]
+        r = in_a(netns, BIN / "net_conn", "--peer", via, "--samples", "20", "--cpu", "0")
+        assert r.returncode == 0, r.stderr
+        conn = lines(r.stdout)
+        assert set(conn) == {"net.connect.remote", "net.close.remote"}
+        r = in_a(netns, BIN / "net_rtt", "--peer", via, "--samples", "10", "--iterations", "10", "--cpu", "0")
+        assert r.returncode == 0, r.stderr
+        rtt = lines(r.stdout)
+        ref = in_a(netns, sys.executable, here, "measure", netns["peer"], "50")
+        assert ref.returncode == 0, ref.stderr
+        ref = json.loads(ref.stdout)
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+    d = DELAY * 1e9
+    for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.close.remote"):
+        m = rtt.get(i) or conn[i]
+        assert m["params"]["where"] == "remote"
+        med = _ns(m)
+        assert d <= med < d + 20e6, (i, med)  # the planted delay, plus at most 20 ms of Python and a busy host
+    connect = _ns(conn["net.connect.remote"])
+    assert ref["connect"] / 5 < connect < min(d / 2, 5 * ref["connect"]), (connect, ref)
 
 
 def test_unreachable_host_fails_quickly(netns):

@@ -319,19 +319,76 @@ def test_the_cache_levels_follow_the_hardware_on_a_noisy_curve():
     assert got == ["mem.lat.l1", "mem.lat.l2", "mem.lat.l3", "mem.lat.dram"]
 
 
+def _latex_children(pid: int) -> list[int]:
+    """The LaTeX processes among a process's children."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    out = []
+    for k in kids:
+        try:
+            if Path(f"/proc/{k}/comm").read_text().strip() in ("pdflatex", "latexmk", "perl"):
+                out.append(int(k))
+        except OSError:
+            pass
+    return out
+
+
+def _latex_in(d: Path) -> list[str]:
+    """Processes whose working directory is d (a LaTeX left running there)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(proc / "cwd")) == d:
+                found.append(f"{proc.name} {(proc / 'comm').read_text().strip()}")
+        except OSError:
+            pass
+    return found
+
+
+def _whole_pdf(path: Path) -> bool:
+    data = path.read_bytes()
+    return data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
+
+
 def test_ctrl_c_while_the_report_is_made(tmp_path):
+    """SIGINT while the figures are drawn, while LaTeX runs, and while LaTeX
+    writes the PDF: the report stops at once with 130, no LaTeX is left
+    running, and no PDF is half-written (one there is whole); uninterrupted,
+    the same report makes a whole PDF."""
     out = tmp_path / "r"
     assert osmeter("run", "--probes", "cpu.loop,mem.bw.read", "--out", str(out), "--no-report").returncode == 0
-    for delay in (0.3, 1.0, 2.0):
+    rep = out / "report"
+    t0 = time.monotonic()
+    r = osmeter("report", str(out), "--pdf")
+    full = time.monotonic() - t0
+    assert r.returncode == 0 and _whole_pdf(rep / "report.pdf"), r.stderr
+    if not shutil.which("pdflatex"):
+        pytest.skip("pdflatex is not installed: the LaTeX moments cannot be reached")
+    (rep / "report.pdf").unlink()
+    moments = {
+        "drawing": lambda p, t: time.monotonic() - t >= min(0.3, full / 4),
+        "latex runs": lambda p, t: bool(_latex_children(p.pid)),
+        "the PDF is written": lambda p, t: any(rep.glob("*.pdf")),
+    }
+    for name, reached in moments.items():
         p = subprocess.Popen([str(ROOT / "osmeter"), "report", str(out), "--pdf"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        time.sleep(delay)
+        t = time.monotonic()
+        while not reached(p, t):
+            assert p.poll() is None, f"{name}: the report ended first ({p.returncode}); a whole one takes {full:.1f} s"
+            time.sleep(0.002)
         p.send_signal(signal.SIGINT)
+        sent = time.monotonic()
         _, err = p.communicate(timeout=60)
-        # 130: osmeter's own handling; -SIGINT: the signal landed while Python was already shutting down
-        # (its handlers reset then; one fresh CI run saw it at 2 s): a shell reports 130 for both
-        assert p.returncode in (0, 130, -signal.SIGINT), (delay, p.returncode, err)
+        took = time.monotonic() - sent
+        assert p.returncode == 130, (name, p.returncode, err)
+        assert took < max(3.0, full / 2), (name, took, full)  # at once, not after finishing the report
         _no_traceback(subprocess.CompletedProcess([], p.returncode, "", err))
+        assert not _latex_in(rep), (name, _latex_in(rep))
+        pdfs = list(rep.glob("*.pdf"))
+        assert all(f.name == "report.pdf" and _whole_pdf(f) for f in pdfs), (name, pdfs)
 
 
 def test_a_zombie_owner_counts_as_gone(tmp_path):

@@ -98,7 +98,17 @@ def test_report_tex_has_every_section_table_and_figure(report, quick_run):
     assert r"cpu.syscall.gettid & ns & - & - & no estimate" in tex  # the id left out of the estimates
     # every figure numbered, with a caption, at its drawn size (one font size on every page)
     assert tex.count(r"\begin{figure}") >= 5 and tex.count(r"\begin{figure}") == tex.count(r"\caption{")
-    assert not re.search(r"\\includegraphics\[", tex) and all((out / "figures").glob("*.pdf"))
+    assert not re.search(r"\\includegraphics\[", tex)
+    # every figure the text includes is a whole PDF in figures/, no wider than A4's text (16.6 cm, set
+    # unscaled), and figures/ holds nothing else
+    included = re.findall(r"\\includegraphics\{figures/([^}]+)\}", tex)
+    assert len(included) == tex.count(r"\begin{figure}") and len(set(included)) == len(included)
+    assert sorted(included) == sorted(f.name for f in (out / "figures").iterdir())
+    for name in included:
+        pdf = (out / "figures" / name).read_bytes()
+        assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF"), name
+        box = re.search(rb"/MediaBox\s*\[\s*0\s+0\s+([\d.]+)\s+([\d.]+)\s*\]", pdf)
+        assert box and 100 < float(box.group(1)) <= 16.6 / 2.54 * 72, (name, box and box.groups())
     # every area table quotes mean and standard deviation, with median, p99 and n beside them
     heads = [ln for ln in tex.splitlines() if ln.startswith("Operation & Unit & HW est.")]
     assert heads and all(r"Measured: mean $\pm$ std & Median & p99 & n & Error" in h for h in heads)
@@ -383,32 +393,72 @@ def test_report_no_pdf_writes_the_tex_only(quick_run, tmp_path):
     assert "PDF" not in r.stdout
 
 
+# what each figure draws: drawn when one of these ids has a figure (a median, or a curve)
+FIGURE_IDS = {"memory_latency": ("mem.lat.curve",), "loop_and_calls": ("cpu.loop", "cpu.call.args"),
+              "fork_parent_size": ("cpu.proc_create_wait",), "c2c_heatmap": ("cpu.c2c",),
+              "bandwidths": ("mem.bw.",), "disk_sweep": ("disk.4k-random-read.qd_sweep",),
+              "network": ("net.rtt.", "net.bw."), "fs_read": ("fs.read.seq", "fs.read.rand"),
+              "contention": ("fs.contention",), "ctx_matrix": ("cpu.ctx.matrix",),
+              "mem_parallelism": ("mem.par", "mem.lat.loaded")}
+
+
+def _drawable(doc: dict, fn) -> bool:
+    want = FIGURE_IDS[fn.__name__]
+    return any(m["id"].startswith(want) and m.get("median") is not None for m in doc["measurements"])
+
+
 def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run, tmp_path):
     """Every sample of an id can be dropped as disturbed (no median, no std): the
-    figures leave it out and the report still builds, naming it."""
+    figures leave it out and draw the rest, and the report still builds,
+    naming it in its row with no figure and n = 0."""
     import json
     from osmeter import plots
     run = tmp_path / "run"
     shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report"))
     doc = json.loads((run / "results.json").read_text())
+    full = json.loads(json.dumps(doc))
     emptied = []
     for m in doc["measurements"]:
         if "series" not in m and m["id"].split(".")[0] in ("cpu", "mem", "net", "fs"):
             m.update(n=0, mean=None, median=None, std=None, min=None, max=None, ci95=[None, None])
             emptied.append(m["id"])
     assert "mem.bw.read" in emptied and "cpu.call.args0" in emptied
-    for figures in plots.FIGURES.values():
-        for fn in figures:
-            fig = fn(doc)
-            assert fig is None or hasattr(fig, "savefig")
+    fns = [fn for figures in plots.FIGURES.values() for fn in figures]
+    assert sorted(fn.__name__ for fn in fns) == sorted(FIGURE_IDS)
+    # every figure with something left to draw (a curve, the disk) is drawn; the others are not
+    assert sum(_drawable(doc, fn) for fn in fns) >= 5
+    for fn in fns:
+        fig = fn(doc)
+        assert (fig is not None) == _drawable(doc, fn), fn.__name__
+        plots.plt.close("all")
+    # two ids emptied: their figures draw the others, and leave these two out
     for m in doc["measurements"]:
         if m["id"] not in ("mem.bw.read", "cpu.call.args3"):
             m.update(next(q for q in quick_run[1]["measurements"] if q["id"] == m["id"]))
+    for fn in fns:
+        assert (fn(doc) is not None) == _drawable(full, fn), fn.__name__
+        plots.plt.close("all")
+    bw_ids = [m["id"] for m in full["measurements"] if m["id"].startswith("mem.bw.") and m.get("median") is not None]
+    bars = {t.get_text(): p.get_width() for t, p in zip(plots.bandwidths(doc).axes[0].get_yticklabels(),
+                                                         plots.bandwidths(doc).axes[0].patches)}
+    med = {m["id"]: m["median"] for m in full["measurements"]}
+    assert bars == {i.removeprefix("mem.bw."): med[i] for i in bw_ids if i != "mem.bw.read"}
+    calls = plots.loop_and_calls(doc).axes[1].lines[0].get_xdata()
+    assert list(calls) == [k for k in range(8) if med.get(f"cpu.call.args{k}") is not None and k != 3]
+    plots.plt.close("all")
     (run / "results.json").write_text(json.dumps(doc))
     r = osmeter("report", str(run), "--no-pdf")
     assert r.returncode == 0, r.stderr
     tex = (run / "report" / "report.tex").read_text()
-    assert "mem.bw.read" in tex and tex.count(r"\includegraphics") >= 5
+    for i in ("mem.bw.read", "cpu.call.args3"):
+        # the area table's row: operation, unit, hw, sw, total, measured, median, p99, n, error
+        rows = [ln.removesuffix(r" \\").split(" & ") for ln in tex.splitlines() if ln.startswith(esc(i) + " & ")]
+        cells = next((c for c in rows if len(c) == 10), None)
+        assert cells is not None, (i, rows)
+        assert cells[5] == cells[6] == "-" and cells[8] == "0", cells
+    others = [ln for ln in tex.splitlines() if ln.startswith(esc("mem.bw.read.cache") + " & ")]
+    assert others and r"$\pm$" in others[0]  # the others keep their figures
+    assert tex.count(r"\includegraphics") >= 5
 
 
 # --- hostile text from a results directory (issue 25) ------------------------------------------

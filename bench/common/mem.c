@@ -175,3 +175,47 @@ const char *osm_thp_mode(void)
     fclose(f);
     return mode;
 }
+
+uint64_t osm_sum_words(const void *buf, size_t bytes)
+{
+    const uint64_t *w = buf;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    for (size_t i = 0; i + 8 <= bytes / 8; i += 8) {
+        s0 += w[i];
+        s1 += w[i + 1];
+        s2 += w[i + 2];
+        s3 += w[i + 3];
+        s4 += w[i + 4];
+        s5 += w[i + 5];
+        s6 += w[i + 6];
+        s7 += w[i + 7];
+    }
+    uint64_t s = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+    __asm__ volatile("" : "+r"(s));
+    return s;
+}
+
+void osm_chain_build(char *buf, uint64_t size, uint64_t stride, bool sequential, uint64_t seed)
+{
+    uint64_t n = size / stride;
+    uint32_t *perm = malloc(n * sizeof *perm);
+    if (!perm)
+        osm_die("out of memory building a chain of %llu elements", (unsigned long long)n);
+    for (uint64_t i = 0; i < n; i++)
+        perm[i] = (uint32_t)i;
+    if (!sequential) {
+        uint64_t s = seed | 1;
+        for (uint64_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle through all */
+            uint64_t j = osm_rand(&s) % i;
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            *(void **)(buf + i * stride) = buf + (uint64_t)perm[i] * stride;
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            *(void **)(buf + i * stride) = buf + ((i + 1) % n) * stride;
+    }
+    free(perm);
+}

@@ -3,6 +3,7 @@
 #ifndef OSMMEM_H
 #define OSMMEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,17 @@ void osm_buffer_free(void *p, size_t size);
 long osm_thp_kib(const void *p, size_t size);
 /* /sys/kernel/mm/transparent_hugepage/enabled, the bracketed word. */
 const char *osm_thp_mode(void);
+
+/* The sum of every 8-byte word of buf (bytes rounded down to 64), in order,
+ * eight running sums at once so that the loads, not a chain of adds, set the
+ * pace: a working set read as a program reads its data (lmbench's bread). */
+uint64_t osm_sum_words(const void *buf, size_t bytes);
+
+/* Links the stride-sized elements of buf[0, size) into one cycle, each
+ * holding the address of the next: a random order (Sattolo's algorithm,
+ * seeded) that no prefetcher can follow, or, sequential, each element to
+ * the next one up (a stride walk a prefetcher can follow). */
+void osm_chain_build(char *buf, uint64_t size, uint64_t stride, bool sequential, uint64_t seed);
 
 /* A fast deterministic generator (xorshift64*), for chains and offsets. */
 static inline uint64_t osm_rand(uint64_t *s)

@@ -2,6 +2,8 @@
  *
  * cpu.signal.install  sigaction() installing a handler (alternating between
  *                     two, so every call changes the disposition), per call
+ * cpu.signal.install.old  the same, the old action read back too (as
+ *                     lmbench's lat_sig install: sigaction(sig, &sa, &old))
  * cpu.signal.deliver  kill(getpid(), SIGUSR1) to a handler and back: the
  *                     kill system call, delivery on its return to user
  *                     space, the handler, and sigreturn; per signal
@@ -24,15 +26,15 @@ static volatile sig_atomic_t caught;
 static void h1(int sig) { (void)sig; caught++; }
 static void h2(int sig) { (void)sig; caught++; }
 
+/* ctx: where to put the old action, or NULL */
 static void body_install(void *ctx, uint64_t n)
 {
-    (void)ctx;
     struct sigaction sa[2];
     memset(sa, 0, sizeof sa);
     sa[0].sa_handler = h1;
     sa[1].sa_handler = h2;
     for (uint64_t i = 0; i < n; i++)
-        if (sigaction(SIGUSR2, &sa[i & 1], NULL) != 0)
+        if (sigaction(SIGUSR2, &sa[i & 1], ctx) != 0)
             osm_die("sigaction: %m");
 }
 
@@ -61,11 +63,18 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
 
-    struct osm_meas m;
-    osm_meas_init(&m, "cpu.signal.install", o.samples);
-    osm_run_batched(&m, body_install, NULL, o.iterations, o.samples, 0);
-    osm_emit(&m);
-    osm_meas_free(&m);
+    struct osm_meas m, inst[2];
+    static struct sigaction old;
+    osm_meas_init(&inst[0], "cpu.signal.install", o.samples);
+    osm_meas_init(&inst[1], "cpu.signal.install.old", o.samples);
+    const osm_body ib[2] = { body_install, body_install };
+    void *const ic[2] = { NULL, &old };
+    osm_run_interleaved(2, inst, ib, ic, o.iterations, o.samples, NULL);
+    osm_param_str(&inst[1], "old_action", "read back (sigaction's third argument), as lmbench's lat_sig install");
+    for (int k = 0; k < 2; k++) {
+        osm_emit(&inst[k]);
+        osm_meas_free(&inst[k]);
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -25,6 +25,8 @@ struct io {
     bool write;
     bool verify_stable; /* --verify: no write to a block it reads was in flight at its issue */
     uint16_t line;    /* the spec line it came from */
+    uint8_t target;   /* index into its worker's targets (the engine's files) */
+    bool random;      /* at a random offset (else the target's sequential position) */
     unsigned slot;    /* index of this request among its stream's */
     uint64_t t_start; /* ticks at submission */
     int64_t res;      /* bytes done, or -errno */
@@ -58,8 +60,9 @@ struct engine_ops {
     bool tunable;        /* takes engine_opts (--sqpoll, --iopoll, --register-ring, --batch-complete) */
     bool no_target;      /* does no I/O: needs no --target (nop) */
     unsigned max_qd;     /* the most requests one instance can hold (0 = no limit of its own) */
-    /* slots: n requests whose buffers are bufsize bytes each */
-    int (*init)(struct engine *e, int fd, struct io *slots, unsigned n, size_t bufsize, char *err, size_t errlen);
+    /* fds: the worker's targets (io->target indexes them); slots: n requests whose buffers are bufsize bytes each */
+    int (*init)(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned n, size_t bufsize,
+                char *err, size_t errlen);
     void (*queue)(struct engine *e, struct io *io);
     /* Submits what is queued, waits for at least min completions, and
      * returns how many were stored in done[0..max), or -1 with err. */

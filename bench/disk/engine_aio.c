@@ -14,7 +14,7 @@
 
 struct aio {
     aio_context_t ctx;
-    int fd;
+    const int *fds;
     unsigned qd, npending;
     struct iocb *cbs;
     struct iocb **pending;
@@ -22,9 +22,11 @@ struct aio {
     struct io *slots;
 };
 
-static int a_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+static int a_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
+                  char *err, size_t errlen)
 {
     (void)bufsize;
+    (void)nfds;
     struct aio *a = calloc(1, sizeof *a);
     if (!a)
         return snprintf(err, errlen, "out of memory"), -1;
@@ -38,7 +40,7 @@ static int a_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_
                  errno == EAGAIN ? " (raise /proc/sys/fs/aio-max-nr)" : "");
         return -1;
     }
-    a->fd = fd;
+    a->fds = fds;
     a->qd = qd;
     a->slots = slots;
     e->priv = a;
@@ -51,7 +53,7 @@ static void a_queue(struct engine *e, struct io *io)
     struct aio *a = e->priv;
     struct iocb *cb = &a->cbs[io->slot];
     memset(cb, 0, sizeof *cb);
-    cb->aio_fildes = (uint32_t)a->fd;
+    cb->aio_fildes = (uint32_t)a->fds[io->target];
     cb->aio_lio_opcode = io->write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
     cb->aio_buf = (uint64_t)(uintptr_t)io->buf;
     cb->aio_nbytes = io->len;

@@ -8,13 +8,15 @@
 #include <unistd.h>
 
 struct psync {
-    int fd;
+    const int *fds;
     struct io **done;
     unsigned ndone, cap;
 };
 
-static int p_init(struct engine *e, int fd, struct io *slots, unsigned n, size_t bufsize, char *err, size_t errlen)
+static int p_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned n, size_t bufsize,
+                  char *err, size_t errlen)
 {
+    (void)nfds;
     (void)slots;
     (void)bufsize;
     struct psync *p = calloc(1, sizeof *p);
@@ -24,7 +26,7 @@ static int p_init(struct engine *e, int fd, struct io *slots, unsigned n, size_t
         free(p);
         return snprintf(err, errlen, "out of memory"), -1;
     }
-    p->fd = fd;
+    p->fds = fds;
     p->cap = n;
     e->priv = p;
     return 0;
@@ -33,8 +35,8 @@ static int p_init(struct engine *e, int fd, struct io *slots, unsigned n, size_t
 static void p_queue(struct engine *e, struct io *io)
 {
     struct psync *p = e->priv;
-    ssize_t r = io->write ? pwrite(p->fd, io->buf, io->len, (off_t)io->off)
-                          : pread(p->fd, io->buf, io->len, (off_t)io->off);
+    int fd = p->fds[io->target];
+    ssize_t r = io->write ? pwrite(fd, io->buf, io->len, (off_t)io->off) : pread(fd, io->buf, io->len, (off_t)io->off);
     io->res = r < 0 ? -errno : r;
     e->syscalls++;
     p->done[p->ndone++] = io;

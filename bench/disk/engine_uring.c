@@ -102,8 +102,8 @@ static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, stru
     return -1;
 }
 
-static int init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, bool nop, char *err,
-                size_t errlen)
+static int init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
+                bool nop, char *err, size_t errlen)
 {
     const struct engine_opts *o = e->opts;
     struct uring *u = calloc(1, sizeof *u);
@@ -154,8 +154,8 @@ static int init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t 
     e->syscalls++;
 
     if (!nop) {
-        if (sys_register(u->ring_fd, IORING_REGISTER_FILES, &fd, 1) != 0) {
-            snprintf(err, errlen, "io_uring: registering the file: %s", strerror(errno));
+        if (sys_register(u->ring_fd, IORING_REGISTER_FILES, (void *)fds, nfds) != 0) {
+            snprintf(err, errlen, "io_uring: registering the files: %s", strerror(errno));
             goto fail;
         }
         struct iovec *iov = calloc(qd, sizeof *iov);
@@ -193,25 +193,30 @@ fail:
     return -1;
 }
 
-static int u_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+static int u_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
+                  char *err, size_t errlen)
 {
     const struct engine_opts *o = e->opts;
     /* auto: IOSQE_ASYNC where the target refuses nowait, which hands each request to io-wq at once (fio's
      * force_async) instead of trying it inline, failing, and handing it over then */
     int mode = o ? o->async : 0;
-    if (init(e, fd, slots, qd, bufsize, false, err, errlen) != 0)
+    if (init(e, fds, nfds, slots, qd, bufsize, false, err, errlen) != 0)
         return -1;
     struct uring *u = e->priv;
-    u->async = mode == 1 || (mode == 0 && !u->sqpoll && !u->iopoll && target_refuses_nowait(fd, bufsize));
+    bool refuses = false;
+    for (unsigned i = 0; i < nfds; i++)
+        refuses = refuses || target_refuses_nowait(fds[i], bufsize);
+    u->async = mode == 1 || (mode == 0 && !u->sqpoll && !u->iopoll && refuses);
     if (u->async)
         strncat(e->setup, mode == 1 ? ", async" : ", async (target refuses nowait)",
                 sizeof e->setup - strlen(e->setup) - 1);
     return 0;
 }
 
-static int n_init(struct engine *e, int fd, struct io *slots, unsigned qd, size_t bufsize, char *err, size_t errlen)
+static int n_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
+                  char *err, size_t errlen)
 {
-    return init(e, fd, slots, qd, bufsize, true, err, errlen);
+    return init(e, fds, nfds, slots, qd, bufsize, true, err, errlen);
 }
 
 static void u_queue(struct engine *e, struct io *io)
@@ -226,7 +231,7 @@ static void u_queue(struct engine *e, struct io *io)
     } else {
         sqe->opcode = io->write ? IORING_OP_WRITE_FIXED : IORING_OP_READ_FIXED;
         sqe->flags = IOSQE_FIXED_FILE | (u->async ? IOSQE_ASYNC : 0);
-        sqe->fd = 0; /* index into the registered files */
+        sqe->fd = io->target; /* index into the registered files */
         sqe->off = io->off;
         sqe->addr = (uint64_t)(uintptr_t)io->buf;
         sqe->len = io->len;

@@ -30,46 +30,68 @@ static void on_signal(int sig)
 
 static bool spec_writes(const struct job *job)
 {
-    for (int i = 0; i < job->nworkers; i++) {
-        const struct spec *s = &job->specs[job->workers[i].spec];
-        for (int k = 0; k < s->nlines; k++)
-            if (s->line[k].read < 100 && s->line[k].access > 0)
-                return true;
-    }
+    for (int i = 0; i < job->nworkers; i++)
+        for (int n = 0; n < job->workers[i].nspec; n++) {
+            const struct spec *s = &job->specs[job->workers[i].spec[n]];
+            for (int k = 0; k < s->nlines; k++)
+                if (s->line[k].read < 100 && s->line[k].access > 0)
+                    return true;
+        }
     return false;
 }
 
 /* Sizes and alignments must suit the target (O_DIRECT needs whole blocks)
- * and fit the region. */
-static void check_fit(const struct job *job, const struct target *t)
+ * and fit the region; `size` is a cycled transfer size (0: the lines'). */
+static void check_fit(const struct job *job, const struct target *t, uint64_t size)
 {
     for (int i = 0; i < job->nworkers; i++) {
         const struct worker_cfg *c = &job->workers[i];
-        const struct spec *s = &job->specs[c->spec];
         uint64_t start = c->start_bytes, len = c->max_bytes ? c->max_bytes : t->size - (start < t->size ? start : 0);
         if (start >= t->size || start + len > t->size)
-            osm_usage_error("worker '%s': its region (start %llu, %llu bytes) does not fit the target's %llu bytes",
-                            c->name, (unsigned long long)start, (unsigned long long)len,
+            osm_usage_error("worker '%s': its region (start %llu, %llu bytes) does not fit %s's %llu bytes",
+                            c->name, (unsigned long long)start, (unsigned long long)len, t->path,
                             (unsigned long long)t->size);
         if (t->direct && start % t->lbs)
             osm_usage_error("worker '%s': start %llu is not a multiple of the %u-byte logical block", c->name,
                             (unsigned long long)start, t->lbs);
-        for (int k = 0; k < s->nlines; k++) {
-            const struct spec_line *l = &s->line[k];
-            if (l->size > len)
-                osm_usage_error("spec '%s' line %d: %llu-byte I/Os do not fit the %llu-byte region (target too "
-                                "small; use a larger --size)",
-                                s->name, k + 1, (unsigned long long)l->size, (unsigned long long)len);
-            if (t->direct && l->size % t->lbs)
-                osm_usage_error("spec '%s' line %d: %llu bytes is not a multiple of the target's %u-byte logical "
-                                "block, which O_DIRECT requires (or use --buffered)",
-                                s->name, k + 1, (unsigned long long)l->size, t->lbs);
-            if (l->align && t->direct && l->align % t->lbs)
-                osm_usage_error("spec '%s' line %d: alignment %llu is not a multiple of the target's %u-byte "
-                                "logical block",
-                                s->name, k + 1, (unsigned long long)l->align, t->lbs);
+        for (int n = 0; n < c->nspec; n++) {
+            const struct spec *s = &job->specs[c->spec[n]];
+            for (int k = 0; k < s->nlines; k++) {
+                const struct spec_line *l = &s->line[k];
+                uint64_t sz = size ? size : l->size;
+                if (sz > len)
+                    osm_usage_error("spec '%s' line %d: %llu-byte I/Os do not fit the %llu-byte region (target too "
+                                    "small; use a larger --size)",
+                                    s->name, k + 1, (unsigned long long)sz, (unsigned long long)len);
+                if (t->direct && sz % t->lbs)
+                    osm_usage_error("spec '%s' line %d: %llu bytes is not a multiple of the target's %u-byte logical "
+                                    "block, which O_DIRECT requires (or use --buffered)",
+                                    s->name, k + 1, (unsigned long long)sz, t->lbs);
+                if (l->align && t->direct && l->align % t->lbs)
+                    osm_usage_error("spec '%s' line %d: alignment %llu is not a multiple of the target's %u-byte "
+                                    "logical block",
+                                    s->name, k + 1, (unsigned long long)l->align, t->lbs);
+            }
         }
     }
+}
+
+/* A file for --log, --results-csv, --save-icf: never through a link planted at the path (a shared /tmp). */
+static FILE *open_out(const char *path, const char *what)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (fd >= 0 && !f)
+        close(fd);
+    if (!f)
+        fprintf(stderr, "iogen: error: %s %s: %s\n", what, path, strerror(errno));
+    return f;
+}
+
+static void close_targets(struct target *ts, int n)
+{
+    for (int i = 0; i < n; i++)
+        target_close(&ts[i]);
 }
 
 int main(int argc, char **argv)
@@ -79,29 +101,56 @@ int main(int argc, char **argv)
     osm_trace_setup();
     static struct job job;
     options_build_job(&job);
+    if (opt.save_icf) {
+        char err[512];
+        FILE *f = open_out(opt.save_icf, "--save-icf");
+        if (!f)
+            return 2;
+        int rc = icf_write(&job, opt.ntargets ? opt.targets : NULL, opt.ntargets, f, err, sizeof err);
+        if (fclose(f) != 0 && !rc) {
+            snprintf(err, sizeof err, "writing %s: %s", opt.save_icf, strerror(errno));
+            rc = -1;
+        }
+        if (rc) {
+            fprintf(stderr, "iogen: error: --save-icf: %s\n", err);
+            return 2;
+        }
+        return 0;
+    }
     if (opt.dump_spec) {
         job_print_json(&job, stdout);
         return 0;
     }
-    struct target t;
+    static struct target ts[IOGEN_MAX_TARGETS];
+    int nt = 0;
     bool writes = spec_writes(&job) || opt.precondition;
     struct target_opts to = { .size = opt.size, .writes = writes,
                               .direct = !opt.buffered,
                               .allow_destroy = opt.allow_destroy, .allow_signature = opt.allow_signature };
     char err[1024];
     if (opt.engine->no_target) {
-        target_none(&t, opt.size);
-    } else if (target_open(&t, opt.target, &to, err, sizeof err) != 0) {
-        fprintf(stderr, "iogen: error: %s\n", err);
-        return 2;
+        target_none(&ts[nt++], opt.size);
+    } else {
+        /* every refusal (a mounted device, a signature, tmpfs ...) applies to every target */
+        for (; nt < opt.ntargets; nt++)
+            if (target_open(&ts[nt], opt.targets[nt], &to, err, sizeof err) != 0) {
+                fprintf(stderr, "iogen: error: %s\n", err);
+                close_targets(ts, nt);
+                return 2;
+            }
     }
-    if (opt.eng.iopoll && !target_pollable(&t, err, sizeof err)) {
-        fprintf(stderr, "iogen: error: --iopoll: %s\n", err);
-        target_close(&t);
-        return 2;
-    }
-    options_engine_for_target(&job, &t);
-    check_fit(&job, &t);
+    for (int i = 0; i < nt; i++)
+        if (opt.eng.iopoll && !target_pollable(&ts[i], err, sizeof err)) {
+            fprintf(stderr, "iogen: error: --iopoll: %s\n", err);
+            close_targets(ts, nt);
+            return 2;
+        }
+    options_engine_for_target(&job, &ts[0]);
+    uint64_t sizes[64];
+    int nsizes = cycle_values(&job.cycle_size, 0, 0, sizes, 64);
+    for (int i = 0; i < nt; i++)
+        for (int k = 0; k < nsizes; k++)
+            check_fit(&job, &ts[i], sizes[k]);
     if (opt.cpu >= 0 && osm_pin(opt.cpu) != 0)
         osm_die("cannot pin to CPU %d", opt.cpu);
 #if defined(__x86_64__)
@@ -110,30 +159,38 @@ int main(int argc, char **argv)
     tick_hz = 1e9;
 #endif
     tick_ns = 1e9 / tick_hz;
-    run.lbs = t.lbs < 16 ? 512 : t.lbs;
+    unsigned lbs = 0;
+    for (int i = 0; i < nt; i++)
+        lbs = ts[i].lbs > lbs ? ts[i].lbs : lbs;
+    run.lbs = lbs < 16 ? 512 : lbs;
     run.verify = opt.verify;
     run.transactions = job.transactions;
     run.log = opt.log_file != NULL;
-    FILE *logf = NULL;
+    run.zones = opt.zones;
+    FILE *logf = NULL, *csvf = NULL;
     if (opt.log_file) {
-        /* never through a link planted at the path (a shared /tmp): O_NOFOLLOW */
-        int lfd = open(opt.log_file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        logf = lfd < 0 ? NULL : fdopen(lfd, "w");
-        if (lfd >= 0 && !logf)
-            close(lfd);
-        if (!logf) {
-            fprintf(stderr, "iogen: error: --log %s: %s\n", opt.log_file, strerror(errno));
-            target_close(&t);
+        if (!(logf = open_out(opt.log_file, "--log"))) {
+            close_targets(ts, nt);
             return 2;
         }
-        fputs("start_ns,offset,size,op,latency_ns,worker,qd\n", logf);
+        fputs("start_ns,offset,size,op,latency_ns,worker,qd,run,target\n", logf);
+    }
+    if (opt.results_csv) {
+        if (!(csvf = open_out(opt.results_csv, "--results-csv"))) {
+            if (logf)
+                fclose(logf);
+            close_targets(ts, nt);
+            return 2;
+        }
     }
     /* the last refusal before anything is written: it saves the state, unfinished, when this process writes */
-    if (run.verify && verify_open(&t, writes, err, sizeof err) != 0) {
+    if (run.verify && verify_open(&ts[0], writes, err, sizeof err) != 0) {
         fprintf(stderr, "iogen: error: %s\n", err);
         if (logf)
             fclose(logf);
-        target_close(&t);
+        if (csvf)
+            fclose(csvf);
+        close_targets(ts, nt);
         return 2;
     }
     struct sigaction sa;
@@ -148,42 +205,67 @@ int main(int argc, char **argv)
             fprintf(stderr, "iogen: error: --precondition writes the target: --engine %s has none\n", opt.engine->name);
             return 2;
         }
-        if (precondition(&t, &pre, err, sizeof err) != 0) {
-            fprintf(stderr, "iogen: error: %s\n", interrupted ? "--precondition: interrupted" : err);
-            if (run.verify && verify_close(err, sizeof err) != 0) /* the region now holds no pattern */
-                fprintf(stderr, "iogen: error: %s\n", err);
-            target_close(&t);
-            return interrupted ? 130 : 1;
-        }
+        for (int i = 0; i < nt; i++)
+            if (precondition(&ts[i], &pre, err, sizeof err) != 0) {
+                fprintf(stderr, "iogen: error: %s\n", interrupted ? "--precondition: interrupted" : err);
+                if (run.verify && verify_close(err, sizeof err) != 0) /* the region now holds no pattern */
+                    fprintf(stderr, "iogen: error: %s\n", err);
+                close_targets(ts, nt);
+                return interrupted ? 130 : 1;
+            }
         prep = &pre;
     }
-    const char *name = opt.workload ? opt.workload : job.specs[job.workers[0].spec].name;
-    int rc = 0;
-    unsigned qd = job.cycle_qd ? job.qd_start : 0;
-    do {
-        struct run_result res;
-        if (job.cycle_qd)
-            osm_progress("queue depth %u (cycle %u..%u), %g s", qd, job.qd_start, job.qd_end, job.run_s);
-        else
-            osm_progress("%s, %g s", name, job.run_s);
-        rc = one_run(&job, &t, qd, &res);
-        if (rc == 0 || rc == 3)
-            report(stdout, &res, name, prep);
-        if (logf)
-            write_log(logf, res.ws, res.nw);
-        run_free(&res);
-        uint64_t next = job.qd_exponential ? (uint64_t)qd * job.qd_step : (uint64_t)qd + job.qd_step; /* no wrap */
-        qd = next > job.qd_end ? 0 : (unsigned)next;
-    } while (job.cycle_qd && qd && !rc && !interrupted);
+    /* Iometer's test list: each worker's access specs one after another, each a run (or a cycle of runs) of
+     * its own, with its own ramp; within it the cycles, workers outermost, then targets, sizes, queue depths */
+    uint64_t wv[SPEC_MAX_WORKERS], tv[IOGEN_MAX_TARGETS], qv[64];
+    int nwv = cycle_values(&job.cycle_workers, (uint64_t)job.nworkers, (uint64_t)job.nworkers, wv, SPEC_MAX_WORKERS);
+    int ntv = cycle_values(&job.cycle_targets, (uint64_t)nt, (uint64_t)nt, tv, IOGEN_MAX_TARGETS);
+    struct cycle qc = { .on = job.cycle_qd, .exponential = job.qd_exponential, .start = job.qd_start,
+                        .end = job.qd_end, .step = job.qd_step };
+    int nqv = cycle_values(&qc, 0, 0, qv, 64);
+    int steps = job_steps(&job), rc = 0, runs = nwv * ntv * nsizes * nqv * steps, done = 0;
+    for (int st = 0; st < steps && !rc && !interrupted; st++)
+        for (int a = 0; a < nwv && !rc && !interrupted; a++)
+            for (int b = 0; b < ntv && !rc && !interrupted; b++)
+                for (int c = 0; c < nsizes && !rc && !interrupted; c++)
+                    for (int d = 0; d < nqv && !rc && !interrupted; d++) {
+                        struct run_params p = { .step = st, .nworkers = (int)wv[a], .ntargets = (int)tv[b],
+                                                .size = sizes[c], .qd = (unsigned)qv[d] };
+                        int active = 0;
+                        for (int i = 0; i < p.nworkers; i++)
+                            active += job.workers[i].nspec > st;
+                        done++;
+                        if (!active)
+                            continue; /* no worker of these has a spec at this step */
+                        const char *sname = job.specs[job.workers[0].nspec > st ? job.workers[0].spec[st] : 0].name;
+                        osm_progress("run %d of %d: %s%s, %d workers, %d targets%s, qd %u, %g s", done, runs,
+                                     opt.workload ? opt.workload : sname, steps > 1 ? " (test list)" : "",
+                                     p.nworkers, p.ntargets, p.size ? " (sized)" : "",
+                                     p.qd ? p.qd : job.workers[0].outstanding, job.run_s);
+                        struct run_result res;
+                        rc = one_run(&job, ts, &p, &res);
+                        if (rc == 0 || rc == 3) {
+                            report(stdout, &res, opt.workload ? opt.workload : sname, prep);
+                            if (csvf)
+                                results_csv_run(csvf, &res);
+                        }
+                        if (logf)
+                            write_log(logf, res.ws, res.nw);
+                        run_free(&res); /* a failure or a --verify mismatch (3) ends the list */
+                    }
     if (logf && fclose(logf) != 0) {
         fprintf(stderr, "iogen: error: writing --log %s: %s\n", opt.log_file, strerror(errno));
+        rc = rc ? rc : 1;
+    }
+    if (csvf && fclose(csvf) != 0) {
+        fprintf(stderr, "iogen: error: writing --results-csv %s: %s\n", opt.results_csv, strerror(errno));
         rc = rc ? rc : 1;
     }
     if (run.verify && verify_close(err, sizeof err) != 0) {
         fprintf(stderr, "iogen: error: %s\n", err);
         rc = rc ? rc : 1;
     }
-    target_close(&t);
+    close_targets(ts, nt);
     if (rc == 3)
         fprintf(stderr, "iogen: error: --verify found blocks that do not hold what was written\n");
     if (!rc && run.verify && run.vread_all && !run.vchecked_all) { /* never a success that checked nothing */

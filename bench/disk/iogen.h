@@ -1,12 +1,15 @@
 /* iogen.h - the parts of iogen and what they share (see iogen.c for the
  * whole):
  *
+ *   iogen.c     the targets, and the runs: the test list, the cycles
  *   options.c   the option table: parsing, --help, the docs' option list;
  *               the job built from the options and the workload file
- *   run.c       a run: workers and their streams of requests through an
- *               engine, the measured window, intervals
+ *   run.c       a run: workers and their streams of requests over their
+ *               targets through an engine, the measured window, intervals
  *   verify.c    --verify: the pattern, the checks, the verify state file
- *   report.c    the JSON result of a run, the request log, the live line
+ *   report.c    the JSON result of a run, the request log
+ *   results_csv.c  --results-csv: Iometer's results file
+ *   live.c      --live: per-worker bars on a terminal
  *   engine.c    the engines by name (engine_<name>.c each)
  */
 #ifndef IOGEN_IOGEN_H
@@ -28,8 +31,13 @@
 
 /* ------------------------------------------------------------ options */
 
+#define IOGEN_MAX_TARGETS SPEC_MAX_TARGETS
+
 struct iogen_opts {
-    const char *target, *workload, *spec_file, *icf_file, *spec_name, *log_file;
+    const char *targets[IOGEN_MAX_TARGETS]; /* --target, in order: every worker spreads its I/Os over them */
+    int ntargets;
+    const char *target; /* the first, or NULL */
+    const char *workload, *spec_file, *icf_file, *spec_name, *log_file;
     const char *verify_state; /* --verify-state, or NULL: the default (verify.c) */
     const struct engine_ops *engine;
     bool engine_set;        /* --engine given: never replaced */
@@ -44,6 +52,12 @@ struct iogen_opts {
     uint64_t transactions;
     bool verify, buffered, allow_destroy, allow_signature, dump_spec;
     const char *cycle;      /* --cycle-qd */
+    const char *cycle_workers, *cycle_targets, *cycle_size; /* --cycle-workers, --cycle-targets, --cycle-size */
+    const char *save_icf;   /* --save-icf FILE */
+    const char *results_csv; /* --results-csv FILE */
+    bool live;              /* --live: per-worker bars on a terminal */
+    uint64_t ramp_ios;      /* --ramp-ios: the ramp-up ends after this many I/Os (0: by time) */
+    unsigned zones;         /* --zones: a sequential run's throughput in this many offset bins */
     int cpu;
     uint64_t seed;
     bool seed_set;          /* --seed given */
@@ -73,7 +87,21 @@ extern volatile sig_atomic_t interrupted;
 struct logrec {
     uint64_t start_ns, off;
     uint32_t len, lat_ns;
-    uint8_t write;
+    uint8_t write, target;
+};
+
+/* What a stream counts per target, and per zone of a target (--zones). */
+struct tstat {
+    uint64_t reads, writes, bytes_r, bytes_w, lat_sum, lat_max, rlat_sum, rlat_max, wlat_sum, wlat_max;
+};
+struct zstat {
+    uint64_t bytes, ticks; /* bytes completed in the zone, and the time between completions that it took */
+};
+/* a += b (counts and sums added, maxima kept): report.c */
+void tstat_add(struct tstat *a, const struct tstat *b);
+/* Per spec line: I/Os, reads and random ones (the mix as generated). */
+struct lstat {
+    uint64_t ios, reads, random;
 };
 
 /* What one stream of requests records. An async engine gives a worker one
@@ -103,26 +131,39 @@ struct stream {
     struct logrec *log;
     size_t nlog, clog;
     bool log_full;
+    unsigned next_target;  /* round robin over the worker's targets */
+    struct tstat *tst;     /* [worker's ntargets] */
+    struct lstat *lst;     /* [spec's nlines] */
+    struct zstat *zst;     /* [ntargets * zones], --zones */
+    uint64_t last_done;    /* ticks of the last completion (--zones) */
     pthread_t th;
     _Atomic bool done;     /* the thread has finished (then it is joined, once) */
     bool started;
+};
+
+/* One of a worker's targets: its region and its sequential position. */
+struct wtarget {
+    struct target *t;
+    uint64_t region_start, region_len;
+    _Atomic uint64_t seq;  /* next sequential offset in the region */
 };
 
 struct worker {
     int id;
     char engine_setup[160]; /* what its engine set up */
     const struct worker_cfg *cfg;
-    const struct spec *spec;
-    struct target *t;
-    uint64_t region_start, region_len;
-    unsigned qd;
-    _Atomic uint64_t seq;  /* next sequential offset in the region */
+    const struct spec *spec; /* the spec of this run (sized: --cycle-size) */
+    struct spec sized;       /* the spec with every line's size set, when cycling sizes */
+    struct wtarget tg[IOGEN_MAX_TARGETS];
+    int fds[IOGEN_MAX_TARGETS];
+    unsigned ntargets;
+    unsigned qd;             /* outstanding I/Os per target (Iometer's); the worker keeps qd * ntargets */
     struct io *slots;
     char *bufs;
     size_t bufsize;
     struct stream *streams;
     unsigned nstreams;
-    _Atomic uint64_t live_ios, live_bytes;      /* every completion, for the live line */
+    _Atomic uint64_t live_ios, live_bytes, live_lat_ns; /* every completion, for the live view */
     _Atomic uint64_t meas_ios, meas_bytes, meas_lat_ns; /* the measured window's, for --steady */
     char err[512];
     _Atomic bool failed;
@@ -130,7 +171,11 @@ struct worker {
 
 /* The run as every worker sees it. */
 struct run_state {
-    uint64_t t_measure, t_end; /* ticks: recording starts, new requests stop */
+    _Atomic uint64_t t_measure, t_end; /* ticks: recording starts, new requests stop (--ramp-ios moves them) */
+    uint64_t ramp_ios;         /* --ramp-ios: the ramp ends at this many completions */
+    _Atomic uint64_t ramp_done; /* completions so far, while ramping by count */
+    double run_s;              /* the measured time, for --ramp-ios's end */
+    unsigned zones;            /* --zones */
     uint64_t ival_ticks;
     uint64_t transactions;
     _Atomic uint64_t issued;   /* measured requests issued, for --transactions */
@@ -143,6 +188,16 @@ struct run_state {
     uint64_t vread_all, vchecked_all; /* --verify: blocks read and checked over every run so far */
     bool log;
     int qd;
+    int runno;                 /* the run's number, from 1 (the log's run column) */
+};
+
+/* One run of a cycle or test list: which step and cell. */
+struct run_params {
+    int step;        /* the access spec of each worker's list (Iometer's test list) */
+    int nworkers;    /* the first n workers of the job */
+    int ntargets;    /* each on the first n targets */
+    uint64_t size;   /* every line's transfer size (0: the spec's) */
+    unsigned qd;     /* outstanding I/Os per target (0: the job's) */
 };
 
 extern struct run_state run;
@@ -150,19 +205,21 @@ extern struct run_state run;
 /* What one run leaves for its report (and run_free). */
 struct run_result {
     const struct job *job;
+    struct run_params p;
     struct worker *ws;
     int nw;
+    double ramp_s;     /* the ramp that was run (by time, or until --ramp-ios)*/
     double secs;       /* the measured window */
     double start_unix; /* CLOCK_REALTIME when its first requests went out */
     struct rusage ru0, ru1;
     struct prober *pr;
-    const struct target *t;
+    const struct target *t; /* the first target */
 };
 
-/* One run at one queue depth (0 = the job's). Returns 0, 1 on failure (a
- * message said why), 3 when --verify found a mismatch; *out is filled in
- * either way, for the report and then run_free. */
-int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out);
+/* One run: the targets ts[0..p->ntargets), the step and cell p. Returns
+ * 0, 1 on failure (a message said why), 3 when --verify found a mismatch;
+ * *out is filled in either way, for the report and then run_free. */
+int one_run(const struct job *job, struct target *ts, const struct run_params *p, struct run_result *out);
 void run_free(struct run_result *r);
 /* --precondition: the target written in order, twice, before the runs. */
 struct precondition {
@@ -190,5 +247,10 @@ void verify_json(struct json *j); /* state, seed, generation */
 
 void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre);
 void write_log(FILE *lf, struct worker *ws, int nw);
+/* --results-csv: Iometer's results file, one test (a run) at a time. */
+void results_csv_run(FILE *f, const struct run_result *in);
+/* --live: one frame of per-worker bars (ANSI, to a terminal). */
+void live_frame(FILE *f, struct worker *ws, int nw, uint64_t *last_ios, uint64_t *last_bytes, uint64_t *last_lat,
+                double dt, double t, double total);
 
 #endif

@@ -35,7 +35,16 @@ static double parse_num(const char *v, const char *what, double lo, double hi)
     return d;
 }
 
-static void set_target(const char *v) { opt.target = v; }
+static void set_target(const char *v)
+{
+    if (opt.ntargets == IOGEN_MAX_TARGETS)
+        osm_usage_error("--target: at most %d targets", IOGEN_MAX_TARGETS);
+    for (int i = 0; i < opt.ntargets; i++)
+        if (!strcmp(opt.targets[i], v))
+            osm_usage_error("--target %s is given twice", v);
+    opt.targets[opt.ntargets++] = v;
+    opt.target = opt.targets[0];
+}
 static void set_source(const char *v)
 {
     if (opt.workload || opt.spec_file || opt.icf_file)
@@ -51,7 +60,16 @@ static void set_engine(const char *v)
         osm_usage_error("--engine: expected %s, got '%s'", engine_names(), v);
 }
 static void set_qd(const char *v) { opt.qd = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
-static void set_cycle(const char *v) { opt.cycle = v; }
+static void set_cycle(const char *v)
+{
+    *(!strcmp(cur, "--cycle-qd") ? &opt.cycle : !strcmp(cur, "--cycle-workers") ? &opt.cycle_workers
+      : !strcmp(cur, "--cycle-targets") ? &opt.cycle_targets : &opt.cycle_size) = v;
+}
+static void set_save_icf(const char *v) { opt.save_icf = v; }
+static void set_results_csv(const char *v) { opt.results_csv = v; }
+static void set_live(const char *v) { (void)v; opt.live = true; }
+static void set_ramp_ios(const char *v) { opt.ramp_ios = osm_parse_u64(cur, v, 1, UINT64_MAX / 2); }
+static void set_zones(const char *v) { opt.zones = (unsigned)osm_parse_u64(cur, v, 1, 100000); }
 static void set_workers(const char *v) { opt.workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
 static void set_size(const char *v) { opt.size = osm_parse_size(cur, v, 4096, 1ull << 50); }
 static void set_time(const char *v) { opt.time_s = parse_num(v, "seconds", 0, MAX_RUN_S); opt.time_set = true; }
@@ -110,7 +128,8 @@ struct option_def {
 };
 
 static const struct option_def options[] = {
-    { "--target", "PATH", "file (created and filled with --size when missing) or block device", set_target },
+    { "--target", "PATH", "file (created and filled with --size when missing) or block device; again for more "
+      "targets: each worker spreads its I/Os over them", set_target },
     { "--workload", "NAME", "a shipped workload (iogen --list-workloads)", set_source },
     { "--spec", "FILE", "a native spec file (docs/spec-format.md)", set_source },
     { "--icf", "FILE", "an Iometer .icf file", set_source },
@@ -118,10 +137,16 @@ static const struct option_def options[] = {
     { "--engine", "E", "how requests reach the kernel (see Engines below; default uring)", set_engine },
     { "--qd", "N", "outstanding I/Os per worker (overrides the file)", set_qd },
     { "--cycle-qd", "S:E[:xK|:+K]", "run once per queue depth S..E, times K (default x2) or plus K", set_cycle },
+    { "--cycle-workers", "S:E[:xK|:+K]", "run once per number of workers S..E (more than the file has: copies of "
+      "the first)", set_cycle },
+    { "--cycle-targets", "S:E[:xK|:+K]", "run once per number of targets S..E (the first ones given)", set_cycle },
+    { "--cycle-size", "S:E[:xK|:+K]", "run once per transfer size S..E bytes (every line's size), x2 by default",
+      set_cycle },
     { "--workers", "N", "workers (copies of the first one when the file has fewer)", set_workers },
     { "--size", "BYTES", "region used on the target (and the size of a new file)", set_size },
     { "--time", "SECONDS", "measured time per run (default 10)", set_time },
     { "--ramp", "SECONDS", "ramp-up before each run, not recorded (default 1)", set_ramp },
+    { "--ramp-ios", "N", "ramp-up until N I/Os have completed instead (SPEK's ramp by requests)", set_ramp_ios },
     { "--transactions", "N", "stop a run after N I/Os (with --time too, at whichever comes first)", set_transactions },
     { "--interval", "SECONDS", "also report every interval (0 = only the total)", set_interval },
     { "--steady", "M:B%:Ws", "end a run once M (iops, mbps, lat; M_slope: by slope) holds within B% over W s "
@@ -130,7 +155,13 @@ static const struct option_def options[] = {
     { "--rate", "IOPS", "limit the total rate, in I/Os per second", set_rate },
     { "--start-at", "UNIX_S", "start the first run's requests at this wall-clock time (synchronized hosts)",
       set_start_at },
-    { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd", set_log },
+    { "--zones", "N", "bin a sequential run's throughput by offset into N zones of each target (SPEK's ZCAV)",
+      set_zones },
+    { "--live", NULL, "on a terminal, redraw per-worker IOPS, MB/s and latency bars every second", set_live },
+    { "--results-csv", "FILE", "also write Iometer's results file (CSV: ALL, MANAGER, WORKER, DISK rows)",
+      set_results_csv },
+    { "--save-icf", "FILE", "write the job as an Iometer .icf (then run it, unless --dump-spec)", set_save_icf },
+    { "--log", "FILE", "one CSV row per request: start_ns,offset,size,op,latency_ns,worker,qd,run,target", set_log },
     { "--verify", NULL, "write a checkable pattern; check every block read against the verify state", set_verify },
     { "--verify-state", "FILE", "what --verify wrote, for later runs (default TARGET.iogen-verify; for a device, "
       "NAME.iogen-verify here)", set_verify_state },
@@ -243,13 +274,16 @@ void options_parse(int argc, char **argv)
         osm_usage_error("--verify-state goes with --verify");
     if (opt.verify && opt.engine->no_target)
         osm_usage_error("--verify checks what the target holds: --engine %s has none", opt.engine->name);
+    if (opt.ramp_ios && opt.ramp_set)
+        osm_usage_error("give --ramp SECONDS or --ramp-ios N, not both");
     if (opt.eng.iopoll && opt.buffered)
         osm_usage_error("--iopoll needs O_DIRECT: not with --buffered");
 }
 
 /* ---------------------------------------------------------------- the job */
 
-/* The most requests any worker keeps outstanding, over every queue depth the job cycles through. */
+/* The most requests any worker keeps outstanding, over every queue depth the job cycles through, on all its
+ * targets (Iometer's outstanding I/Os are per target). */
 static unsigned most_outstanding(const struct job *job)
 {
     unsigned most = 0;
@@ -258,13 +292,14 @@ static unsigned most_outstanding(const struct job *job)
             most = job->workers[i].outstanding;
     if (job->cycle_qd && job->qd_end > most)
         most = job->qd_end;
-    return most;
+    unsigned nt = opt.ntargets > 1 ? (unsigned)opt.ntargets : 1;
+    return most > UINT32_MAX / nt ? UINT32_MAX : most * nt;
 }
 
-/* --cycle-qd S:E[:xK|:+K] into the job's cycling fields: the whole text, each number in full (no 32-bit wrap). */
-static void parse_cycle(struct job *job)
+/* A cycle option S:E[:xK|:+K] (whole numbers, each in full: no 32-bit wrap), x2 by default. */
+static void parse_cycle_text(const char *name, const char *text, uint64_t most, struct cycle *c)
 {
-    const char *p = opt.cycle;
+    const char *p = text;
     uint64_t s, e, k = 2;
     char op = 'x';
     bool ok = !osm_scan_u64(p, &p, 0, UINT64_MAX, &s) && *p++ == ':' && !osm_scan_u64(p, &p, 0, UINT64_MAX, &e);
@@ -273,18 +308,26 @@ static void parse_cycle(struct job *job)
         ok = (op == 'x' || op == '+') && !osm_scan_u64(p + 2, &p, 0, UINT64_MAX, &k);
     }
     if (!ok || *p)
-        osm_usage_error("--cycle-qd: expected START:END or START:END:xK or START:END:+K (whole numbers), got '%s'",
-                        opt.cycle);
-    if (s > 65536 || e > 65536 || k > 65536)
-        osm_usage_error("--cycle-qd '%s': queue depths and the step go up to 65536", opt.cycle);
-    const char *bad = spec_qd_check((unsigned)s, (unsigned)e, (unsigned)k, op == 'x');
+        osm_usage_error("%s: expected START:END or START:END:xK or START:END:+K (whole numbers), got '%s'", name, text);
+    if (s > most || e > most || k > 65536)
+        osm_usage_error("%s '%s': the values go up to %llu and the step to 65536", name, text,
+                        (unsigned long long)most);
+    *c = (struct cycle){ .on = true, .exponential = op == 'x', .start = s, .end = e, .step = k };
+    const char *bad = cycle_check(c, true);
     if (bad)
-        osm_usage_error("--cycle-qd '%s': %s", opt.cycle, bad);
+        osm_usage_error("%s '%s': %s", name, text, bad);
+}
+
+/* --cycle-qd into the job's queue depth cycling fields. */
+static void parse_cycle(struct job *job)
+{
+    struct cycle c;
+    parse_cycle_text("--cycle-qd", opt.cycle, 65536, &c);
     job->cycle_qd = true;
-    job->qd_start = (unsigned)s;
-    job->qd_end = (unsigned)e;
-    job->qd_step = (unsigned)k;
-    job->qd_exponential = op == 'x';
+    job->qd_start = (unsigned)c.start;
+    job->qd_end = (unsigned)c.end;
+    job->qd_step = (unsigned)c.step;
+    job->qd_exponential = c.exponential;
 }
 
 static void one_worker(struct job *job, int spec)
@@ -292,7 +335,8 @@ static void one_worker(struct job *job, int spec)
     job->nworkers = 1;
     memset(&job->workers[0], 0, sizeof job->workers[0]);
     snprintf(job->workers[0].name, sizeof job->workers[0].name, "worker 1");
-    job->workers[0].spec = spec;
+    job->workers[0].spec[0] = spec;
+    job->workers[0].nspec = 1;
     job->workers[0].outstanding = 1;
 }
 
@@ -317,8 +361,10 @@ void options_build_job(struct job *job)
                 k = i;
         if (k < 0)
             osm_usage_error("--spec-name: no access specification named '%s' in the file", opt.spec_name);
-        for (int i = 0; i < job->nworkers; i++)
-            job->workers[i].spec = k;
+        for (int i = 0; i < job->nworkers; i++) {
+            job->workers[i].spec[0] = k;
+            job->workers[i].nspec = 1;
+        }
         if (job->nworkers == 0)
             one_worker(job, k);
     }
@@ -342,6 +388,43 @@ void options_build_job(struct job *job)
     }
     if (opt.cycle)
         parse_cycle(job);
+    if (opt.cycle_workers)
+        parse_cycle_text("--cycle-workers", opt.cycle_workers, SPEC_MAX_WORKERS, &job->cycle_workers);
+    if (opt.cycle_targets)
+        parse_cycle_text("--cycle-targets", opt.cycle_targets, IOGEN_MAX_TARGETS, &job->cycle_targets);
+    if (opt.cycle_size)
+        parse_cycle_text("--cycle-size", opt.cycle_size, 1ull << 30, &job->cycle_size);
+    /* cycling workers up to more than the file has: copies of the first, as --workers makes */
+    if (job->cycle_workers.on && job->cycle_workers.end > (uint64_t)job->nworkers) {
+        for (int i = job->nworkers; i < (int)job->cycle_workers.end; i++) {
+            job->workers[i] = job->workers[0];
+            snprintf(job->workers[i].name, sizeof job->workers[i].name, "worker %d", i + 1);
+        }
+        job->nworkers = (int)job->cycle_workers.end;
+    }
+    if (job->cycle_targets.on && !opt.dump_spec && !opt.engine->no_target &&
+        (job->cycle_targets.end ? job->cycle_targets.end : job->cycle_targets.start) > (uint64_t)opt.ntargets)
+        osm_usage_error("cycling targets up to %llu: give that many --target",
+                        (unsigned long long)(job->cycle_targets.end ? job->cycle_targets.end : job->cycle_targets.start));
+    /* an end at all there are is Iometer's (an .icf gives no end): said as 0 */
+    if (job->cycle_workers.end == (uint64_t)job->nworkers)
+        job->cycle_workers.end = 0;
+    if (job->cycle_targets.end && job->cycle_targets.end == (uint64_t)opt.ntargets)
+        job->cycle_targets.end = 0;
+    if (job->cycle_workers.on && job->cycle_workers.start > (uint64_t)job->nworkers)
+        osm_usage_error("cycling workers from %llu: the job has %d", (unsigned long long)job->cycle_workers.start,
+                        job->nworkers);
+    if (opt.verify && opt.ntargets > 1)
+        osm_usage_error("--verify checks one target: give one --target");
+    if (opt.zones)
+        for (int i = 0; i < job->nworkers; i++)
+            for (int k = 0; k < job->workers[i].nspec; k++) {
+                const struct spec *s = &job->specs[job->workers[i].spec[k]];
+                for (int l = 0; l < s->nlines; l++)
+                    if (s->line[l].random)
+                        osm_usage_error("--zones bins a sequential run by offset: spec '%s' line %d is %u%% random",
+                                        s->name, l + 1, s->line[l].random);
+            }
     /* a time and a count both bound the run (the first ends it); a count
      * alone leaves the time open, and with neither the run lasts 10 s */
     if (opt.transactions)
@@ -368,14 +451,15 @@ void options_build_job(struct job *job)
     if (opt.engine->sync && most > 4096)
         osm_usage_error("%u outstanding I/Os per worker with the %s engine would be %u threads: at most 4096",
                         most, opt.engine->name, most);
-    for (int i = 0; i < job->nworkers; i++) {
-        const struct spec *s = &job->specs[job->workers[i].spec];
-        for (int k = 0; k < s->nlines; k++)
-            if (s->line[k].reply)
-                osm_usage_error("access spec '%s' line %d has a reply size of %llu bytes: reply size is a "
-                                "network feature; osmeter's disk generator does not support it",
-                                s->name, k + 1, (unsigned long long)s->line[k].reply);
-    }
+    for (int i = 0; i < job->nworkers; i++)
+        for (int n = 0; n < job->workers[i].nspec; n++) {
+            const struct spec *s = &job->specs[job->workers[i].spec[n]];
+            for (int k = 0; k < s->nlines; k++)
+                if (s->line[k].reply)
+                    osm_usage_error("access spec '%s' line %d has a reply size of %llu bytes: reply size is a "
+                                    "network feature; osmeter's disk generator does not support it",
+                                    s->name, k + 1, (unsigned long long)s->line[k].reply);
+        }
 }
 
 /* A target that refuses non-blocking I/O (zram) makes io_uring hand every request to one of its worker

@@ -14,9 +14,11 @@ struct snap {
     uint64_t cpu[8]; /* user nice system idle iowait irq softirq steal */
     uint64_t intr, ctxt;
     uint64_t d_rd, d_wr, d_ticks, d_queue; /* diskstats: reads, writes, io ms, weighted ms */
-    uint64_t pgin, pgout, pgmajfault;
+    uint64_t pgin, pgout, pgmajfault, pswpin, pswpout;
     uint64_t net_rx, net_tx;
-    uint64_t mem_free, mem_avail, mem_cached;
+    int nnics;
+    struct { char name[32]; uint64_t rxp, txp, errs; } nic[PROBER_MAX_NICS];
+    uint64_t mem_free, mem_avail, mem_cached, mem_buffers, mem_shared, swap_total, swap_free;
     uint64_t irq_lines; /* sum of /proc/interrupts counts */
 };
 
@@ -107,10 +109,20 @@ static void read_net(struct snap *s)
         char *c = strchr(line, ':');
         if (!c)
             continue;
-        unsigned long long rx, tx;
-        if (sscanf(c + 1, "%llu %*u %*u %*u %*u %*u %*u %*u %llu", &rx, &tx) == 2) {
+        /* face: rx bytes packets errs drop fifo frame compressed multicast, tx bytes packets errs ... */
+        unsigned long long rx, rxp, rxe, tx, txp, txe;
+        if (sscanf(c + 1, "%llu %llu %llu %*u %*u %*u %*u %*u %llu %llu %llu", &rx, &rxp, &rxe, &tx, &txp, &txe) == 6) {
             s->net_rx += rx;
             s->net_tx += tx;
+            if (s->nnics < PROBER_MAX_NICS) {
+                *c = '\0';
+                char *name = line + strspn(line, " ");
+                snprintf(s->nic[s->nnics].name, sizeof s->nic[0].name, "%s", name);
+                s->nic[s->nnics].rxp = rxp;
+                s->nic[s->nnics].txp = txp;
+                s->nic[s->nnics].errs = rxe + txe;
+                s->nnics++;
+            }
         }
     }
     fclose(f);
@@ -150,12 +162,13 @@ static void take(struct prober *p)
     s.t = mono();
     read_stat(&s);
     read_disk(&s, p->disk);
-    const char *vk[] = { "pgpgin", "pgpgout", "pgmajfault" };
-    uint64_t *vo[] = { &s.pgin, &s.pgout, &s.pgmajfault };
-    read_kv("/proc/vmstat", vk, vo, 3);
-    const char *mk[] = { "MemFree", "MemAvailable", "Cached" };
-    uint64_t *mo[] = { &s.mem_free, &s.mem_avail, &s.mem_cached };
-    read_kv("/proc/meminfo", mk, mo, 3);
+    const char *vk[] = { "pgpgin", "pgpgout", "pgmajfault", "pswpin", "pswpout" };
+    uint64_t *vo[] = { &s.pgin, &s.pgout, &s.pgmajfault, &s.pswpin, &s.pswpout };
+    read_kv("/proc/vmstat", vk, vo, 5);
+    const char *mk[] = { "MemFree", "MemAvailable", "Cached", "Buffers", "Shmem", "SwapTotal", "SwapFree" };
+    uint64_t *mo[] = { &s.mem_free, &s.mem_avail, &s.mem_cached, &s.mem_buffers, &s.mem_shared, &s.swap_total,
+                       &s.swap_free };
+    read_kv("/proc/meminfo", mk, mo, 7);
     read_net(&s);
     read_interrupts(&s);
     if (p->n == p->cap) {
@@ -214,8 +227,9 @@ void prober_stop(struct prober *p)
     pthread_join(p->th, NULL);
 }
 
-static void rates(struct json *j, const struct snap *a, const struct snap *b)
+static void compute(struct prober_rates *r, const struct snap *a, const struct snap *b)
 {
+    memset(r, 0, sizeof *r);
     double dt = b->t - a->t;
     uint64_t tot = 0, d[8];
     for (int i = 0; i < 8; i++) {
@@ -223,31 +237,105 @@ static void rates(struct json *j, const struct snap *a, const struct snap *b)
         tot += d[i];
     }
     double pc = tot ? 100.0 / (double)tot : 0;
+    r->t = b->t;
+    r->dt = dt;
+    r->cpu_busy_pct = (double)(tot - d[3] - d[4]) * pc;
+    r->cpu_user_pct = (double)(d[0] + d[1]) * pc;
+    r->cpu_sys_pct = (double)d[2] * pc;
+    r->cpu_iowait_pct = (double)d[4] * pc;
+    r->cpu_irq_pct = (double)(d[5] + d[6]) * pc;
+    r->cpu_steal_pct = (double)d[7] * pc;
+    r->intr_per_s = (double)(b->intr - a->intr) / dt;
+    r->irq_lines_per_s = (double)(b->irq_lines - a->irq_lines) / dt;
+    r->ctxt_per_s = (double)(b->ctxt - a->ctxt) / dt;
+    r->disk_reads_per_s = (double)(b->d_rd - a->d_rd) / dt;
+    r->disk_writes_per_s = (double)(b->d_wr - a->d_wr) / dt;
+    r->disk_util_pct = (double)(b->d_ticks - a->d_ticks) / (dt * 10.0);
+    r->disk_queue = (double)(b->d_queue - a->d_queue) / (dt * 1000.0);
+    r->pgpgin_kib_per_s = (double)(b->pgin - a->pgin) / dt;
+    r->pgpgout_kib_per_s = (double)(b->pgout - a->pgout) / dt;
+    r->pgmajfault_per_s = (double)(b->pgmajfault - a->pgmajfault) / dt;
+    r->pswpin_per_s = (double)(b->pswpin - a->pswpin) / dt;
+    r->pswpout_per_s = (double)(b->pswpout - a->pswpout) / dt;
+    r->net_rx_bytes_per_s = (double)(b->net_rx - a->net_rx) / dt;
+    r->net_tx_bytes_per_s = (double)(b->net_tx - a->net_tx) / dt;
+    for (int i = 0; i < b->nnics; i++) { /* a NIC by its name in both samples (one may come or go) */
+        for (int k = 0; k < a->nnics; k++)
+            if (!strcmp(a->nic[k].name, b->nic[i].name)) {
+                int n = r->nnics++;
+                snprintf(r->nic[n].name, sizeof r->nic[n].name, "%s", b->nic[i].name);
+                r->nic[n].rx_packets_per_s = (double)(b->nic[i].rxp - a->nic[k].rxp) / dt;
+                r->nic[n].tx_packets_per_s = (double)(b->nic[i].txp - a->nic[k].txp) / dt;
+                r->nic[n].errors_per_s = (double)(b->nic[i].errs - a->nic[k].errs) / dt;
+                r->net_packets_per_s += r->nic[n].rx_packets_per_s + r->nic[n].tx_packets_per_s;
+                r->net_errors_per_s += r->nic[n].errors_per_s;
+                break;
+            }
+    }
+    r->mem_free_kib = b->mem_free;
+    r->mem_available_kib = b->mem_avail;
+    r->mem_cached_kib = b->mem_cached;
+    r->mem_buffers_kib = b->mem_buffers;
+    r->mem_shared_kib = b->mem_shared;
+    r->swap_total_kib = b->swap_total;
+    r->swap_free_kib = b->swap_free;
+}
+
+static void rates(struct json *j, const struct snap *a, const struct snap *b)
+{
+    struct prober_rates r;
+    compute(&r, a, b);
     json_obj(j);
-    json_kfixed(j, "t", b->t, 3);
-    json_kfixed(j, "dt", dt, 3);
-    json_kfixed(j, "cpu_busy_pct", (double)(tot - d[3] - d[4]) * pc, 2);
-    json_kfixed(j, "cpu_user_pct", (double)(d[0] + d[1]) * pc, 2);
-    json_kfixed(j, "cpu_sys_pct", (double)d[2] * pc, 2);
-    json_kfixed(j, "cpu_iowait_pct", (double)d[4] * pc, 2);
-    json_kfixed(j, "cpu_irq_pct", (double)(d[5] + d[6]) * pc, 2);
-    json_kfixed(j, "cpu_steal_pct", (double)d[7] * pc, 2);
-    json_kfixed(j, "intr_per_s", (double)(b->intr - a->intr) / dt, 1);
-    json_kfixed(j, "irq_lines_per_s", (double)(b->irq_lines - a->irq_lines) / dt, 1);
-    json_kfixed(j, "ctxt_per_s", (double)(b->ctxt - a->ctxt) / dt, 1);
-    json_kfixed(j, "disk_reads_per_s", (double)(b->d_rd - a->d_rd) / dt, 1);
-    json_kfixed(j, "disk_writes_per_s", (double)(b->d_wr - a->d_wr) / dt, 1);
-    json_kfixed(j, "disk_util_pct", (double)(b->d_ticks - a->d_ticks) / (dt * 10.0), 2);
-    json_kfixed(j, "disk_queue", (double)(b->d_queue - a->d_queue) / (dt * 1000.0), 3);
-    json_kfixed(j, "pgpgin_kib_per_s", (double)(b->pgin - a->pgin) / dt, 1);
-    json_kfixed(j, "pgpgout_kib_per_s", (double)(b->pgout - a->pgout) / dt, 1);
-    json_kfixed(j, "pgmajfault_per_s", (double)(b->pgmajfault - a->pgmajfault) / dt, 1);
-    json_kfixed(j, "net_rx_bytes_per_s", (double)(b->net_rx - a->net_rx) / dt, 1);
-    json_kfixed(j, "net_tx_bytes_per_s", (double)(b->net_tx - a->net_tx) / dt, 1);
-    json_kuint(j, "mem_free_kib", b->mem_free);
-    json_kuint(j, "mem_available_kib", b->mem_avail);
-    json_kuint(j, "mem_cached_kib", b->mem_cached);
+    json_kfixed(j, "t", r.t, 3);
+    json_kfixed(j, "dt", r.dt, 3);
+    json_kfixed(j, "cpu_busy_pct", r.cpu_busy_pct, 2);
+    json_kfixed(j, "cpu_user_pct", r.cpu_user_pct, 2);
+    json_kfixed(j, "cpu_sys_pct", r.cpu_sys_pct, 2);
+    json_kfixed(j, "cpu_iowait_pct", r.cpu_iowait_pct, 2);
+    json_kfixed(j, "cpu_irq_pct", r.cpu_irq_pct, 2);
+    json_kfixed(j, "cpu_steal_pct", r.cpu_steal_pct, 2);
+    json_kfixed(j, "intr_per_s", r.intr_per_s, 1);
+    json_kfixed(j, "irq_lines_per_s", r.irq_lines_per_s, 1);
+    json_kfixed(j, "ctxt_per_s", r.ctxt_per_s, 1);
+    json_kfixed(j, "disk_reads_per_s", r.disk_reads_per_s, 1);
+    json_kfixed(j, "disk_writes_per_s", r.disk_writes_per_s, 1);
+    json_kfixed(j, "disk_util_pct", r.disk_util_pct, 2);
+    json_kfixed(j, "disk_queue", r.disk_queue, 3);
+    json_kfixed(j, "pgpgin_kib_per_s", r.pgpgin_kib_per_s, 1);
+    json_kfixed(j, "pgpgout_kib_per_s", r.pgpgout_kib_per_s, 1);
+    json_kfixed(j, "pgmajfault_per_s", r.pgmajfault_per_s, 1);
+    json_kfixed(j, "swap_in_pages_per_s", r.pswpin_per_s, 1);
+    json_kfixed(j, "swap_out_pages_per_s", r.pswpout_per_s, 1);
+    json_kfixed(j, "net_rx_bytes_per_s", r.net_rx_bytes_per_s, 1);
+    json_kfixed(j, "net_tx_bytes_per_s", r.net_tx_bytes_per_s, 1);
+    json_kfixed(j, "net_packets_per_s", r.net_packets_per_s, 1);
+    json_key(j, "nics");
+    json_arr(j);
+    for (int i = 0; i < r.nnics; i++) {
+        json_obj(j);
+        json_kstr(j, "name", r.nic[i].name);
+        json_kfixed(j, "rx_packets_per_s", r.nic[i].rx_packets_per_s, 1);
+        json_kfixed(j, "tx_packets_per_s", r.nic[i].tx_packets_per_s, 1);
+        json_kfixed(j, "errors_per_s", r.nic[i].errors_per_s, 2);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_kuint(j, "mem_free_kib", r.mem_free_kib);
+    json_kuint(j, "mem_available_kib", r.mem_available_kib);
+    json_kuint(j, "mem_cached_kib", r.mem_cached_kib);
+    json_kuint(j, "mem_buffers_kib", r.mem_buffers_kib);
+    json_kuint(j, "mem_shared_kib", r.mem_shared_kib);
+    json_kuint(j, "swap_total_kib", r.swap_total_kib);
+    json_kuint(j, "swap_free_kib", r.swap_free_kib);
     json_obj_end(j);
+}
+
+bool prober_whole(const struct prober *p, struct prober_rates *out)
+{
+    if (!p || p->n < 2)
+        return false;
+    compute(out, &p->s[0], &p->s[p->n - 1]);
+    return true;
 }
 
 void prober_json(const struct prober *p, struct json *j)

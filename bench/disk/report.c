@@ -5,8 +5,12 @@
 #include "json.h"
 #include "prober.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 struct totals {
     struct hist all, rd, wr;
@@ -81,6 +85,82 @@ static void intervals(struct json *j, struct worker *ws, int from, int to)
     json_arr_end(j);
 }
 
+void tstat_add(struct tstat *a, const struct tstat *b)
+{
+    a->reads += b->reads;
+    a->writes += b->writes;
+    a->bytes_r += b->bytes_r;
+    a->bytes_w += b->bytes_w;
+    a->lat_sum += b->lat_sum;
+    a->rlat_sum += b->rlat_sum;
+    a->wlat_sum += b->wlat_sum;
+    a->lat_max = b->lat_max > a->lat_max ? b->lat_max : a->lat_max;
+    a->rlat_max = b->rlat_max > a->rlat_max ? b->rlat_max : a->rlat_max;
+    a->wlat_max = b->wlat_max > a->wlat_max ? b->wlat_max : a->wlat_max;
+}
+
+/* Worker w's figures on its target k, over its streams. */
+static struct tstat worker_target(const struct worker *w, unsigned k)
+{
+    struct tstat s;
+    memset(&s, 0, sizeof s);
+    for (unsigned n = 0; n < w->nstreams; n++)
+        tstat_add(&s, &w->streams[n].tst[k]);
+    return s;
+}
+
+static void target_json(struct json *j, const struct target *t, const struct tstat *s, double secs)
+{
+    uint64_t ios = s->reads + s->writes;
+    json_obj(j);
+    json_kstr(j, "target", t->path);
+    json_kstr(j, "device", t->device);
+    json_kuint(j, "reads", s->reads);
+    json_kuint(j, "writes", s->writes);
+    json_kuint(j, "bytes_read", s->bytes_r);
+    json_kuint(j, "bytes_written", s->bytes_w);
+    json_kfixed(j, "iops", (double)ios / secs, 3);
+    json_kfixed(j, "mbps", (double)(s->bytes_r + s->bytes_w) / secs / 1e6, 3);
+    json_kfixed(j, "lat_mean_ns", ios ? (double)s->lat_sum / (double)ios : 0.0, 1);
+    json_kuint(j, "lat_max_ns", s->lat_max);
+    json_obj_end(j);
+}
+
+/* --zones: each target's region in equal zones by offset; a zone's MB/s is the bytes completed in it over
+ * the time between completions it took, per stream, the streams' rates added (SPEK's ZCAV). */
+static void zones_json(struct json *j, const struct run_result *in)
+{
+    json_key(j, "zones");
+    json_arr(j);
+    for (int k = 0; k < in->p.ntargets; k++)
+        for (unsigned z = 0; z < run.zones; z++) {
+            uint64_t bytes = 0;
+            double mbps = 0;
+            const struct wtarget *tg = NULL;
+            for (int i = 0; i < in->nw; i++) {
+                if ((unsigned)k >= in->ws[i].ntargets)
+                    continue;
+                tg = &in->ws[i].tg[k];
+                for (unsigned n = 0; n < in->ws[i].nstreams; n++) {
+                    const struct zstat *zs = &in->ws[i].streams[n].zst[(unsigned)k * run.zones + z];
+                    bytes += zs->bytes;
+                    if (zs->ticks)
+                        mbps += (double)zs->bytes / ((double)zs->ticks / tick_hz) / 1e6;
+                }
+            }
+            if (!tg)
+                continue;
+            json_obj(j);
+            json_kstr(j, "target", tg->t->path);
+            json_kuint(j, "zone", z);
+            json_kuint(j, "offset", tg->region_start + tg->region_len * z / run.zones);
+            json_kuint(j, "bytes", bytes);
+            json_kfixed(j, "mbps", mbps, 3);
+            json_obj_end(j);
+        }
+    json_arr_end(j);
+}
+
 void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre)
 {
     struct totals tot;
@@ -112,12 +192,28 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kstr(&j, "device", t->device);
     json_kbool(&j, "direct", t->direct);
     json_kuint(&j, "logical_block_size", t->lbs);
-    json_kuint(&j, "region_bytes", in->ws[0].region_len);
+    json_kuint(&j, "region_bytes", in->ws[0].tg[0].region_len);
+    /* which run of the test list and of the cycles this is */
+    json_kint(&j, "step", in->p.step + 1);
+    json_kint(&j, "steps", job_steps(in->job));
+    json_key(&j, "cycle");
+    json_obj(&j);
+    json_kint(&j, "workers", in->p.nworkers);
+    json_kint(&j, "targets", in->p.ntargets);
+    json_key(&j, "size");
+    if (in->p.size)
+        json_uint(&j, in->p.size);
+    else
+        json_null(&j);
+    json_kint(&j, "qd", run.qd);
+    json_obj_end(&j);
     json_kfixed(&j, "run_s", secs, 6);
     json_kfixed(&j, "start_unix", in->start_unix, 6);
     if (opt.start_at > 0)
         json_kfixed(&j, "start_at", opt.start_at, 6);
-    json_kfixed(&j, "ramp_s", in->job->ramp_s, 3);
+    json_kfixed(&j, "ramp_s", in->ramp_s, 3);
+    if (run.ramp_ios)
+        json_kuint(&j, "ramp_ios", run.ramp_ios);
     json_kfixed(&j, "iops", (double)ios / secs, 3);
     json_kfixed(&j, "mbps", (double)(tot.bytes_r + tot.bytes_w) / secs / 1e6, 3);
     json_kfixed(&j, "read_iops", (double)tot.reads / secs, 3);
@@ -187,13 +283,57 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
         json_kfixed(&j, "mbps", (double)(wt.bytes_r + wt.bytes_w) / secs / 1e6, 3);
         json_kuint(&j, "reads", wt.reads);
         json_kuint(&j, "writes", wt.writes);
+        json_kuint(&j, "bytes_read", wt.bytes_r);
+        json_kuint(&j, "bytes_written", wt.bytes_w);
         json_key(&j, "lat_ns");
         hist_json(&j, &wt.all);
+        json_key(&j, "targets");
+        json_arr(&j);
+        for (unsigned k = 0; k < w->ntargets; k++) {
+            struct tstat s = worker_target(w, k);
+            target_json(&j, w->tg[k].t, &s, secs);
+        }
+        json_arr_end(&j);
+        json_key(&j, "lines"); /* the mix as generated: per spec line, I/Os, reads and random ones */
+        json_arr(&j);
+        for (int l = 0; l < w->spec->nlines; l++) {
+            struct lstat ls = { 0, 0, 0 };
+            for (unsigned k = 0; k < w->nstreams; k++) {
+                ls.ios += w->streams[k].lst[l].ios;
+                ls.reads += w->streams[k].lst[l].reads;
+                ls.random += w->streams[k].lst[l].random;
+            }
+            json_obj(&j);
+            json_kuint(&j, "size", w->spec->line[l].size);
+            json_kuint(&j, "ios", ls.ios);
+            json_kuint(&j, "reads", ls.reads);
+            json_kuint(&j, "random", ls.random);
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
         json_key(&j, "intervals");
         intervals(&j, in->ws, i, i + 1);
         json_obj_end(&j);
     }
     json_arr_end(&j);
+    json_key(&j, "targets"); /* each target over every worker */
+    json_arr(&j);
+    for (int k = 0; k < in->p.ntargets; k++) {
+        struct tstat s;
+        memset(&s, 0, sizeof s);
+        const struct target *tk = NULL;
+        for (int i = 0; i < in->nw; i++)
+            if ((unsigned)k < in->ws[i].ntargets) {
+                struct tstat ws = worker_target(&in->ws[i], (unsigned)k);
+                tstat_add(&s, &ws);
+                tk = in->ws[i].tg[k].t;
+            }
+        if (tk)
+            target_json(&j, tk, &s, secs);
+    }
+    json_arr_end(&j);
+    if (run.zones)
+        zones_json(&j, in);
     json_key(&j, "intervals");
     intervals(&j, in->ws, 0, in->nw);
     prober_json(in->pr, &j);
@@ -207,9 +347,9 @@ void write_log(FILE *lf, struct worker *ws, int nw)
         for (unsigned k = 0; k < ws[i].nstreams; k++) {
             struct stream *s = &ws[i].streams[k];
             for (size_t n = 0; n < s->nlog; n++)
-                fprintf(lf, "%llu,%llu,%u,%c,%u,%d,%d\n", (unsigned long long)s->log[n].start_ns,
+                fprintf(lf, "%llu,%llu,%u,%c,%u,%d,%d,%d,%u\n", (unsigned long long)s->log[n].start_ns,
                         (unsigned long long)s->log[n].off, s->log[n].len, s->log[n].write ? 'W' : 'R',
-                        s->log[n].lat_ns, i + 1, run.qd);
+                        s->log[n].lat_ns, ws[i].id + 1, run.qd, run.runno, s->log[n].target + 1u);
             if (s->log_full)
                 fprintf(stderr, "iogen: warning: the request log of worker %d stopped at %zu rows (memory)\n", i + 1,
                         s->nlog);

@@ -93,24 +93,30 @@ static void next_io(struct stream *s, struct io *io, uint64_t now)
         s->burst_left = sp->line[s->line].burst;
     }
     const struct spec_line *ln = &sp->line[s->line];
+    /* the worker's targets in turn (Iometer spreads a worker's I/Os over its targets) */
+    unsigned ti = s->next_target;
+    s->next_target = ti + 1 == w->ntargets ? 0 : ti + 1;
+    struct wtarget *tg = &w->tg[ti];
+    io->target = (uint8_t)ti;
     io->line = (uint16_t)s->line;
     io->len = (uint32_t)ln->size;
     io->write = rnd(s) % 100 >= ln->read;
     uint64_t off;
-    if (rnd(s) % 100 < ln->random) {
+    io->random = rnd(s) % 100 < ln->random;
+    if (io->random) {
         uint64_t align = ln->align ? ln->align : run.lbs;
-        uint64_t positions = (w->region_len - ln->size) / align + 1;
+        uint64_t positions = (tg->region_len - ln->size) / align + 1;
         off = rnd(s) % positions * align;
-    } else { /* the worker's shared sequential position, advanced atomically */
-        uint64_t cur = atomic_load_explicit(&w->seq, memory_order_relaxed), nxt;
+    } else { /* the target's sequential position, shared by the worker's streams, advanced atomically */
+        uint64_t cur = atomic_load_explicit(&tg->seq, memory_order_relaxed), nxt;
         do {
-            off = cur + ln->size > w->region_len ? 0 : cur;
+            off = cur + ln->size > tg->region_len ? 0 : cur;
             nxt = off + ln->size;
-        } while (!atomic_compare_exchange_weak_explicit(&w->seq, &cur, nxt, memory_order_relaxed,
+        } while (!atomic_compare_exchange_weak_explicit(&tg->seq, &cur, nxt, memory_order_relaxed,
                                                         memory_order_relaxed));
     }
-    io->off = w->region_start + off;
-    if (io->off + io->len > w->t->size || io->off < w->region_start) {
+    io->off = tg->region_start + off;
+    if (io->off + io->len > tg->t->size || io->off < tg->region_start) {
         /* unreachable by construction; never write outside the target */
         fprintf(stderr, "iogen: internal error: offset %llu+%u outside the target\n",
                 (unsigned long long)io->off, io->len);
@@ -203,11 +209,52 @@ static bool complete(struct stream *s, struct io *io, uint64_t now)
                  io->res < 0 ? strerror((int)-io->res) : "short transfer");
         return false;
     }
+    uint64_t lat = (uint64_t)((double)(now - io->t_start) * tick_ns);
     atomic_fetch_add_explicit(&w->live_ios, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->live_bytes, io->len, memory_order_relaxed);
-    if (io->t_start < run.t_measure || now > run.t_end)
+    atomic_fetch_add_explicit(&w->live_lat_ns, lat, memory_order_relaxed);
+    uint64_t t_measure = atomic_load_explicit(&run.t_measure, memory_order_relaxed);
+    if (run.ramp_ios && t_measure == UINT64_MAX &&
+        atomic_fetch_add_explicit(&run.ramp_done, 1, memory_order_relaxed) + 1 == run.ramp_ios) {
+        /* --ramp-ios: this completion ends the ramp; the measured window starts now */
+        if (run.run_s > 0)
+            atomic_store(&run.t_end, now + (uint64_t)(run.run_s * tick_hz));
+        atomic_store(&run.t_measure, now);
         return true;
-    uint64_t lat = (uint64_t)((double)(now - io->t_start) * tick_ns);
+    }
+    if (io->t_start < t_measure || now > atomic_load_explicit(&run.t_end, memory_order_relaxed)) {
+        s->last_done = now;
+        return true;
+    }
+    if (!s->ival_end) /* the window began after the stream started (--ramp-ios) */
+        s->ival_end = t_measure + run.ival_ticks;
+    struct tstat *ts = &s->tst[io->target];
+    struct lstat *ls = &s->lst[io->line];
+    ls->ios++;
+    ls->reads += !io->write;
+    ls->random += io->random;
+    if (io->write) {
+        ts->writes++;
+        ts->bytes_w += io->len;
+        ts->wlat_sum += lat;
+        ts->wlat_max = lat > ts->wlat_max ? lat : ts->wlat_max;
+    } else {
+        ts->reads++;
+        ts->bytes_r += io->len;
+        ts->rlat_sum += lat;
+        ts->rlat_max = lat > ts->rlat_max ? lat : ts->rlat_max;
+    }
+    ts->lat_sum += lat;
+    ts->lat_max = lat > ts->lat_max ? lat : ts->lat_max;
+    if (run.zones) { /* the time since this stream's last completion belongs to this I/O's zone */
+        const struct wtarget *tg = &s->w->tg[io->target];
+        uint64_t z = (io->off - tg->region_start) * run.zones / tg->region_len;
+        struct zstat *zs = &s->zst[io->target * run.zones + (z < run.zones ? z : run.zones - 1)];
+        uint64_t from = s->last_done > t_measure ? s->last_done : t_measure;
+        zs->bytes += io->len;
+        zs->ticks += now > from ? now - from : 0;
+    }
+    s->last_done = now;
     atomic_fetch_add_explicit(&w->meas_ios, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->meas_bytes, io->len, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->meas_lat_ns, lat, memory_order_relaxed);
@@ -234,9 +281,9 @@ static bool complete(struct stream *s, struct io *io, uint64_t now)
             s->log = n;
             s->clog = c;
         }
-        s->log[s->nlog++] = (struct logrec){ (uint64_t)((double)(io->t_start - run.t_measure) * tick_ns),
+        s->log[s->nlog++] = (struct logrec){ (uint64_t)((double)(io->t_start - t_measure) * tick_ns),
                                              io->off, io->len, (uint32_t)(lat > UINT32_MAX ? UINT32_MAX : lat),
-                                             io->write };
+                                             io->write, io->target };
     }
     return true;
 }
@@ -260,7 +307,7 @@ static void *run_stream(void *arg)
         return NULL;
     }
     struct engine e = { .ops = opt.engine, .opts = &opt.eng };
-    if (e.ops->init(&e, w->t->fd, s->slots, s->nslots, w->bufsize, w->err, sizeof w->err) != 0) {
+    if (e.ops->init(&e, w->fds, w->ntargets, s->slots, s->nslots, w->bufsize, w->err, sizeof w->err) != 0) {
         fail(s);
         atomic_store(&s->done, true);
         return NULL;
@@ -317,13 +364,17 @@ static void *run_stream(void *arg)
         if (atomic_load(&w->failed) && !inflight)
             break;
     }
-    close_intervals(s, run.t_end);
+    uint64_t t_end = run.t_end;
+    if (s->ival_end)
+        close_intervals(s, t_end == UINT64_MAX ? ticks() : t_end);
     /* for a kernel-path trace (osmeter run --kernel-paths): this thread's
-     * measured window and its report intervals, in ticks and ticks per second */
-    uint64_t t_stop = ticks();
-    osm_trace_marker("osm_io %d %llu %llu %llu %.17g", osm_gettid(), (unsigned long long)run.t_measure,
-                     (unsigned long long)(t_stop < run.t_end ? t_stop : run.t_end),
-                     (unsigned long long)run.ival_ticks, tick_hz);
+     * measured window and its report intervals, in ticks and ticks per second
+     * (none when the measured part never began: --ramp-ios not reached) */
+    uint64_t t_stop = ticks(), t_from = run.t_measure;
+    if (t_from != UINT64_MAX)
+        osm_trace_marker("osm_io %d %llu %llu %llu %.17g", osm_gettid(), (unsigned long long)t_from,
+                         (unsigned long long)(t_stop < t_end ? t_stop : t_end),
+                         (unsigned long long)run.ival_ticks, tick_hz);
     free(free_slots);
     free(done);
     e.ops->exit(&e);
@@ -345,16 +396,31 @@ static void fill_buffer(char *b, size_t n, enum data_pattern p, uint64_t seed)
     }
 }
 
-static void setup_worker(struct worker *w, int i, const struct job *job, struct target *t, unsigned qd_override)
+/* Worker i of the job for a run: its spec of this step (sized when
+ * cycling sizes), its targets and their regions, its buffers and streams. */
+static void setup_worker(struct worker *w, int i, const struct job *job, struct target *ts, const struct run_params *p)
 {
     w->id = i;
     w->cfg = &job->workers[i];
-    w->spec = &job->specs[w->cfg->spec];
-    w->t = t;
-    w->qd = qd_override ? qd_override : (w->cfg->outstanding ? w->cfg->outstanding : 1);
-    w->region_start = w->cfg->start_bytes;
-    w->region_len = w->cfg->max_bytes ? w->cfg->max_bytes : t->size - w->region_start;
-    w->region_len -= w->region_len % t->lbs;
+    w->spec = &job->specs[w->cfg->spec[p->step]];
+    if (p->size) { /* --cycle-size: every line moves this many bytes */
+        w->sized = *w->spec;
+        for (int k = 0; k < w->sized.nlines; k++)
+            w->sized.line[k].size = p->size;
+        w->spec = &w->sized;
+    }
+    w->ntargets = (unsigned)p->ntargets;
+    for (unsigned k = 0; k < w->ntargets; k++) {
+        struct wtarget *tg = &w->tg[k];
+        struct target *t = &ts[k];
+        tg->t = t;
+        w->fds[k] = t->fd;
+        tg->region_start = w->cfg->start_bytes;
+        tg->region_len = w->cfg->max_bytes ? w->cfg->max_bytes : t->size - tg->region_start;
+        tg->region_len -= tg->region_len % t->lbs;
+    }
+    unsigned per_target = p->qd ? p->qd : (w->cfg->outstanding ? w->cfg->outstanding : 1);
+    w->qd = per_target * w->ntargets; /* Iometer's outstanding I/Os are per target */
     size_t maxsz = 0;
     for (int k = 0; k < w->spec->nlines; k++)
         if (w->spec->line[k].size > maxsz)
@@ -375,10 +441,16 @@ static void setup_worker(struct worker *w, int i, const struct job *job, struct 
         s->idx = k;
         s->slots = w->slots + (size_t)k * per;
         s->nslots = per;
+        s->next_target = k % w->ntargets; /* one-request streams (psync) start on different targets */
+        s->tst = calloc(w->ntargets, sizeof *s->tst);
+        s->lst = calloc((size_t)w->spec->nlines, sizeof *s->lst);
+        s->zst = run.zones ? calloc((size_t)w->ntargets * run.zones, sizeof *s->zst) : NULL;
+        if (!s->tst || !s->lst || (run.zones && !s->zst))
+            osm_die("out of memory");
         for (unsigned j = 0; j < per; j++) /* a slot's number is its place in its stream */
             s->slots[j] = (struct io){ .buf = w->bufs + ((size_t)k * per + j) * w->bufsize, .slot = j };
         uint64_t seed = (w->cfg->fixed_seed ? w->cfg->seed : opt.seed) * 0x9E3779B97F4A7C15ull;
-        s->rng = (seed ^ ((uint64_t)(i + 1) << 32) ^ (k + 1)) | 1;
+        s->rng = (seed ^ ((uint64_t)(i + 1) << 32) ^ (k + 1) ^ ((uint64_t)p->step << 48)) | 1;
         hist_clear(&s->all);
         hist_clear(&s->rd);
         hist_clear(&s->wr);
@@ -422,23 +494,27 @@ static void wait_start_at(void)
         ;
 }
 
-int one_run(const struct job *job, struct target *t, unsigned qd_override, struct run_result *out)
+int one_run(const struct job *job, struct target *ts, const struct run_params *p, struct run_result *out)
 {
-    int nw = job->nworkers;
-    struct worker *ws = calloc((size_t)nw, sizeof *ws);
+    struct worker *ws = calloc((size_t)p->nworkers, sizeof *ws);
     if (!ws)
         osm_die("out of memory");
     memset(out, 0, sizeof *out);
     out->job = job;
+    out->p = *p;
     out->ws = ws;
+    out->t = &ts[0];
+    run.runno++;
+    /* the first nworkers workers, less those with no spec at this step of the list (Iometer leaves them idle) */
+    int nw = 0;
+    for (int i = 0; i < p->nworkers; i++)
+        if (job->workers[i].nspec > p->step)
+            setup_worker(&ws[nw++], i, job, ts, p);
     out->nw = nw;
-    out->t = t;
-    run.qd = qd_override ? (int)qd_override : (int)job->workers[0].outstanding;
+    run.qd = (int)(ws[0].qd / ws[0].ntargets);
     unsigned total_streams = 0;
-    for (int i = 0; i < nw; i++) {
-        setup_worker(&ws[i], i, job, t, qd_override);
+    for (int i = 0; i < nw; i++)
         total_streams += ws[i].nstreams;
-    }
     run.rate_per_stream = opt.rate > 0 ? opt.rate / total_streams : 0;
     atomic_store(&run.stop, 0);
     atomic_store(&run.issued, 0);
@@ -447,14 +523,19 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
     clock_gettime(CLOCK_REALTIME, &rt);
     uint64_t now = ticks();
     out->start_unix = (double)rt.tv_sec + rt.tv_nsec * 1e-9;
-    run.t_measure = now + (uint64_t)(job->ramp_s * tick_hz);
+    /* a ramp by time, or (--ramp-ios) until so many I/Os completed: then the first measured instant is unknown
+     * until the last ramp I/O comes back (complete() sets it) */
+    run.ramp_ios = opt.ramp_ios;
+    run.run_s = job->run_s;
+    atomic_store(&run.ramp_done, 0);
+    run.t_measure = run.ramp_ios ? UINT64_MAX : now + (uint64_t)(job->ramp_s * tick_hz);
     /* a time limit, a count (--transactions) or both: the run ends at the first */
     run.count_stop = false;
-    run.t_end = job->run_s > 0 ? run.t_measure + (uint64_t)(job->run_s * tick_hz) : UINT64_MAX;
+    run.t_end = job->run_s > 0 && !run.ramp_ios ? run.t_measure + (uint64_t)(job->run_s * tick_hz) : UINT64_MAX;
     run.ival_ticks = opt.interval_s > 0 ? (uint64_t)(opt.interval_s * tick_hz) : 0;
     for (int i = 0; i < nw; i++)
         for (unsigned k = 0; k < ws[i].nstreams; k++)
-            ws[i].streams[k].ival_end = run.t_measure + run.ival_ticks;
+            ws[i].streams[k].ival_end = run.ramp_ios ? 0 : run.t_measure + run.ival_ticks;
 
     for (int i = 0; i < nw; i++)
         for (unsigned k = 0; k < ws[i].nstreams; k++) {
@@ -468,15 +549,21 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
             s->started = true;
         }
 
-    bool live = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+    /* on a terminal: the one-line status every half second, or (--live) per-worker bars every second;
+     * never in a pipe */
+    bool bars = opt.live && isatty(STDERR_FILENO);
+    bool live = !bars && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
     bool measuring = false;
     run.steady_stop = false;
     double period = opt.interval_s > 0 ? opt.interval_s : 1.0;
-    uint64_t period_ticks = (uint64_t)(period * tick_hz), next_sample = run.t_measure + period_ticks;
+    uint64_t period_ticks = (uint64_t)(period * tick_hz), next_sample = 0;
     uint64_t prev[3] = { 0, 0, 0 };
     if (opt.steady.on)
         steady_start(&opt.steady, period);
     uint64_t last_ios = 0, last_bytes = 0;
+    uint64_t *lios = calloc((size_t)nw * 3, sizeof *lios); /* --live: each worker's last counts */
+    if (!lios)
+        osm_die("out of memory");
     double total = job->run_s > 0 ? job->ramp_s + job->run_s : 0;
     uint64_t start = now, last_disp = now;
     /* wait for every stream to say it is done; each thread is joined once, after */
@@ -484,13 +571,14 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
         now = ticks();
         if (!measuring && now >= run.t_measure) {
             getrusage(RUSAGE_SELF, &out->ru0);
-            const char *dev = strrchr(t->device, '/');
+            next_sample = run.t_measure + period_ticks;
+            const char *dev = strrchr(ts[0].device, '/');
             out->pr = prober_start(opt.interval_s > 0 ? opt.interval_s : 1.0, dev ? dev + 1 : "");
             measuring = true;
         }
         if (interrupted)
             atomic_store(&run.stop, 1);
-        if (opt.steady.on && now >= next_sample && !run.steady_stop) {
+        if (opt.steady.on && measuring && now >= next_sample && !run.steady_stop) {
             uint64_t cur[3] = { 0, 0, 0 };
             for (int i = 0; i < nw; i++) {
                 cur[0] += atomic_load(&ws[i].meas_ios);
@@ -506,6 +594,11 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
             memcpy(prev, cur, sizeof prev);
             next_sample += period_ticks;
         }
+        if (bars && (double)(now - last_disp) * tick_ns >= 1e9) {
+            live_frame(stderr, ws, nw, lios, lios + nw, lios + 2 * nw, (double)(now - last_disp) * tick_ns * 1e-9,
+                       (double)(now - start) * tick_ns * 1e-9, total);
+            last_disp = now;
+        }
         if (live && (double)(now - last_disp) * tick_ns >= 5e8) {
             display(ws, nw, &last_ios, &last_bytes, (double)(now - last_disp) * tick_ns * 1e-9,
                     (double)(now - start) * tick_ns * 1e-9, total);
@@ -519,12 +612,16 @@ int one_run(const struct job *job, struct target *t, unsigned qd_override, struc
             if (ws[i].streams[k].started)
                 pthread_join(ws[i].streams[k].th, NULL);
     uint64_t end = ticks();
+    free(lios);
+    out->ramp_s = (double)((run.t_measure < end ? run.t_measure : end) - start) / tick_hz;
     if (!measuring)
         getrusage(RUSAGE_SELF, &out->ru0);
     getrusage(RUSAGE_SELF, &out->ru1);
     prober_stop(out->pr);
     if (live)
         fputs("\r\033[K", stderr);
+    if (bars)
+        live_frame(stderr, NULL, 0, NULL, NULL, NULL, 0, 0, 0); /* the bars cleared */
 
     int rc = 0;
     for (int i = 0; i < nw; i++)
@@ -559,6 +656,9 @@ void run_free(struct run_result *r)
             free(s->ivals);
             free(s->ival_bytes);
             free(s->log);
+            free(s->tst);
+            free(s->lst);
+            free(s->zst);
         }
         free(r->ws[i].streams);
         free(r->ws[i].slots);

@@ -19,6 +19,33 @@ void job_init(struct job *job)
     memset(job, 0, sizeof *job);
 }
 
+int job_steps(const struct job *job)
+{
+    int most = 0;
+    for (int i = 0; i < job->nworkers; i++)
+        if (job->workers[i].nspec > most)
+            most = job->workers[i].nspec;
+    return most;
+}
+
+int cycle_values(const struct cycle *c, uint64_t all, uint64_t dflt, uint64_t *out, int max)
+{
+    if (!c->on) {
+        out[0] = dflt;
+        return 1;
+    }
+    uint64_t end = c->end ? c->end : all;
+    int n = 0;
+    for (uint64_t v = c->start; v <= end && n < max;) {
+        out[n++] = v;
+        uint64_t next = c->exponential ? v * c->step : v + c->step;
+        if (next <= v || (c->exponential && next / c->step != v)) /* no wrap */
+            break;
+        v = next;
+    }
+    return n;
+}
+
 int spec_find(const struct job *job, const char *name)
 {
     for (int i = 0; i < job->nspecs; i++)
@@ -170,6 +197,19 @@ const char *spec_qd_check(unsigned start, unsigned end, unsigned step, bool expo
     return NULL;
 }
 
+const char *cycle_check(const struct cycle *c, bool sizes)
+{
+    if (c->start < 1)
+        return "the cycle starts at 0; it must start at 1 or more";
+    if ((c->end || sizes) && c->end < c->start)
+        return "the cycle ends below its start";
+    if (c->step < 1)
+        return "the cycle's step is 0; it must be at least 1";
+    if (c->exponential && c->step < 2)
+        return "an exponential cycle needs a step (factor) of at least 2";
+    return NULL;
+}
+
 /* ---- JSON ----------------------------------------------------------------- */
 
 static const char *pattern_name(enum data_pattern p)
@@ -226,8 +266,8 @@ void job_print_json(const struct job *job, FILE *f)
         json_obj(&j);
         json_kstr(&j, "name", w->name);
         json_key(&j, "spec");
-        if (w->spec >= 0 && w->spec < job->nspecs)
-            json_str(&j, job->specs[w->spec].name);
+        if (w->nspec > 0 && w->spec[0] >= 0 && w->spec[0] < job->nspecs)
+            json_str(&j, job->specs[w->spec[0]].name);
         else
             json_null(&j);
         json_kuint(&j, "outstanding", w->outstanding);
@@ -236,9 +276,35 @@ void job_print_json(const struct job *job, FILE *f)
         json_kstr(&j, "pattern", pattern_name(w->pattern));
         json_kbool(&j, "fixed_seed", w->fixed_seed);
         json_kuint(&j, "seed", w->seed);
+        json_key(&j, "specs"); /* every spec it runs, in order (the first is "spec") */
+        json_arr(&j);
+        for (int k = 0; k < w->nspec; k++)
+            if (w->spec[k] >= 0 && w->spec[k] < job->nspecs)
+                json_str(&j, job->specs[w->spec[k]].name);
+        json_arr_end(&j);
+        json_key(&j, "targets");
+        json_arr(&j);
+        for (int k = 0; k < w->ntarget; k++)
+            json_str(&j, w->target[k]);
+        json_arr_end(&j);
         json_obj_end(&j);
     }
     json_arr_end(&j);
+    static const char *const cname[] = { "cycle_workers", "cycle_targets", "cycle_size" };
+    const struct cycle *cyc[] = { &job->cycle_workers, &job->cycle_targets, &job->cycle_size };
+    for (int c = 0; c < 3; c++) {
+        json_key(&j, cname[c]);
+        if (!cyc[c]->on) {
+            json_null(&j);
+            continue;
+        }
+        json_obj(&j);
+        json_kuint(&j, "start", cyc[c]->start);
+        json_kuint(&j, "end", cyc[c]->end);
+        json_kuint(&j, "step", cyc[c]->step);
+        json_kbool(&j, "exponential", cyc[c]->exponential);
+        json_obj_end(&j);
+    }
     json_obj_end(&j);
     json_line_end(&j, "the job");
 }

@@ -17,8 +17,8 @@ struct icf {
     int reply_line[SPEC_MAX_SPECS]; /* the first line with a reply size, 0 if none */
     uint64_t reply[SPEC_MAX_SPECS];
     int line_at[SPEC_MAX_LINES];    /* file lines of the spec being read */
-    char assigned[SPEC_MAX_WORKERS][SPEC_NAME_LEN];
-    int assigned_line[SPEC_MAX_WORKERS];
+    char assigned[SPEC_MAX_WORKERS][SPEC_MAX_ASSIGNED][SPEC_NAME_LEN];
+    int assigned_line[SPEC_MAX_WORKERS][SPEC_MAX_ASSIGNED];
     int worker_line[SPEC_MAX_WORKERS];
     unsigned sections;              /* bit per section seen */
 };
@@ -27,7 +27,30 @@ static const char *const test_types[] = {
     "NORMAL", "CYCLE_TARGETS", "CYCLE_WORKERS", "INCREMENT_TARGETS_PARALLEL", "INCREMENT_TARGETS_SERIAL",
     "CYCLE_WORKERS_AND_TARGETS", "CYCLE_OUTSTANDING_IOS", "CYCLE_OUTSTANDING_IOS_AND_TARGETS",
 };
-enum { TEST_NORMAL = 0, TEST_CYCLE_OUTSTANDING_IOS = 6 };
+enum {
+    TEST_NORMAL = 0, TEST_CYCLE_TARGETS = 1, TEST_CYCLE_WORKERS = 2, TEST_CYCLE_WORKERS_AND_TARGETS = 5,
+    TEST_CYCLE_OUTSTANDING_IOS = 6, TEST_CYCLE_OUTSTANDING_IOS_AND_TARGETS = 7
+};
+
+/* 'Worker Cycling and 'Disk Cycling: start step LINEAR|EXPONENTIAL (no end: all there are). */
+static int icf_cycle3(struct rd *r, char **f, const char *what, struct cycle *c)
+{
+    char w[96];
+    snprintf(w, sizeof w, "%s start", what);
+    if (rd_num(r, f[0], w, false, 65536, &c->start))
+        return -1;
+    snprintf(w, sizeof w, "%s step", what);
+    if (rd_num(r, f[1], w, false, 65536, &c->step))
+        return -1;
+    if (strcasecmp(f[2], "LINEAR") == 0 || strcmp(f[2], "0") == 0)
+        c->exponential = false;
+    else if (strcasecmp(f[2], "EXPONENTIAL") == 0 || strcmp(f[2], "1") == 0)
+        c->exponential = true;
+    else
+        return rd_fail(r, "%s step type: expected LINEAR or EXPONENTIAL, found '%s'", what, f[2]);
+    c->end = 0;
+    return 0;
+}
 
 static const char *const sections[] = {"'TEST SETUP", "'RESULTS DISPLAY", "'ACCESS SPECIFICATIONS",
                                        "'MANAGER LIST"};
@@ -146,7 +169,8 @@ static int icf_test_setup(struct rd *r, struct job *job)
     static const char S[] = "TEST SETUP", E[] = "'END test setup";
     unsigned qd[3] = {0, 0, 0};
     bool qd_exp = false;
-    int qd_line = 0, test_type = TEST_NORMAL;
+    int qd_line = 0, test_type = TEST_NORMAL, wc_line = 0, dc_line = 0;
+    struct cycle wc = {0}, dc = {0};
     const char *h, *v;
     char *f[4];
     for (;;) {
@@ -182,12 +206,16 @@ static int icf_test_setup(struct rd *r, struct job *job)
                 return -1;
             if (strcasecmp(v, "NUMBER_OF_CPUS") != 0 && rd_num(r, v, "disk workers to spawn", false, UINT32_MAX, &n))
                 return -1;
-        } else if (hdr_is(h, "'Default Network Workers to Spawn") || hdr_is(h, "'Record Results") ||
-                   hdr_is(h, "'Worker Cycling") || hdr_is(h, "'Disk Cycling")) {
-            /* Display and recording settings, and the cycling of workers and
-             * targets, which only unsupported test types use. */
+        } else if (hdr_is(h, "'Default Network Workers to Spawn") || hdr_is(h, "'Record Results")) {
+            /* display and recording settings */
             if (icf_value(r, S, E, h, &v))
                 return -1;
+        } else if (hdr_is(h, "'Worker Cycling") || hdr_is(h, "'Disk Cycling")) {
+            bool workers = hdr_is(h, "'Worker Cycling");
+            if (icf_fields(r, S, E, h, ' ', f, 3) ||
+                icf_cycle3(r, f, workers ? "worker cycling" : "disk cycling", workers ? &wc : &dc))
+                return -1;
+            *(workers ? &wc_line : &dc_line) = r->lineno;
         } else if (hdr_is(h, "'Queue Depth Cycling")) {
             if (icf_fields(r, S, E, h, ' ', f, 4))
                 return -1;
@@ -213,16 +241,33 @@ static int icf_test_setup(struct rd *r, struct job *job)
                     test_type = i;
             if (test_type < 0)
                 return rd_fail(r, "unknown Test Type '%s'", v);
-            if (test_type != TEST_NORMAL && test_type != TEST_CYCLE_OUTSTANDING_IOS)
-                return rd_fail(r, "Test Type %s is not supported: osmeter runs the workers the file lists, "
-                               "and cycles only outstanding I/Os", test_types[test_type]);
+            if (test_type == 3 || test_type == 4)
+                return rd_fail(r, "Test Type %s is not supported: osmeter cycles the number of workers, of "
+                               "targets and of outstanding I/Os, but does not add targets to workers one by one",
+                               test_types[test_type]);
         } else {
             return rd_fail(r, "unknown header %s in the TEST SETUP section", h);
         }
     }
-    if (test_type == TEST_CYCLE_OUTSTANDING_IOS) {
+    bool cyc_w = test_type == TEST_CYCLE_WORKERS || test_type == TEST_CYCLE_WORKERS_AND_TARGETS;
+    bool cyc_t = test_type == TEST_CYCLE_TARGETS || test_type == TEST_CYCLE_WORKERS_AND_TARGETS ||
+                 test_type == TEST_CYCLE_OUTSTANDING_IOS_AND_TARGETS;
+    for (int k = 0; k < 2; k++) {
+        struct cycle *c = k ? &dc : &wc;
+        int line = k ? dc_line : wc_line;
+        if (!(k ? cyc_t : cyc_w))
+            continue;
+        if (!line)
+            return rd_fail(r, "Test Type %s needs a '%s Cycling line", test_types[test_type], k ? "Disk" : "Worker");
+        if (c->start < 1 || c->step < 1 || (c->exponential && c->step < 2))
+            return rd_fail_at(r, line, "%s cycling: the start and the step must be at least 1 (2 for an exponential "
+                              "step)", k ? "disk" : "worker");
+        c->on = true;
+        *(k ? &job->cycle_targets : &job->cycle_workers) = *c;
+    }
+    if (test_type == TEST_CYCLE_OUTSTANDING_IOS || test_type == TEST_CYCLE_OUTSTANDING_IOS_AND_TARGETS) {
         if (!qd_line)
-            return rd_fail(r, "Test Type CYCLE_OUTSTANDING_IOS needs a 'Queue Depth Cycling line");
+            return rd_fail(r, "Test Type %s needs a 'Queue Depth Cycling line", test_types[test_type]);
         const char *bad = spec_qd_check(qd[0], qd[1], qd[2], qd_exp);
         if (bad)
             return rd_fail_at(r, qd_line, "%s", bad);
@@ -402,28 +447,49 @@ static int icf_assigned_specs(struct rd *r, struct icf *c, int wi, const char *w
             return 0;
         if (r->text[0] == '\'')
             return rd_fail(r, "expected an access spec name or %s, found %s", E, r->text);
-        if (c->assigned_line[wi])
-            return rd_fail(r, "worker '%s' is assigned more than one access spec ('%s' and '%s'); "
-                           "osmeter supports only one spec per worker",
-                        worker, c->assigned[wi], r->text);
-        if (rd_copy_name(r, c->assigned[wi], sizeof c->assigned[wi], r->text, "access spec name"))
+        int k = 0;
+        while (k < SPEC_MAX_ASSIGNED && c->assigned_line[wi][k])
+            k++;
+        if (k == SPEC_MAX_ASSIGNED)
+            return rd_fail(r, "worker '%s' is assigned more than %d access specs", worker, SPEC_MAX_ASSIGNED);
+        if (rd_copy_name(r, c->assigned[wi][k], sizeof c->assigned[wi][k], r->text, "access spec name"))
             return -1;
-        c->assigned_line[wi] = r->lineno;
+        c->assigned_line[wi][k] = r->lineno;
     }
     return n < 0 ? -1 : truncated(r, S, E);
 }
 
-/* Targets are ignored: the target comes from the command line. */
-static int icf_skip_targets(struct rd *r)
+/* The targets' names are kept (for --save-icf), never opened: what is read
+ * and written comes from the command line. Each is 'Target NAME, then
+ * 'Target type and any other settings, up to 'End target. */
+static int icf_targets(struct rd *r, struct worker_cfg *w)
 {
     static const char S[] = "MANAGER LIST", E[] = "'End target assignments";
     int n;
+    bool in_target = false;
     while ((n = rd_next(r)) > 0) {
         if (hdr_is(r->text, E))
-            return 0;
+            return in_target ? rd_fail(r, "%s inside a target (no 'End target before it)", E) : 0;
         if (hdr_is(r->text, "'End worker") || hdr_is(r->text, "'End manager") ||
             hdr_is(r->text, "'END manager list") || is_section_start(r->text))
             return rd_fail(r, "%s inside the target assignments (no %s before it)", r->text, E);
+        if (hdr_is(r->text, "'Target")) {
+            const char *v;
+            if (in_target)
+                return rd_fail(r, "'Target inside a target (no 'End target before it)");
+            if (icf_value(r, S, E, "'Target", &v))
+                return -1;
+            if (w->ntarget == SPEC_MAX_TARGETS)
+                return rd_fail(r, "worker '%s' has more than %d targets", w->name, SPEC_MAX_TARGETS);
+            if (rd_copy_name(r, w->target[w->ntarget], sizeof w->target[0], v, "target name"))
+                return -1;
+            w->ntarget++;
+            in_target = true;
+        } else if (hdr_is(r->text, "'End target")) {
+            if (!in_target)
+                return rd_fail(r, "'End target without a 'Target");
+            in_target = false;
+        }
     }
     return n < 0 ? -1 : truncated(r, S, E);
 }
@@ -463,7 +529,7 @@ static int icf_worker(struct rd *r, struct icf *c, struct job *job)
             if (icf_assigned_specs(r, c, wi, w->name))
                 return -1;
         } else if (hdr_is(h, "'Target assignments")) {
-            if (icf_skip_targets(r))
+            if (icf_targets(r, w))
                 return -1;
         } else {
             return rd_fail(r, "unknown header %s in worker '%s'", h, w->name);
@@ -471,7 +537,7 @@ static int icf_worker(struct rd *r, struct icf *c, struct job *job)
     }
     if (!typed)
         return rd_fail_at(r, c->worker_line[wi], "worker '%s' has no 'Worker type", w->name);
-    if (!c->assigned_line[wi])
+    if (!c->assigned_line[wi][0])
         return rd_fail_at(r, c->worker_line[wi], "worker '%s' has no assigned access spec", w->name);
     return 0;
 }
@@ -527,28 +593,32 @@ static int icf_assign(struct rd *r, struct icf *c, struct job *job)
 {
     for (int wi = 0; wi < job->nworkers; wi++) {
         struct worker_cfg *w = &job->workers[wi];
-        const char *name = c->assigned[wi];
-        int line = c->assigned_line[wi];
-        int si = spec_find(job, name);
-        if (si < 0 && strcmp(name, "Idle") == 0)
-            return rd_fail_at(r, line, "worker '%s' is assigned Iometer's Idle spec; osmeter has no idle "
-                                    "workers: leave the worker out", w->name);
-        if (si < 0)
-            return rd_fail_at(r, line, "worker '%s' is assigned access spec '%s', which the file does not define",
-                           w->name, name);
-        if (c->reply_line[si])
-            return rd_fail_at(r, line, "worker '%s' is assigned access spec '%s', which has a reply size of "
-                                    "%llu bytes (line %d): reply size is a network feature; osmeter's disk "
-                                    "generator does not support it",
-                           w->name, name, (unsigned long long)c->reply[si], c->reply_line[si]);
-        w->spec = si;
+        w->nspec = 0;
+        for (int k = 0; k < SPEC_MAX_ASSIGNED && c->assigned_line[wi][k]; k++) {
+            const char *name = c->assigned[wi][k];
+            int line = c->assigned_line[wi][k];
+            int si = spec_find(job, name);
+            if (si < 0 && strcmp(name, "Idle") == 0)
+                return rd_fail_at(r, line, "worker '%s' is assigned Iometer's Idle spec; osmeter has no idle "
+                                        "workers: leave the worker out", w->name);
+            if (si < 0)
+                return rd_fail_at(r, line, "worker '%s' is assigned access spec '%s', which the file does not "
+                                        "define", w->name, name);
+            if (c->reply_line[si])
+                return rd_fail_at(r, line, "worker '%s' is assigned access spec '%s', which has a reply size of "
+                                        "%llu bytes (line %d): reply size is a network feature; osmeter's disk "
+                                        "generator does not support it",
+                               w->name, name, (unsigned long long)c->reply[si], c->reply_line[si]);
+            w->spec[w->nspec++] = si;
+        }
     }
     return 0;
 }
 
 int icf_parse_file(const char *path, struct job *job, char *err, size_t errlen)
 {
-    struct icf c = {0};
+    static struct icf c; /* 130 KiB: off the stack */
+    memset(&c, 0, sizeof c);
     struct rd r;
     job_init(job);
     if (rd_open(&r, path, err, errlen))
@@ -606,4 +676,131 @@ int icf_parse_file(const char *path, struct job *job, char *err, size_t errlen)
     if (rc)
         job_init(job);
     return rc;
+}
+
+/* ---- writing: --save-icf ------------------------------------------------- */
+
+static const char *cycle_type(bool exponential)
+{
+    return exponential ? "EXPONENTIAL" : "LINEAR";
+}
+
+void icf_write_spec(FILE *f, const struct spec *s)
+{
+    fprintf(f, "'Access specification name,default assignment\n\t%s,NONE\n", s->name);
+    fprintf(f, "'size,%% of size,%% reads,%% random,delay,burst,align,reply\n");
+    for (int k = 0; k < s->nlines; k++) {
+        const struct spec_line *l = &s->line[k];
+        fprintf(f, "\t%llu,%u,%u,%u,%u,%u,%llu,%llu\n", (unsigned long long)l->size, l->access, l->read, l->random,
+                l->delay_ms, l->burst, (unsigned long long)l->align, (unsigned long long)l->reply);
+    }
+}
+
+/* A name the reader would take for something else: a header ('...), or one with blanks at its ends. */
+static bool unwritable(const char *name)
+{
+    size_t n = strlen(name);
+    return name[0] == '\'' || (n && (isspace((unsigned char)name[0]) || isspace((unsigned char)name[n - 1])));
+}
+
+int icf_test_type(const struct job *job)
+{
+    bool w = job->cycle_workers.on, t = job->cycle_targets.on, q = job->cycle_qd;
+    if (w && q)
+        return -1;
+    return q ? (t ? TEST_CYCLE_OUTSTANDING_IOS_AND_TARGETS : TEST_CYCLE_OUTSTANDING_IOS)
+             : w ? (t ? TEST_CYCLE_WORKERS_AND_TARGETS : TEST_CYCLE_WORKERS)
+             : t ? TEST_CYCLE_TARGETS : TEST_NORMAL;
+}
+
+int icf_write(const struct job *job, const char *const *targets, int ntargets, FILE *f, char *err, size_t errlen)
+{
+    /* what the format cannot hold is refused, never dropped: the file must read back as this job */
+    const char *why = NULL;
+    int type = icf_test_type(job);
+    if (job->run_s != (double)(uint64_t)job->run_s || job->ramp_s != (double)(uint64_t)job->ramp_s)
+        why = "an .icf holds whole seconds of run and ramp time";
+    else if (job->transactions)
+        why = "an .icf has no count of transactions (give a --time instead)";
+    else if (job->cycle_size.on)
+        why = "an .icf has no transfer size cycling (iogen's --cycle-size)";
+    else if (type < 0)
+        why = "an .icf cannot cycle both workers and outstanding I/Os";
+    else if ((job->cycle_workers.on && job->cycle_workers.end && job->cycle_workers.end != (uint64_t)job->nworkers) ||
+             (job->cycle_targets.on && job->cycle_targets.end && job->cycle_targets.end != (uint64_t)ntargets))
+        why = "an .icf cycles workers and targets up to all there are: give no other end";
+    else if (strchr(job->description, '\n') || unwritable(job->description))
+        why = "the description cannot be written as an .icf value line";
+    for (int i = 0; !why && i < job->nspecs; i++)
+        if (unwritable(job->specs[i].name) || !job->specs[i].name[0])
+            why = "an access specification's name starts with ' or a blank";
+    for (int i = 0; !why && i < job->nworkers; i++) {
+        const struct worker_cfg *w = &job->workers[i];
+        if (unwritable(w->name) || !w->name[0])
+            why = "a worker's name is empty or starts with ' or a blank";
+        else if (w->max_bytes % 512 || w->start_bytes % 512)
+            why = "an .icf counts a worker's region in 512-byte sectors: its size and start must be multiples of 512";
+        for (int k = 0; !why && k < (targets ? ntargets : w->ntarget); k++)
+            if (unwritable(targets ? targets[k] : w->target[k]))
+                why = "a target's name starts with ' or a blank";
+    }
+    if (why) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    uint64_t run = (uint64_t)job->run_s;
+    fprintf(f, "Version 1.1.0 \n");
+    fprintf(f, "'TEST SETUP ====================================================================\n");
+    fprintf(f, "'Test Description\n\t%s\n", job->description);
+    fprintf(f, "'Run Time\n'\thours      minutes    seconds\n\t%-10llu %-10llu %llu\n", (unsigned long long)(run / 3600),
+            (unsigned long long)(run / 60 % 60), (unsigned long long)(run % 60));
+    fprintf(f, "'Ramp Up Time (s)\n\t%llu\n", (unsigned long long)job->ramp_s);
+    fprintf(f, "'Default Disk Workers to Spawn\n\t%d\n'Default Network Workers to Spawn\n\t0\n", job->nworkers);
+    fprintf(f, "'Record Results\n\tALL\n");
+    const struct cycle *cw = &job->cycle_workers, *ct = &job->cycle_targets;
+    fprintf(f, "'Worker Cycling\n'\tstart      step       step type\n\t%-10llu %-10llu %s\n",
+            (unsigned long long)(cw->on ? cw->start : 1), (unsigned long long)(cw->on ? cw->step : 1),
+            cycle_type(cw->on && cw->exponential));
+    fprintf(f, "'Disk Cycling\n'\tstart      step       step type\n\t%-10llu %-10llu %s\n",
+            (unsigned long long)(ct->on ? ct->start : 1), (unsigned long long)(ct->on ? ct->step : 1),
+            cycle_type(ct->on && ct->exponential));
+    fprintf(f, "'Queue Depth Cycling\n'\tstart      end        step       step type\n\t%-10u %-10u %-10u %s\n",
+            job->cycle_qd ? job->qd_start : 1, job->cycle_qd ? job->qd_end : 1, job->cycle_qd ? job->qd_step : 1,
+            cycle_type(job->cycle_qd && job->qd_exponential));
+    fprintf(f, "'Test Type\n\t%s\n'END test setup\n", test_types[type]);
+    fprintf(f, "'RESULTS DISPLAY ===============================================================\n");
+    fprintf(f, "'END results display\n");
+    fprintf(f, "'ACCESS SPECIFICATIONS =========================================================\n");
+    for (int i = 0; i < job->nspecs; i++)
+        icf_write_spec(f, &job->specs[i]);
+    fprintf(f, "'END access specifications\n");
+    fprintf(f, "'MANAGER LIST ==================================================================\n");
+    if (job->nworkers) {
+        fprintf(f, "'Manager ID, manager name\n\t1,iogen\n'Manager network address\n\n");
+        for (int i = 0; i < job->nworkers; i++) {
+            const struct worker_cfg *w = &job->workers[i];
+            fprintf(f, "'Worker\n\t%s\n'Worker type\n\tDISK\n", w->name);
+            fprintf(f, "'Default target settings for worker\n");
+            fprintf(f, "'Number of outstanding IOs,test connection rate,transactions per connection,use fixed "
+                       "seed,fixed seed value\n\t%u,DISABLED,1,%s,%llu\n",
+                    w->outstanding, w->fixed_seed ? "ENABLED" : "DISABLED", (unsigned long long)w->seed);
+            fprintf(f, "'Disk maximum size,starting sector,Data pattern\n\t%llu,%llu,%d\n",
+                    (unsigned long long)(w->max_bytes / 512), (unsigned long long)(w->start_bytes / 512),
+                    (int)w->pattern);
+            fprintf(f, "'End default target settings for worker\n'Assigned access specs\n");
+            for (int k = 0; k < w->nspec; k++)
+                fprintf(f, "\t%s\n", job->specs[w->spec[k]].name);
+            fprintf(f, "'End assigned access specs\n'Target assignments\n");
+            for (int k = 0; k < (targets ? ntargets : w->ntarget); k++)
+                fprintf(f, "'Target\n\t%s\n'Target type\n\tDISK\n'End target\n", targets ? targets[k] : w->target[k]);
+            fprintf(f, "'End target assignments\n'End worker\n");
+        }
+        fprintf(f, "'End manager\n");
+    }
+    fprintf(f, "'END manager list\nVersion 1.1.0 \n");
+    if (ferror(f)) {
+        snprintf(err, errlen, "%s", strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -19,8 +19,8 @@ struct native {
     int spec_line;  /* the header of the spec being read */
     int line_at[SPEC_MAX_LINES];
     int spec_header[SPEC_MAX_SPECS];
-    char wspec[SPEC_MAX_WORKERS][SPEC_NAME_LEN];
-    int wspec_line[SPEC_MAX_WORKERS];
+    char wspec[SPEC_MAX_WORKERS][SPEC_MAX_ASSIGNED][SPEC_NAME_LEN];
+    int wspec_line[SPEC_MAX_WORKERS][SPEC_MAX_ASSIGNED];
     int worker_line[SPEC_MAX_WORKERS];
     bool had_test;
 };
@@ -76,7 +76,6 @@ static int native_section(struct rd *r, struct native *c, struct job *job, char 
         struct worker_cfg *w = &job->workers[job->nworkers];
         memset(w, 0, sizeof *w);
         w->outstanding = 1;
-        w->spec = -1;
         if (rd_copy_name(r, w->name, sizeof w->name, name, "[worker NAME]: the name"))
             return -1;
         c->worker_line[job->nworkers++] = r->lineno;
@@ -136,17 +135,28 @@ static int key_once(struct rd *r, struct native *c, const char *const *keys, con
 
 static int native_worker_key(struct rd *r, struct native *c, struct job *job, const char *key, char *v)
 {
-    static const char *const keys[] = {"spec", "outstanding", "max_size", "start", "pattern", "seed", NULL};
+    static const char *const keys[] = {"spec", "outstanding", "max_size", "start", "pattern", "seed", "target", NULL};
     int wi = job->nworkers - 1, k;
     struct worker_cfg *w = &job->workers[wi];
     if (key_once(r, c, keys, key, &k))
         return -1;
+    c->keys &= ~(1u << 0 | 1u << 6); /* spec and target may be given again: a list */
     switch (k) {
-    case 0:
-        if (rd_copy_name(r, c->wspec[wi], sizeof c->wspec[wi], v, "spec name"))
+    case 0: {
+        int n = 0;
+        while (n < SPEC_MAX_ASSIGNED && c->wspec_line[wi][n])
+            n++;
+        if (n == SPEC_MAX_ASSIGNED)
+            return rd_fail(r, "worker '%s' runs more than %d specs", w->name, SPEC_MAX_ASSIGNED);
+        if (rd_copy_name(r, c->wspec[wi][n], sizeof c->wspec[wi][n], v, "spec name"))
             return -1;
-        c->wspec_line[wi] = r->lineno;
+        c->wspec_line[wi][n] = r->lineno;
         return 0;
+    }
+    case 6:
+        if (w->ntarget == SPEC_MAX_TARGETS)
+            return rd_fail(r, "worker '%s' names more than %d targets", w->name, SPEC_MAX_TARGETS);
+        return rd_copy_name(r, w->target[w->ntarget++], sizeof w->target[0], v, "target name");
     case 1:
         if (rd_num_u(r, v, "outstanding", UINT_MAX, &w->outstanding))
             return -1;
@@ -174,7 +184,7 @@ static int native_worker_key(struct rd *r, struct native *c, struct job *job, co
 static int native_test_key(struct rd *r, struct native *c, struct job *job, const char *key, char *v)
 {
     static const char *const keys[] = {"run_time", "ramp_up", "transactions", "cycle_outstanding",
-                                       "description", NULL};
+                                       "description", "cycle_workers", "cycle_targets", "cycle_size", NULL};
     int k;
     uint64_t n;
     if (key_once(r, c, keys, key, &k))
@@ -211,12 +221,32 @@ static int native_test_key(struct rd *r, struct native *c, struct job *job, cons
         job->cycle_qd = true;
         return 0;
     }
-    default:
+    case 5:
+    case 6:
+    case 7: {
+        char *f[4];
+        struct cycle *cy = k == 5 ? &job->cycle_workers : k == 6 ? &job->cycle_targets : &job->cycle_size;
+        if (rd_split(v, ' ', f, 4) != 4)
+            return rd_fail(r, "%s = START END STEP linear|exponential", key);
+        if (rd_num(r, f[0], "start", k == 7, UINT32_MAX, &cy->start) ||
+            rd_num(r, f[1], "end", k == 7, UINT32_MAX, &cy->end) || rd_num(r, f[2], "step", false, 65536, &cy->step))
+            return -1;
+        if (strcmp(f[3], "linear") != 0 && strcmp(f[3], "exponential") != 0)
+            return rd_fail(r, "%s: expected linear or exponential, found '%s'", key, f[3]);
+        cy->exponential = strcmp(f[3], "exponential") == 0;
+        const char *bad = cycle_check(cy, k == 7);
+        if (bad)
+            return rd_fail(r, "%s: %s", key, bad);
+        cy->on = true;
+        return 0;
+    }
+    case 4:
         if (strlen(v) >= sizeof job->description)
             return rd_fail(r, "description is longer than %zu characters", sizeof job->description - 1);
         snprintf(job->description, sizeof job->description, "%s", v);
         return 0;
     }
+    return 0;
 }
 
 static int native_key(struct rd *r, struct native *c, struct job *job, char *t)
@@ -243,26 +273,31 @@ static int native_finish(struct rd *r, struct native *c, struct job *job)
         memset(w, 0, sizeof *w);
         snprintf(w->name, sizeof w->name, "Worker 1");
         w->outstanding = 1;
-        w->spec = 0;
+        w->spec[0] = 0;
+        w->nspec = 1;
         return 0;
     }
     for (int wi = 0; wi < job->nworkers; wi++) {
         struct worker_cfg *w = &job->workers[wi];
-        const char *name = c->wspec[wi];
-        if (!c->wspec_line[wi])
+        if (!c->wspec_line[wi][0])
             return rd_fail_at(r, c->worker_line[wi], "worker '%s' has no 'spec = NAME'", w->name);
-        int si = spec_find(job, name);
-        if (si < 0) {
-            struct spec shipped;
-            if (spec_builtin(name, &shipped) != 0)
-                return rd_fail_at(r, c->wspec_line[wi], "worker '%s': spec '%s' is not defined in this file "
-                                                     "and is not a shipped workload", w->name, name);
-            if (job->nspecs == SPEC_MAX_SPECS)
-                return rd_fail_at(r, c->wspec_line[wi], "more than %d specs", SPEC_MAX_SPECS);
-            si = job->nspecs++;
-            job->specs[si] = shipped;
+        w->nspec = 0;
+        for (int k = 0; k < SPEC_MAX_ASSIGNED && c->wspec_line[wi][k]; k++) {
+            const char *name = c->wspec[wi][k];
+            int line = c->wspec_line[wi][k];
+            int si = spec_find(job, name);
+            if (si < 0) {
+                struct spec shipped;
+                if (spec_builtin(name, &shipped) != 0)
+                    return rd_fail_at(r, line, "worker '%s': spec '%s' is not defined in this file and is not a "
+                                               "shipped workload", w->name, name);
+                if (job->nspecs == SPEC_MAX_SPECS)
+                    return rd_fail_at(r, line, "more than %d specs", SPEC_MAX_SPECS);
+                si = job->nspecs++;
+                job->specs[si] = shipped;
+            }
+            w->spec[w->nspec++] = si;
         }
-        w->spec = si;
     }
     return 0;
 }
@@ -286,7 +321,8 @@ int spec_parse_file(const char *path, struct job *job, char *err, size_t errlen)
 {
     if (looks_like_icf(path))
         return icf_parse_file(path, job, err, errlen);
-    struct native c = {0};
+    static struct native c; /* 130 KiB: off the stack */
+    memset(&c, 0, sizeof c);
     struct rd r;
     job_init(job);
     if (rd_open(&r, path, err, errlen))

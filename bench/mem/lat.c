@@ -13,6 +13,8 @@
  * mem.lat.dram.thp   the largest size again, on a buffer with MADV_HUGEPAGE,
  *                    against the curve's 4 KiB pages (MADV_NOHUGEPAGE): the
  *                    difference is the TLB's share of DRAM latency
+ * mem.lat.stride     the largest size again, walked in order with a 128-byte
+ *                    stride (lmbench's "main mem": a prefetcher can follow it)
  * Per size: the chain is built, walked once in full (warm-up), then each
  * sample is one window of many loads, timer overhead subtracted, per load.
  */
@@ -26,6 +28,7 @@
 static uint64_t min_size = 1024, max_size = 512ull << 20, stride = 64;
 static unsigned steps_per_octave = 4;
 static bool sequential, thp_compare = true, max_auto;
+static uint64_t stride_walk = 128;
 static enum osm_pages curve_pages = OSM_PAGES_SMALL;
 
 static int on_extra(const char *name, const char *v)
@@ -55,7 +58,9 @@ static int on_extra(const char *name, const char *v)
             curve_pages = OSM_PAGES_HUGE;
         else
             return -1;
-    } else if (!strcmp(name, "no-thp"))
+    } else if (!strcmp(name, "stride-walk"))
+        stride_walk = osm_parse_size("--stride-walk", v, 0, 1 << 20);
+    else if (!strcmp(name, "no-thp"))
         thp_compare = false;
     else
         return -1;
@@ -69,6 +74,7 @@ static const struct osm_extra_opt extra[] = {
     { "steps", true, "sizes per doubling (default 4)" },
     { "chain", true, "random (default) or sequential (a prefetcher can follow it; for comparison)" },
     { "pages", true, "pages of the curve's buffers: 4k (default, MADV_NOHUGEPAGE) or thp (MADV_HUGEPAGE)" },
+    { "stride-walk", true, "stride of mem.lat.stride's in-order walk at the largest size (default 128; 0: none)" },
     { "no-thp", false, "skip the huge-page measurement (mem.lat.dram.thp)" },
     { 0 },
 };
@@ -98,38 +104,12 @@ static void chase_body(void *ctx, uint64_t n)
     c->p = p;
 }
 
-/* Links the elements of buf into one cycle: random (Sattolo) or in order. */
-static void build_chain(char *buf, uint64_t size, uint64_t seed)
-{
-    uint64_t n = size / stride;
-    uint32_t *perm = malloc(n * sizeof *perm);
-    if (!perm)
-        osm_die("out of memory building a chain of %llu elements", (unsigned long long)n);
-    for (uint64_t i = 0; i < n; i++)
-        perm[i] = (uint32_t)i;
-    if (!sequential) {
-        uint64_t s = seed | 1;
-        for (uint64_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle through all */
-            uint64_t j = osm_rand(&s) % i;
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            *(void **)(buf + i * stride) = buf + (uint64_t)perm[i] * stride;
-    } else {
-        for (uint64_t i = 0; i < n; i++)
-            *(void **)(buf + i * stride) = buf + ((i + 1) % n) * stride;
-    }
-    free(perm);
-}
-
 /* Samples of cycles per load at one size, appended to out[0..samples). */
 static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, uint64_t iters_opt, double *out,
                          bool *disturbed, long *thp_kib)
 {
     char *buf = osm_buffer(size, pages);
-    build_chain(buf, size, 0x9E3779B97F4A7C15ull ^ size);
+    osm_chain_build(buf, size, stride, sequential, 0x9E3779B97F4A7C15ull ^ size);
     uint64_t n = size / stride;
     struct chase c = { (void **)buf };
     chase_body(&c, n / 16 + 1); /* warm-up: every element once */
@@ -247,6 +227,27 @@ int main(int argc, char **argv)
         osm_param_str(&m, "chain", sequential ? "sequential" : "random");
         osm_emit(&m);
         osm_meas_free(&m);
+        free(v);
+    }
+    if (stride_walk) { /* the same size walked in address order: what a prefetcher makes of it */
+        uint64_t size = (uint64_t)sizes[cap - 1], keep_stride = stride;
+        bool keep_seq = sequential;
+        double *v = malloc(o.samples * sizeof *v);
+        if (!v)
+            osm_die("out of memory");
+        stride = stride_walk;
+        sequential = true;
+        measure_size(size / stride * stride, curve_pages, o.samples, o.iterations, v, dist, NULL);
+        osm_meas_init(&m, "mem.lat.stride", o.samples);
+        for (size_t i = 0; i < o.samples; i++)
+            osm_meas_add(&m, v[i], dist[i]);
+        osm_param_num(&m, "size", (double)(size / stride * stride));
+        osm_param_num(&m, "stride", (double)stride);
+        osm_param_str(&m, "chain", "sequential (each element to the next one up)");
+        osm_emit(&m);
+        osm_meas_free(&m);
+        stride = keep_stride;
+        sequential = keep_seq;
         free(v);
     }
     free(dist);

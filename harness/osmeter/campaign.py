@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import registry
 from .errors import Interrupted, RunError
 from .isolate import isolated
 from .results import kept_by_process, run_figure
@@ -98,6 +99,15 @@ def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
     if runs < 1:
         raise RunError("--runs: expected 1 or more")
     p = plan(opts, sentinels=True)
+    try:
+        return _run_campaign(p, opts, runs, seed)
+    finally:
+        p.host.close()  # a thin host's agent session (--on)
+
+
+def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
+    from .osmnet import peer_session
+
     out = opts.out or default_out(p.root, "-campaign")
     opts.out_used = out
     clean_stale(out, opts)
@@ -292,6 +302,28 @@ def stability_table(rows: list[dict]) -> str:
                      "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"]
                                                                  else ">200")))
     return text_table(head, body, left=(0, 7))
+
+
+def area_stability_table(rows: list[dict], good: float = 0.02, worst: int = 3) -> str:
+    """Per area (the registry's, else an id's first part): ids, the median run-to-run CV, how
+    many ids are at or below `good`, and the `worst` ids with theirs; then
+    the same over all ids."""
+    from .present import text_table
+
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        if math.isfinite(r["run_cv"]):
+            found = registry.find_measure(r["id"])
+            area = found[0].area if found and found[0].area else r["id"].split(".", 1)[0]
+            by.setdefault(area, []).append(r)
+    every = [r for rs in by.values() for r in rs]
+    body = []
+    for area, rs in sorted(by.items()) + ([("all", every)] if every else []):
+        cvs = np.array([r["run_cv"] for r in rs])
+        bad = sorted(rs, key=lambda r: -r["run_cv"])[:worst]
+        body.append((area, str(len(rs)), _pct(float(np.median(cvs))), str(int(np.sum(cvs <= good))),
+                     ", ".join(f"{r['id']} {_pct(r['run_cv'])}" for r in bad)))
+    return text_table(("area", "ids", "median run CV", f"ids <= {good:.0%}", "worst"), body, left=(0, 4))
 
 
 def _dominant(sp: dict) -> str:

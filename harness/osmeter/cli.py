@@ -1,4 +1,4 @@
-"""Command line: ./osmeter list | run | ab | compare | report | export."""
+"""Command line: ./osmeter list | run | ab | compare | report | export | iogen-plot."""
 from __future__ import annotations
 
 import argparse
@@ -104,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="every measurement id with its unit and description")
     ls.add_argument("--preset", choices=registry.PRESETS, help="only ids that run in this preset")
     ls.add_argument("--methodology", action="store_true", help="also print how each probe measures")
+    ls.add_argument("--lmbench", action="store_true",
+                    help="lmbench's summary tables, in its order and groups, each row with its osmeter id")
 
     r = sub.add_parser("run", help="run probes and write a results directory (or a campaign of several runs)")
     _run_options(r)
@@ -119,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "median")
     r.add_argument("--no-report", action="store_true",
                    help="write neither the LaTeX report nor the executed notebook")
+    r.add_argument("--on", metavar="USER@HOST",
+                   help="measure that host (a thin fleet host): the probes run there, started over ssh by "
+                        "agent.py (Python's standard library only), the harness and the results stay here")
+    r.add_argument("--on-tree", metavar="DIR", help="with --on: the osmeter tree built there (fleet run ships it)")
     r.add_argument("--isolate", action="store_true",
                    help="(root) for the run, move other tasks and IRQs off the pinned CPU, take its SMT siblings "
                         "offline and boost off, where the machine allows; all restored afterwards (also on Ctrl-C); "
@@ -167,11 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
                                     "~/.ssh/config; OSMETER_SSH_CONFIG=FILE for another config). A host is "
                                     "USER@HOST, HOST, or local (this machine, this tree).")
     fsub = fl.add_subparsers(dest="fleet_cmd", required=True, parser_class=_Parser)
-    fr = fsub.add_parser("run", help="ship this tree to every host, build, run there, fetch the results",
+    fr = fsub.add_parser("run", help="ship this tree to every host, build, run the probes there, results here",
                          description="Each host gets the source (git HEAD, or the working tree with --dirty) in "
-                                     "~/.osmeter-fleet/, builds it with make, runs `osmeter run` with these "
-                                     "options, and its results land in DIR/<host>/; DIR/fleet.json indexes "
-                                     "them. Compare with `osmeter compare DIR`.")
+                                     "~/.osmeter-fleet/ and builds it with make; then `osmeter run --on HOST` here "
+                                     "starts each probe there through agent.py (the host needs a C compiler, make "
+                                     "and Python 3.8+ with its standard library only), and its results land in "
+                                     "DIR/<host>/; DIR/fleet.json indexes them. With --python the whole `osmeter "
+                                     "run` runs there instead. Compare with `osmeter compare DIR`.")
     fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
     fr.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
     fr.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call")
@@ -184,8 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
     fr.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
     fr.add_argument("--python", metavar="PATH",
-                    help="Python 3.11+ with numpy and matplotlib on the hosts (default: the tree's own "
-                         "launcher makes a .venv there with pip)")
+                    help="run the whole harness on the hosts with this Python 3.11+ (numpy and matplotlib "
+                         "there), results fetched after (default: thin hosts, the harness here)")
     fr.add_argument("--out", type=Path, metavar="DIR", help="fleet directory (default results/fleet-<UTC time>)")
     fo = fsub.add_parser("load", help="iogen (or net_bw) on every host at once, one synchronized start, merged",
                          description="Every host runs the same workload against its own --target, all starting "
@@ -250,6 +258,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="syscall:NAME, syscalls, fault, or EV1..EV2 (tracepoints of a thread, e.g. "
                          "irq:softirq_entry..irq:softirq_exit); repeatable")
     kt.add_argument("--probe", metavar="NAME", help="only this traced probe (e.g. cpu.syscall)")
+    ip = sub.add_parser("iogen-plot", help="figures from iogen's JSON lines: the size x queue depth heat map "
+                        "(--cycle-size with --cycle-qd), throughput by offset (--zones)")
+    ip.add_argument("results", type=Path, help="iogen's standard output, one JSON object per line")
+    ip.add_argument("out", type=Path, help="the PNG to write (a second figure: NAME-2.png)")
+    st = sub.add_parser("stability", help="run-to-run spread of every id over several runs, and per area",
+                        description="Every run of the campaigns and run directories given (an A/A ab: DIR/a DIR/b) "
+                                    "taken together: per id, the run-to-run CV and where its variance comes from; "
+                                    "per area, the median CV, the ids at or below 2%% and the worst three.")
+    st.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     ex = sub.add_parser("export", help="a results directory as CSV, one row per measurement")
     ex.add_argument("dir", type=Path)
     ex.add_argument("--csv", type=Path, metavar="FILE", help="write here instead of standard output")
@@ -400,6 +417,8 @@ def cmd_compare(args) -> int:
     if len(args.dirs) == 1 and (args.dirs[0] / "fleet.json").is_file():
         from .fleetcompare import compare_fleet, fleet_text
 
+        if args.tex or args.plot:  # refused before anything is printed or written
+            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         try:
             fc = compare_fleet(args.dirs[0], args.baseline, args.min_change)
         except ValueError as e:
@@ -409,8 +428,6 @@ def cmd_compare(args) -> int:
             from .fleetcompare import fleet_csv
 
             _write(args.csv, fleet_csv(fc), "--csv")
-        if args.tex or args.plot:
-            raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
         return 0
     if args.baseline:
         raise RunError("--baseline is for a fleet directory (one with fleet.json)")
@@ -487,6 +504,40 @@ def _tsc_hz(run_dir: Path) -> float:
     if not hz:
         raise RunError(f"{run_dir}: no measurement gives the TSC rate the trace's ticks need")
     return float(hz)
+def cmd_iogen_plot(args) -> int:
+    import json
+
+    from . import plots
+
+    try:
+        objs = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as e:
+        print(f"osmeter: error: {args.results}: not iogen's JSON lines ({e})", file=sys.stderr)
+        return 2
+    figs = [f for f in (fn(objs) for fn in plots.IOGEN_FIGURES) if f is not None]
+    if not figs:
+        print(f"osmeter: error: {args.results}: nothing to draw (run iogen with --cycle-size and --cycle-qd, "
+              "or with --zones)", file=sys.stderr)
+        return 2
+    for k, fig in enumerate(figs):
+        out = args.out if k == 0 else args.out.with_name(f"{args.out.stem}-{k + 1}{args.out.suffix}")
+        fig.savefig(out, dpi=150)
+        print(out)
+    return 0
+
+
+def cmd_stability(args) -> int:
+    from .campaign import STABILITY_HEAD, area_stability_table, load_side, stability_rows, stability_table
+
+    try:
+        runs = load_side(args.dirs)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    if len(runs) < 2:
+        raise RunError(f"{len(runs)} run: run-to-run spread needs at least two runs")
+    rows = stability_rows(runs)
+    print(f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}")
+    return 0
 
 
 def cmd_export(args) -> int:
@@ -505,6 +556,16 @@ def cmd_export(args) -> int:
 
 
 def cmd_list(args) -> int:
+    if args.lmbench:
+        from .lmbench import TABLES
+
+        units = {m.id: m.unit for _, m in registry.all_measures()}
+        for title, unit, rows in TABLES:
+            print(f"{title}{f' ({unit})' if unit else ''}")
+            for row in rows:
+                point = f" at {row[2][0]} processes, {row[2][1]} KiB" if len(row) > 2 else ""
+                print(f"  {row[0]:<16} {row[1] + point:<46} {units.get(row[1], '?')}")
+        return 0
     for p in registry.PROBES:
         if args.preset and args.preset not in p.presets:
             continue
@@ -524,8 +585,8 @@ def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
                       fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
-                      timer=args.timer, isolate=getattr(args, "isolate", False),
-                      kernel_paths=args.kernel_paths)
+                      timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
+                      on_tree=getattr(args, "on_tree", None), kernel_paths=args.kernel_paths)
 
 
 def cmd_run(args) -> int:
@@ -601,5 +662,6 @@ def main(argv: list[str] | None = None) -> int:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
-                    "export": cmd_export, "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet,
+                    "export": cmd_export, "iogen-plot": cmd_iogen_plot, "stability": cmd_stability,
+                    "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet,
                     "ktimers": cmd_ktimers}[args.cmd], args)

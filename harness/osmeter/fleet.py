@@ -3,13 +3,20 @@ machines, driven from this one over OpenSSH (harness/osmeter/ssh.py), in
 the manager/worker model of SPEK and Iometer, with no daemon of its own.
 
 fleet run: for each host, in turn (or all at once with --parallel):
-  check   what the host lacks (python3 >= 3.11, make, cc, tar): named, not guessed
+  check   what the host lacks (python3 >= 3.8, make, cc, tar; with --python,
+          that interpreter >= 3.11): everything named at once, not guessed
   ship    the source tree (`git archive HEAD`, or the working tree with
           --dirty) into ~/.osmeter-fleet/<label>-<tree>/ there; kept, so the
           next run of the same tree ships and builds nothing
   build   make there
-  run     `osmeter run` there with the same options (--no-report)
-  fetch   its results directory into DIR/<label>/
+  run     a thin host (the default): `osmeter run --on HOST --on-tree TREE`
+          here, straight into DIR/<label>/: the probes run there, started by
+          agent.py (Python's standard library only, no package registry
+          needed there), the harness, statistics and figures here (onhost.py);
+          with --python: `osmeter run` there with that interpreter (numpy and
+          matplotlib there), then
+  setup   (--python) that interpreter imports numpy and matplotlib
+  fetch   (--python) its results directory into DIR/<label>/
 The host "local" runs here, in this tree. A host that fails is recorded
 with its reason and the others go on; Ctrl-C stops every remote run (each
 keeps its finished probes) and fetches what finished. DIR/fleet.json indexes
@@ -48,6 +55,8 @@ from .results import write_json_atomic
 
 LOCAL = ("local", "localhost")
 NEEDS = ("python3", "make", "cc", "tar")
+THIN_PYTHON = (3, 8)   # what agent.py, machine.py and launch.py need on a thin host
+FULL_PYTHON = (3, 11)  # what the whole harness needs (--python)
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$")
 
 
@@ -73,6 +82,10 @@ def parse_hosts(text: str) -> list[Host]:
     bad = [n for n in names if n not in LOCAL and not _HOST_RE.match(n)]
     if bad:
         raise RunError(f"--hosts: not a host: {', '.join(repr(b) for b in bad)} (expected USER@HOST, HOST or local)")
+    dash = [n for n in names if any(part.startswith("-") for part in n.split("@"))]
+    if dash:  # ssh would read "-oProxyCommand=..." as an option, not a host
+        raise RunError(f"--hosts: not a host: {', '.join(repr(b) for b in dash)} (a user or host name cannot "
+                       "start with '-')")
     if len(set(names)) != len(names):
         raise RunError("--hosts: a host is named twice")
     hosts = []
@@ -149,6 +162,12 @@ class HostFailed(Exception):
     pass
 
 
+def last_lines(text: str, n: int = 3) -> str:
+    """The last n lines that say something, whole (never cut mid-word), joined."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " | ".join(lines[-n:]) or "no message"
+
+
 def _ssh(host: Host, command: str, **kw) -> subprocess.CompletedProcess:
     try:
         return ssh.run(host.target, command, **kw)
@@ -164,26 +183,55 @@ def _timed(host: Host, step: str, fn, *args):
         host.steps[step] = round(time.monotonic() - t0, 3)
 
 
-def check(host: Host, needs: tuple[str, ...], python: str | None) -> str:
-    """Fails naming what the host lacks; returns its home directory."""
-    tools = [t for t in needs if not (python and t == "python3")]
+MARK = "osmeter-check"  # the check's own lines: a .bashrc banner or a chatty interpreter prints others
+
+
+def check_script(tools: list[str], py: str) -> str:
+    """What the check runs there: one marked line per lacking tool, the
+    interpreter's version and $HOME, each on a line of its own."""
+    return (f"for t in {' '.join(tools)}; do command -v $t >/dev/null 2>&1 || printf '{MARK} lacks %s\\n' $t; done; "
+            f"{ssh.quote(py)} -c 'import sys; print(\"\\n{MARK} python %d.%d\" % sys.version_info[:2])' "
+            f"2>/dev/null; printf '\\n{MARK} home %s\\n' \"$HOME\"")
+
+
+def parse_check(text: str) -> tuple[list[str], tuple[int, int] | None, str]:
+    """(lacking tools, the interpreter's (major, minor) or None, home) from
+    the check's marked lines only."""
+    lacks, version, home = [], None, ""
+    for line in text.splitlines():
+        word = line.split(" ", 2)
+        if len(word) < 3 or word[0] != MARK:
+            continue
+        if word[1] == "lacks":
+            lacks.append(word[2].strip())
+        elif word[1] == "python":
+            m = re.fullmatch(r"(\d+)\.(\d+)", word[2].strip())
+            version = (int(m.group(1)), int(m.group(2))) if m else version
+        elif word[1] == "home":
+            home = word[2].strip()
+    return lacks, version, home
+
+
+def check(host: Host, needs: tuple[str, ...], python: str | None, min_python: tuple[int, int] = (3, 11)) -> str:
+    """Fails naming everything the host lacks; returns its home directory."""
+    tools = [t for t in needs if t != "python3"]
     py = python or "python3"
-    r = _ssh(host, "for t in " + " ".join(tools) + "; do command -v $t >/dev/null 2>&1 || printf '%s ' $t; done; "
-             f"echo; {ssh.quote(py)} -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])' 2>/dev/null "
-             "|| echo none; echo \"$HOME\"", timeout=30)
-    lines = (r.stdout.splitlines() + ["", "", ""])[:3]
-    missing = lines[0].split()
-    if "python3" in needs or python:
-        version = lines[1].strip()
-        if version == "none" and "python3" not in missing:
-            missing.append(python or "python3")
-        elif version != "none" and tuple(int(x) for x in version.split(".")) < (3, 11):
-            raise HostFailed(f"has Python {version} as {py}; osmeter needs 3.11 or newer (--python PATH)")
-    if missing:
-        raise HostFailed(f"lacks {', '.join(missing)} (Debian: "
-                         + ", ".join(dict.fromkeys({"cc": "gcc", "python3": "python3"}.get(m, m) for m in missing))
-                         + ")")
-    return lines[2].strip() or "/tmp"
+    r = _ssh(host, check_script(tools, py), timeout=30)
+    lacks, version, home = parse_check(r.stdout)
+    problems = []
+    if ("python3" in needs or python) and version is None:
+        lacks.append(py)
+    if lacks:
+        debian = ", ".join(dict.fromkeys({"cc": "gcc", py: "python3"}.get(m, m) for m in lacks))
+        problems.append(f"lacks {', '.join(lacks)} (Debian: {debian})")
+    if ("python3" in needs or python) and version is not None and version < min_python:
+        problems.append(f"has Python {version[0]}.{version[1]} as {py}; osmeter needs {min_python[0]}."
+                        f"{min_python[1]} or newer there" + ("" if python else " (--python PATH)"))
+    if problems:
+        raise HostFailed("; and ".join(problems))
+    if not home:
+        raise HostFailed(f"the check printed nothing of its own (exit {r.returncode}): {last_lines(r.stderr)}")
+    return home
 
 
 def ship(host: Host, tar: bytes, tree: str, home: str) -> str:
@@ -195,7 +243,7 @@ def ship(host: Host, tar: bytes, tree: str, home: str) -> str:
     r = _ssh(host, f"rm -rf {q}.new && mkdir -p {q}.new && tar -x -C {q}.new && echo {tree} > {q}.new/.osmeter-tree "
              f"&& rm -rf {q} && mv {q}.new {q}", input=tar, text=False, timeout=300)
     if r.returncode != 0:
-        raise HostFailed(f"cannot unpack the source there: {r.stderr.decode(errors='replace').strip()[-300:]}")
+        raise HostFailed(f"cannot unpack the source there: {last_lines(r.stderr.decode(errors='replace'))}")
     return d
 
 
@@ -206,21 +254,15 @@ def build(host: Host, tree_dir: str, target: str = "all") -> None:
         raise HostFailed(f"make failed there:\n{tail}")
 
 
-def python_ready(host: Host, tree_dir: str, python: str | None) -> str:
-    """The command that starts osmeter there: --python's interpreter (which
-    must import numpy and matplotlib), or the tree's own launcher, which
-    makes its .venv with pip the first time."""
+def python_ready(host: Host, tree_dir: str, python: str) -> str:
+    """The command that starts the whole of osmeter there (--python): that
+    interpreter must import numpy and matplotlib."""
     q = ssh.quote(tree_dir)
-    if python:
-        r = _ssh(host, f"{ssh.quote(python)} -c 'import numpy, matplotlib'", timeout=60)
-        if r.returncode != 0:
-            raise HostFailed(f"{python} cannot import numpy and matplotlib there")
-        return f"env OSMETER_ROOT={q} PYTHONPATH={q}/harness {ssh.quote(python)} -m osmeter"
-    r = _ssh(host, f"{q}/osmeter --setup", timeout=900)
+    r = _ssh(host, f"{ssh.quote(python)} -c 'import numpy, matplotlib'", timeout=60)
     if r.returncode != 0:
-        raise HostFailed("cannot set up osmeter's Python packages there (pip): "
-                         f"{r.stderr.strip()[-300:]}; give --python PATH to an interpreter with numpy and matplotlib")
-    return f"{q}/osmeter"
+        err = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
+        raise HostFailed(f"{python} cannot import numpy and matplotlib there: {err[-1] if err else 'no message'}")
+    return f"env OSMETER_ROOT={q} PYTHONPATH={q}/harness {ssh.quote(python)} -m osmeter"
 
 
 class Driver:
@@ -235,14 +277,16 @@ class Driver:
         self.procs: dict[str, tuple[subprocess.Popen, str]] = {}
         self.lock = threading.Lock()
 
-    def start(self, host: Host, command: str) -> subprocess.Popen:
-        """A remote (or local) command whose first output line is its pid."""
-        argv = ["sh", "-c", command] if host.local else ssh.argv(host.target, command)
+    def start(self, host: Host, command: str, here: bool = False) -> subprocess.Popen:
+        """A remote command (or, for the host local or with here, one on this
+        machine) whose first output line is its pid."""
+        here = here or host.local
+        argv = ["sh", "-c", command] if here else ssh.argv(host.target, command)
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
         pid = p.stdout.readline().strip()
         with self.lock:
-            self.procs[host.label] = (p, pid)
+            self.procs[host.label] = (p, pid, here)
         if self.stop.is_set():
             self.interrupt_one(host)
         return p
@@ -253,10 +297,10 @@ class Driver:
 
     def interrupt_one(self, host: Host) -> None:
         with self.lock:
-            p, pid = self.procs.get(host.label, (None, ""))
+            p, pid, here = self.procs.get(host.label, (None, "", True))
         if not p or not pid.isdigit():
             return
-        if host.local:
+        if here:
             try:
                 os.kill(int(pid), 2)
             except ProcessLookupError:
@@ -389,23 +433,37 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
             _timed(h, "run", _run_step, drv, h, cmd)
             h.results = h.label
             return
-        home = _timed(h, "check", check, h, NEEDS, python)
+        home = _timed(h, "check", check, h, NEEDS, python, FULL_PYTHON if python else THIN_PYTHON)
         h.tree_dir = _timed(h, "ship", ship, h, tar, tree, home)
         _timed(h, "build", build, h, h.tree_dir)
+        agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/agent.py"
+        _clean_stale(h, agent)
+        if not python:  # a thin host: the harness here, the probes there
+            cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "
+                   + ssh.quote(*args) + f" --no-report --on {ssh.quote(h.target)} --on-tree {ssh.quote(h.tree_dir)}"
+                   f" --out {ssh.quote(dest)}")
+            try:
+                _timed(h, "run", _run_step, drv, h, cmd, True)
+            finally:
+                if (dest / "results.json").is_file() or (dest / "campaign.json").is_file():
+                    h.results = h.label
+            return
         launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
         rres = f"{h.tree_dir}/results/fleet-{_stamp()}-{os.getpid()}"
-        cmd = f"echo $$; exec {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+        cmd = f"exec {agent} hold {ssh.quote(rres)} -- {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+        failed = None
         try:
             _timed(h, "run", _run_step, drv, h, cmd)
-        finally:
-            try:
-                _timed(h, "fetch", _fetch_dir, h, rres, dest)
-                h.results = h.label
-                _ssh(h, f"rm -rf {ssh.quote(rres)}", timeout=60)
-            except HostFailed as e:
-                if h.status != "failed":
-                    raise
-                h.reason += f"; and {e}"
+        except HostFailed as e:
+            failed = e  # the run's own words stay the reason, whatever the fetch says after
+        try:
+            _fetch_results(h, rres, dest)
+        except HostFailed as e:
+            if failed is None:
+                raise
+            failed = HostFailed(f"{failed}; and {e}")
+        if failed is not None:
+            raise failed
 
     drv.run(one)
     ok = [h for h in hosts if h.status == "ok"]
@@ -414,14 +472,35 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
     return 0 if len(ok) == len(hosts) else 1
 
 
+def _clean_stale(h: Host, agent: str) -> None:
+    """What killed fleet runs left in the host's tree (agent.py clean)."""
+    r = _ssh(h, f"{agent} clean {ssh.quote(h.tree_dir)}", timeout=60)
+    gone = r.stdout.split()
+    if r.returncode != 0:
+        raise HostFailed(f"agent.py clean failed there: {last_lines(r.stderr)}")
+    if gone:
+        print(f"fleet: {h.target}: removed what killed fleet runs left: {', '.join(gone)}", file=sys.stderr)
+
+
+def _fetch_results(h: Host, rres: str, dest: Path) -> None:
+    """The remote run's results directory into dest, when the run wrote one
+    (a run refused at its start writes nothing), then removed there."""
+    q = ssh.quote(rres)
+    have = _ssh(h, f"test -e {q}/results.json -o -e {q}/campaign.json && echo have", timeout=30)
+    if have.stdout.strip() == "have":
+        _timed(h, "fetch", _fetch_dir, h, rres, dest)
+        h.results = h.label
+    _ssh(h, f"rm -rf {q} {ssh.quote(rres + '.lock')}", timeout=60)
+
+
 def _build_local(root: Path) -> None:
     r = subprocess.run(["make", "-s", "-C", str(root), "all"], capture_output=True, text=True)
     if r.returncode != 0:
         raise HostFailed("make failed here:\n" + "\n".join(r.stderr.strip().splitlines()[-5:]))
 
 
-def _run_step(drv: Driver, h: Host, cmd: str) -> None:
-    p = drv.start(h, cmd)
+def _run_step(drv: Driver, h: Host, cmd: str, here: bool = False) -> None:
+    p = drv.start(h, cmd, here)
     tail: list[str] = []
 
     def pump_err():
@@ -435,14 +514,13 @@ def _run_step(drv: Driver, h: Host, cmd: str) -> None:
         print(f"[{h.label}] {line.rstrip()}", flush=True)
     rc = p.wait()
     t.join(timeout=5)
-    if rc == 255 and not h.local:
+    if rc == 255 and not (h.local or here):
         raise HostFailed(ssh.reason("\n".join(tail)))
     if rc in (130, 143) or drv.stop.is_set():
         h.status, h.reason = "interrupted", f"stopped by Ctrl-C (exit {rc}); finished probes kept"
         return
     if rc != 0:
-        errs = [ln for ln in tail if ln.strip()][-3:]
-        raise HostFailed(f"osmeter run exited {rc}: " + " | ".join(errs))
+        raise HostFailed(f"osmeter run exited {rc}: " + last_lines("\n".join(tail)))
 
 
 def summary_text(hosts: list[Host]) -> str:
@@ -589,12 +667,18 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             rlog = str(out / h.label / "iogen-log.csv")
         else:
             rlog = f"{h.tree_dir}/load-{stamp}.csv"
-        argv = [iogens[h.label], *(a.replace("{host}", h.label) for a in io_opts["iogen_args"]),
-                "--start-at", f"{start + off:.6f}"]
+        iargs = [a.replace("{host}", h.label) for a in io_opts["iogen_args"]]
+        argv = [iogens[h.label], *iargs, "--start-at", f"{start + off:.6f}"]
         if rlog:
             argv += ["--log", rlog]
         cmd = "echo $$; exec " + ssh.quote(*argv)
-        p = _timed(h, "load", _load_step, drv, h, cmd)
+        target = iargs[iargs.index("--target") + 1] if "--target" in iargs else None
+        made = target is not None and not _exists(h, target)  # iogen makes a missing file: removed after
+        try:
+            p = _timed(h, "load", _load_step, drv, h, cmd)
+        finally:
+            if made:
+                _remove_made(h, target)
         res = json.loads(p)
         res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
         (out / h.label).mkdir(exist_ok=True)
@@ -618,6 +702,25 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
     return 0 if len(done) == len(hosts) else 1
 
 
+def _exists(h: Host, path: str) -> bool:
+    if h.local:
+        return os.path.lexists(path)
+    return _ssh(h, f"test -e {ssh.quote(path)} -o -L {ssh.quote(path)} && echo have", timeout=30).stdout.strip() == "have"
+
+
+def _remove_made(h: Host, path: str) -> None:
+    """The load's target file that iogen made (a regular file only: never
+    a device, a link or a directory someone put there meanwhile)."""
+    if h.local:
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
+        return
+    try:
+        _ssh(h, f"test -f {ssh.quote(path)} && test ! -L {ssh.quote(path)} && rm -f {ssh.quote(path)}", timeout=30)
+    except HostFailed as e:
+        print(f"fleet: {h.target}: cannot remove the load's target {path}: {e}", file=sys.stderr)
+
+
 def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
     """A load's program on a host to its end: its standard output."""
     p = drv.start(h, cmd)
@@ -625,7 +728,7 @@ def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
     if p.returncode == 255 and not h.local:
         raise HostFailed(ssh.reason(err))
     if p.returncode != 0:
-        raise HostFailed(f"{program} exited {p.returncode}: {err.strip()[-300:]}")
+        raise HostFailed(f"{program} exited {p.returncode}: {last_lines(err)}")
     return outp
 
 

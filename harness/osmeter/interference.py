@@ -10,8 +10,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 NOISE_ARGS = ("--samples", "20", "--quantum-us", "10000")
 # a run stands out when its steal share or its noise is this many times its comparison's median,
 # and above the floor (a share of the CPU's time)
@@ -91,6 +89,8 @@ def noise_of(lines: list[dict]) -> dict | None:
     interruptions per second."""
     for line in lines:
         if line.get("id") == "sched.noise.lost" and line.get("samples"):
+            import numpy as np  # (counters(), which a thin host's agent runs, needs the standard library only)
+
             v = np.asarray([x for x in line["samples"] if x is not None], float)
             return {"lost_share": round(float(v.mean()) / 100, 6),
                     "interruptions_per_s": (line.get("params") or {}).get("interruptions_per_s")}
@@ -123,6 +123,8 @@ def noisy_runs(runs) -> dict[str, str]:
         vals = [lv[key] for _, lv in levels if isinstance(lv.get(key), (int, float))]
         if len(vals) < 3:
             continue
+        import numpy as np
+
         med = float(np.median(vals))
         for name, lv in levels:
             v = lv.get(key)

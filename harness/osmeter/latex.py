@@ -4,6 +4,7 @@ The rows come from present.py, as for every other output."""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from . import plots, registry
 from .estimates import Estimate, EstimateError, Source, for_run
-from .present import (KERNEL_HEAD, KERNEL_NOTE, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc, estimate_rows,
-                      interference_rows, known, machine_rows, spread_rows, tex_file_name, traced)
+from .present import (KERNEL_HEAD, KERNEL_NOTE, LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc,
+                      estimate_rows, interference_rows, known, lmbench_rows, machine_rows, spread_rows, tex_file_name,
+                      traced)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
@@ -92,6 +94,21 @@ def _summary(doc: dict, est: dict[str, Estimate], curves: set[str], quote: str) 
             "per unit, which add up, and say their unit; the predicted rate is their sum turned back into a "
             f"rate). Measured is the {quote} across trials; $\\geq$ marks a lower bound (a search stopped by a "
             "limit)."]
+    return "\n".join(out)
+
+
+def _lmbench(doc: dict, quote: str) -> str:
+    """lmbench's summary tables, in its order and groups, each row's figure
+    the osmeter id that stands for it: the figures to copy into a paper."""
+    out = [f"The rows of lmbench's summary (\\texttt{{make see}}), in its tables and order, each measured by "
+           f"the osmeter id beside it (the {esc(quote)} across trials; \\texttt{{osmeter list --lmbench}} lists "
+           "them). Where osmeter's method differs from lmbench's, the id's methodology says how.",
+           r"{\small\begin{longtable}{@{}p{0.22\linewidth}rp{0.5\linewidth}@{}}", r"\toprule",
+           " & ".join(esc(h) for h in LMBENCH_HEAD) + r" \\", r"\midrule", r"\endhead"]
+    for title, unit, rows in lmbench_rows(doc, quote):
+        out.append(f"\\multicolumn{{3}}{{@{{}}l}}{{\\textbf{{{esc(title)}}}{esc(f' ({unit})' if unit else '')}}} \\\\")
+        out += [" & ".join(cell(c) for c in r) + r" \\" for r in rows]
+    out += [r"\bottomrule", r"\end{longtable}}"]
     return "\n".join(out)
 
 
@@ -256,7 +273,7 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
         "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
         "FINDINGS": _findings(doc, est, curves, quote), "SUMMARY": _summary(doc, est, curves, quote),
-        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES})
+        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES, "LMBENCH": _lmbench(doc, quote)})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
@@ -300,18 +317,27 @@ def latex_installed() -> bool:
 
 
 def build_pdf(tex: Path) -> tuple[Path | None, str]:
-    """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths)."""
+    """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths).
+    LaTeX writes under a job name of its own (<stem>-partial) and the PDF
+    takes its name only once whole: an interrupted or failed build leaves no
+    half-written PDF (and the previous one, if any, as it was)."""
     cwd = tex.parent
+    job = f"{tex.stem}-partial"
     if shutil.which("latexmk"):
-        cmds = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", tex.name]]
+        cmds = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]]
     elif shutil.which("pdflatex"):
-        cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name]] * 2
+        cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]] * 2
     else:
         return None, f"no PDF: {LATEX_HINT}"
-    for cmd in cmds:
-        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            log = (cwd / tex.with_suffix(".log").name)
-            tail = log.read_text(errors="replace")[-1500:] if log.exists() else r.stdout[-1500:]
-            return None, f"LaTeX failed on {tex}:\n{tail}"
-    return tex.with_suffix(".pdf"), f"PDF: {tex.with_suffix('.pdf')}"
+    partial, pdf = cwd / f"{job}.pdf", tex.with_suffix(".pdf")
+    try:
+        for cmd in cmds:
+            r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+            if r.returncode != 0:
+                log = cwd / f"{job}.log"
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else r.stdout[-1500:]
+                return None, f"LaTeX failed on {tex}:\n{tail}"
+        os.replace(partial, pdf)
+    finally:
+        partial.unlink(missing_ok=True)
+    return pdf, f"PDF: {pdf}"

@@ -2,7 +2,10 @@
 under the run's scheduling policy (SCHED_FIFO when permitted), in a
 process group of its own that dies with the harness (PR_SET_PDEATHSIG),
 with a timeout; stopped with SIGTERM, then SIGKILL; its scratch files
-removed when it could not remove them itself."""
+removed when it could not remove them itself.
+
+Standard library only, and Python 3.8 or newer: a thin fleet host's agent
+(agent.py) starts the probes there with this very Launcher."""
 from __future__ import annotations
 
 import ctypes
@@ -25,6 +28,20 @@ def _set_pdeathsig():
     except (OSError, AttributeError):
         pass
 
+
+
+def fifo_permission() -> tuple[bool, str | None]:
+    """Can we run probes under SCHED_FIFO? Tried on ourselves, then undone."""
+    if not hasattr(os, "SCHED_FIFO"):
+        return False, "this platform has no SCHED_FIFO"
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+    except PermissionError:
+        return False, "not permitted (needs root or CAP_SYS_NICE, or an RLIMIT_RTPRIO above 0)"
+    except OSError as e:
+        return False, f"sched_setscheduler failed: {e.strerror}"
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True, None
 
 
 def _read_progress(fd: int, progress: Callable[[str], None]) -> None:
@@ -53,6 +70,9 @@ class Launcher:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
         if before_exec is not None:
             before_exec()
+
+    def has(self, probe_binary: str) -> bool:
+        return (self.bin_dir / probe_binary).exists()
 
     def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
         if external:

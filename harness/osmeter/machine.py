@@ -2,6 +2,10 @@
 
 Everything is read from /proc and /sys, with a few commands where the kernel
 has no file for it. A missing file is recorded as None, never guessed.
+
+Standard library only, and Python 3.8 or newer: a thin fleet host's agent
+(agent.py) runs this module there, so that a run describes the machine it
+measured, not the one that drives it.
 """
 from __future__ import annotations
 
@@ -166,7 +170,7 @@ def _link_name(p: Path) -> str | None:
 def _pci_id(dev: Path) -> str | None:
     """vendor:device of a PCI (or virtio) device, as lspci -n prints it."""
     v, d = _read(dev / "vendor"), _read(dev / "device")
-    return f"{v.removeprefix('0x')}:{d.removeprefix('0x')}" if v and d else None
+    return f"{v[2:] if v.startswith('0x') else v}:{d[2:] if d.startswith('0x') else d}" if v and d else None
 
 
 # SMBIOS type 17 (Memory Device): what dmidecode reads, from the kernel's copy of the tables

@@ -457,9 +457,120 @@ def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
     return fig
 
 
+def ctx_matrix(doc: dict, est=None):
+    """Context switches in a ring of N processes against the working set
+    each touches, one line per N (lmbench's lat_ctx -s): the cost left
+    after the cached set's own sum is subtracted grows once all N sets no
+    longer fit a cache."""
+    m = _m(doc).get("cpu.ctx.matrix")
+    if not m or "series" not in m:
+        return None
+    s, procs = m["series"], m.get("params", {}).get("processes") or []
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
+    for n in sorted(set(procs)):
+        pts = [(x / 1024, y / 1e3) for p, x, y in zip(procs, s["x"], s["median"]) if p == n]
+        ax.plot([a for a, _ in pts], [b for _, b in pts], "o-", label=f"{n} processes")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("working set per process (KiB)")
+    ax.set_ylabel("per switch (us)")
+    ax.set_title("Context switch against working set")
+    ax.legend()
+    return fig
+
+
+def mem_parallelism(doc: dict, est=None):
+    """Memory-level parallelism (lmbench's par_mem) against the working
+    set, and latency on one CPU against the bandwidth the others draw."""
+    c = _m(doc)
+    par, loaded = c.get("mem.par"), c.get("mem.lat.loaded")
+    if not (par and "series" in par) and not (loaded and "series" in loaded):
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.0))
+    if par and "series" in par:
+        axes[0].plot(par["series"]["x"], par["series"]["median"], "o-")
+        axes[0].set_xscale("log", base=2)
+        axes[0].set_xticks(par["series"]["x"], [_bytes_label(v) for v in par["series"]["x"]])
+        axes[0].set_xlabel("working set")
+        axes[0].set_ylabel("loads served at once")
+        axes[0].set_title("Memory-level parallelism")
+    if loaded and "series" in loaded:
+        bw = np.array(loaded.get("params", {}).get("bandwidth_mbs") or [], dtype=float)
+        y = np.array(loaded["series"]["median"], dtype=float)
+        if bw.size == y.size:
+            axes[1].plot(bw / 1e3, y, "o-")
+            axes[1].set_xlabel("bandwidth drawn by the other CPUs (GB/s)")
+            axes[1].set_ylabel("latency (ns)")
+            axes[1].set_title("Loaded latency")
+    return fig
+
+
+def iogen_matrix(objs: list[dict]):
+    """iogen's results of a size x queue depth cycle (--cycle-size with
+    --cycle-qd) as (sizes, depths, MB/s[size][depth]); None when they are
+    not such a matrix."""
+    cells = {(o["cycle"]["size"], o["cycle"]["qd"]): o["mbps"] for o in objs
+             if (o.get("cycle") or {}).get("size") is not None}
+    sizes = sorted({s for s, _ in cells})
+    depths = sorted({q for _, q in cells})
+    if len(sizes) < 2 or len(depths) < 2:
+        return None
+    mat = np.full((len(sizes), len(depths)), np.nan)
+    for (s, q), v in cells.items():
+        mat[sizes.index(s), depths.index(q)] = v
+    return sizes, depths, mat
+
+
+def iogen_size_qd(objs: list[dict]):
+    """Throughput against transfer size (rows) and outstanding I/Os
+    (columns): one cell per run of iogen's size x queue depth cycle, the
+    PenguinoMeter paper's test matrix."""
+    m = iogen_matrix(objs)
+    if m is None:
+        return None
+    sizes, depths, mat = m
+    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 2.6 + 0.7 * len(depths)), 1.6 + 0.32 * len(sizes)))
+    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", origin="lower", aspect="auto", vmin=0)
+    ax.grid(False)
+    ax.set_xticks(range(len(depths)), [str(q) for q in depths])
+    ax.set_yticks(range(len(sizes)), [_bytes_label(s) for s in sizes])
+    ax.set_xlabel("outstanding I/Os per worker and target")
+    ax.set_ylabel("transfer size")
+    top = np.nanmax(mat)
+    for a in range(len(sizes)):
+        for b in range(len(depths)):
+            if np.isfinite(mat[a, b]):
+                ax.text(b, a, f"{mat[a, b]:.3g}" if mat[a, b] < 1000 else f"{mat[a, b]:.0f}", ha="center", va="center", fontsize=7,
+                        color="k" if mat[a, b] > 0.6 * top else "w")
+    w = objs[0]
+    ax.set_title(lit(f"{w.get('workload', '')}, every size, on {w.get('target') or w.get('engine')}: MB/s"))
+    fig.colorbar(im, ax=ax, label="MB/s")
+    return fig
+
+
+def iogen_zones(objs: list[dict]):
+    """Sequential throughput across each target's address range (iogen
+    --zones; SPEK's ZCAV figure): one point per zone, at the zone's first
+    byte."""
+    zs = [z for o in objs for z in o.get("zones") or []]
+    if not zs:
+        return None
+    fig, ax = plt.subplots()
+    for t in dict.fromkeys(z["target"] for z in zs):
+        pts = [z for z in zs if z["target"] == t]
+        ax.plot([z["offset"] / 2**30 for z in pts], [z["mbps"] for z in pts], "o-", ms=3, label=lit(t or "(no device)"))
+    ax.set_xlabel("offset (GiB)")
+    ax.set_ylabel("MB/s")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title("Sequential throughput by offset")
+    return fig
+
+
+IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON lines: osmeter iogen-plot
+
 FIGURES = {
-    "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap),
-    "mem": (memory_latency, bandwidths),
+    "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap, ctx_matrix),
+    "mem": (memory_latency, bandwidths, mem_parallelism),
     "disk": (disk_sweep,),
     "net": (network,),
     "fs": (fs_read, contention),

@@ -492,3 +492,29 @@ def esc(s) -> str:
 def cell(s) -> str:
     """A LaTeX table cell: escaped, with the lower-bound sign typeset."""
     return esc(s).replace(">= ", r"$\geq$ ")
+
+
+LMBENCH_HEAD = ("lmbench row", "figure", "osmeter id")
+
+
+def lmbench_rows(doc: dict, quote: str = "median") -> list[tuple[str, str, list[tuple[str, str, str]]]]:
+    """lmbench's summary tables filled from a run: (title, unit, rows of
+    (lmbench's row, figure, osmeter id)), in lmbench's order; a row whose id
+    the run lacks says so."""
+    from .lmbench import TABLES, value
+
+    got = {m["id"]: m for m in doc.get("measurements", [])}
+    out = []
+    for title, unit, rows in TABLES:
+        cells = []
+        for row in rows:
+            m = got.get(row[1])
+            v = value(m, row, quote) if m else None
+            own = (m or {}).get("unit", "")
+            shown = unit if own in ("ns", "files/s") else own  # a clock or a count keeps its own unit
+            if v is not None and shown == "us":
+                v = v / 1e3
+            cells.append((row[0], f"{num3(v)} {shown}" if v is not None else "not measured",
+                          row[1] + (f" ({row[2][0]}p, {row[2][1]} KiB)" if len(row) > 2 else "")))
+        out.append((title, unit, cells))
+    return out

@@ -25,11 +25,10 @@ from pathlib import Path
 
 from . import isolate, kpaths, ktimers, registry, sentinel, tracefs
 from .errors import Interrupted, RunError
-from .machine import describe_conditions, describe_machine
 from .present import summary_table, to_csv
-from .launch import RT_PRIORITY, Launcher
+from .launch import RT_PRIORITY, Launcher, fifo_permission  # noqa: F401 (fifo_permission: its old home)
 from .progress import StatusLine
-from .interference import NOISE_ARGS, add, counters, delta, noise_of, shares
+from .interference import NOISE_ARGS, add, delta, noise_of, shares
 from .results import (ProbeOutputError, Results, ResultsDir, WriteError, kept_by_process, line_values,
                       merge_processes, parse_probe_output, run_figure, write_json_atomic, write_text_atomic)
 from .stats import figure_ci
@@ -53,6 +52,8 @@ class RunOptions:
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
     allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
     timer: str = "tsc"               # --timer passed to every probe of the common contract
+    on: str | None = None            # --on USER@HOST: a thin fleet host measured through its agent (onhost.py)
+    on_tree: str | None = None       # --on-tree DIR: the built tree there
     isolate: bool = False            # --isolate: the pinned CPU cleared of other work, SMT siblings and boost off
     kernel_paths: bool = False       # --kernel-paths: each probe run once more, traced (kpaths.py)
     # what to run and from where (tests pass their own)
@@ -77,6 +78,7 @@ class Plan:
     peer: str | None = None           # HOST:PORT, once the peer session has started
     extra_conditions: dict = field(default_factory=dict)
     tracing: object | None = None     # the tracefs session of --kernel-paths (tracefs.Session), once open
+    host: object = None               # the machine measured: onhost.Here, or onhost.OnHost (--on)
 
     @property
     def fifo(self) -> bool:
@@ -88,21 +90,22 @@ def repo_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
-def ensure_built(root: Path, bin_dir: Path, binaries: list[str]) -> None:
-    missing = [b for b in binaries if not (bin_dir / b).exists()]
+def ensure_built(host, binaries: list[str]) -> None:
+    """The probes the run needs, built (make) on the machine measured when missing."""
+    missing = host.missing(binaries)
     if not missing:
         return
     print(f"osmeter: building probes ({', '.join(missing)} missing) ...", file=sys.stderr)
-    r = subprocess.run(["make", "-s", "-C", str(root), "all"], capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RunError(f"'make' failed, so the probes cannot run:\n{r.stderr.strip()[-3000:]}")
-    still = [b for b in binaries if not (bin_dir / b).exists()]
+    rc, err = host.make()
+    if rc != 0:
+        raise RunError(f"'make' failed, so the probes cannot run:\n{err.strip()[-3000:]}")
+    still = host.missing(binaries)
     if still:
-        raise RunError(f"after 'make', still missing in {bin_dir}: {', '.join(still)}")
+        raise RunError(f"after 'make', still missing in {host.bin_dir}: {', '.join(still)}")
 
 
-def choose_cpu(requested: int | None) -> int:
-    allowed = sorted(os.sched_getaffinity(0))
+def choose_cpu(requested: int | None, affinity: set[int] | None = None) -> int:
+    allowed = sorted(os.sched_getaffinity(0) if affinity is None else affinity)
     if requested is None:
         return allowed[-1]  # the last online CPU: usually the least busy with interrupts
     if requested not in allowed:
@@ -110,20 +113,6 @@ def choose_cpu(requested: int | None) -> int:
             f"--cpu {requested}: not an online CPU this process may use (allowed: {', '.join(map(str, allowed))})"
         )
     return requested
-
-
-def fifo_permission() -> tuple[bool, str | None]:
-    """Can we run probes under SCHED_FIFO? Tried on ourselves, then undone."""
-    if not hasattr(os, "SCHED_FIFO"):
-        return False, "this platform has no SCHED_FIFO"
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
-    except PermissionError:
-        return False, "not permitted (needs root or CAP_SYS_NICE, or an RLIMIT_RTPRIO above 0)"
-    except OSError as e:
-        return False, f"sched_setscheduler failed: {e.strerror}"
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    return True, None
 
 
 def default_out(root: Path, suffix: str = "") -> Path:
@@ -135,8 +124,26 @@ def default_out(root: Path, suffix: str = "") -> Path:
 
 def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
     """Checks the request; raises RunError (nothing has run) when it cannot be served."""
+    from .onhost import Here, OnHost
+
     root = repo_root()
-    bin_dir = opts.bin_dir or root / "build" / "bin"
+    if opts.on:
+        if opts.remote or opts.isolate:
+            raise RunError("--on takes no --remote or --isolate (give --peer HOST:PORT of a running netpeer)")
+        if not opts.on_tree:
+            raise RunError("--on USER@HOST needs --on-tree DIR: the osmeter tree built there")
+        host = OnHost(opts.on, opts.on_tree)
+    else:
+        host = Here(root, opts.bin_dir)
+    try:
+        return _plan(opts, sentinels, root, host)
+    except BaseException:
+        host.close()
+        raise
+
+
+def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
+    bin_dir = host.bin_dir
     probes = opts.probes if opts.probes is not None else registry.PROBES
     derived_all = opts.derived if opts.derived is not None else registry.DERIVED
     if opts.peer and opts.remote:
@@ -151,20 +158,21 @@ def plan(opts: RunOptions, sentinels: bool = False) -> Plan:
     if not selection:
         raise RunError(f"preset '{opts.preset}' selects no probe")
     for flag, d in (("--fs-dir", opts.fs_dir), ("--fs-remote", opts.fs_remote)):
-        if d and not d.is_dir():
-            raise RunError(f"{flag} {d}: not a directory")
+        if d and not host.is_dir(str(d)):
+            raise RunError(f"{flag} {d}: not a directory" + (f" on {opts.on}" if opts.on else ""))
     needed = [p.binary for p, _ in selection if not p.external]
     needed += sentinel.binaries() if sentinels else []
     needed += ["netpeer"] if opts.remote else []
-    ensure_built(root, bin_dir, needed)
-    cpu = choose_cpu(opts.cpu)
+    ensure_built(host, needed)
+    cpu = choose_cpu(opts.cpu, host.affinity())
     if opts.rt:
-        fifo, why_not = fifo_permission()
+        fifo, why_not = host.fifo_permission()
     else:
         fifo, why_not = False, "disabled with --no-rt"
     sched = {"policy": "SCHED_FIFO", "priority": RT_PRIORITY} if fifo else {"policy": "SCHED_OTHER",
                                                                           "why_not_fifo": why_not}
-    return Plan(opts, root, bin_dir, selection, registry.select_derived(opts.patterns, derived_all), cpu, sched)
+    return Plan(opts, root, bin_dir, selection, registry.select_derived(opts.patterns, derived_all), cpu, sched,
+                host=host)
 
 
 # --------------------------------------------------------------- execute
@@ -181,13 +189,14 @@ def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
     """What the placeholders in the probes' arguments stand for in this run;
     a list stands for several arguments (or none)."""
     o = p.opts
-    return {"{disk_target}": str(o.disk_target or out / "disk-target.dat"),
+    scratch = p.host.scratch(out)  # the results directory, or on a thin host the agent's own directory there
+    return {"{disk_target}": str(o.disk_target or Path(scratch) / "disk-target.dat"),
             "{disk_flags}": ["--allow-destroy-data"] if o.allow_destroy_data else [],
             "{disk_size}": o.disk_size or ("1G" if o.preset == "full" else "256M"),
             "{peer}": p.peer or "",
             "{peer_host}": (p.peer.rsplit(":", 1)[0].strip("[]") if p.peer else "127.0.0.1"),
-            "{ping_interval}": "0.01" if os.geteuid() == 0 else "0.2",
-            "{fs_dir}": str(o.fs_dir or out),
+            "{ping_interval}": "0.01" if p.host.uid() == 0 else "0.2",
+            "{fs_dir}": str(o.fs_dir or scratch),
             "{fs_remote}": str(o.fs_remote or "")}
 
 
@@ -219,11 +228,13 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     opts = p.opts
     claim = ResultsDir(out)
     subst = _subst(p, out)
-    conditions = describe_conditions(p.root)
+    host = p.host
+    conditions = host.conditions()
     conditions["timer_requested"] = opts.timer
+    affinity = host.affinity()
     conditions.update({
         "pinned_cpu": p.cpu,
-        "harness_cpus": sorted(os.sched_getaffinity(0) - {p.cpu}) or [p.cpu],
+        "harness_cpus": sorted(affinity - {p.cpu}) or [p.cpu],
         "scheduler": p.sched,
         "preset": opts.preset,
         "selection": opts.patterns,
@@ -235,25 +246,25 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     if isinstance(conditions.get("kernel_paths"), dict):  # this run's own copy: its traced probes go there
         conditions["kernel_paths"] = {k: v for k, v in conditions["kernel_paths"].items() if k != "probes"}
     # a --disk-target that does not exist yet is made by the disk probes: osmeter removes it after
-    made_target = opts.disk_target is None or not Path(subst["{disk_target}"]).exists()
+    made_target = opts.disk_target is None or not host.exists(subst["{disk_target}"])
     conditions["disk_target"]["made_by_osmeter"] = made_target
     write_failed: WriteError | None = None
+    lost: RunError | None = None
     order = list(p.selection)
     if order_seed is not None:
         random.Random(order_seed).shuffle(order)
         conditions["order_seed"] = order_seed
     conditions["order"] = [probe.name for probe, _ in order]
-    results = Results(out, describe_machine(), conditions)
+    results = Results(out, host.machine(), conditions)
     results.save()
     raw_dir = out / "raw"
     raw_dir.mkdir(exist_ok=True)
-    launch = Launcher(p.bin_dir, p.cpu, p.fifo, [out, Path(subst["{fs_dir}"])])
+    launch = host.launcher(p.cpu, p.fifo, [host.scratch(out), subst["{fs_dir}"]])
 
-    # The harness stays off the measuring CPU while the run lasts.
-    affinity = os.sched_getaffinity(0)
+    # The harness (on a thin host: its agent) stays off the measuring CPU while the run lasts.
     others = affinity - {p.cpu}
     if others:
-        os.sched_setaffinity(0, others)
+        host.set_affinity(others)
     start = time.monotonic()
     status = 0
     lines_seen: dict[str, dict] = {}  # every line of every probe so far: the inputs of derived figures
@@ -301,14 +312,14 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                 say(f"skipped: {why}")
                 return
             t0 = time.monotonic()
-            before = counters(p.cpu)
+            before = host.counters(p.cpu)
             if live:  # a terminal: a line that shows the probe's steps and the time left
                 with StatusLine(head, probe.expect.get(opts.preset)) as line:
                     rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update)
             else:
                 rc, stdout, stderr = launch.run(argv, probe.timeout)
             elapsed = time.monotonic() - t0
-            interference[probe.name] = shares(add(interference.get(probe.name), delta(before, counters(p.cpu))))
+            interference[probe.name] = shares(add(interference.get(probe.name), delta(before, host.counters(p.cpu))))
             raw_name = probe.name if procs[probe.name] == 1 else f"{probe.name}.p{k}"
             write_text_atomic(raw_dir / f"{raw_name}.out", stdout)
             if stderr:
@@ -388,16 +399,21 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         write_failed = e
     finally:
         results.doc["conditions"]["wall_s"] = round(time.monotonic() - start, 3)
-        results.doc["conditions"]["deschedule_check"] = _deschedule_check(results)
-        os.sched_setaffinity(0, affinity)
-        if made_target:
-            Path(subst["{disk_target}"]).unlink(missing_ok=True)  # the file osmeter made for the disk probes
+        results.doc["conditions"]["deschedule_check"] = _deschedule_check(results, host)
+        try:
+            host.set_affinity(affinity)
+            if made_target:
+                host.unlink(subst["{disk_target}"])  # the file osmeter made for the disk probes
+        except RunError as e:  # a thin host lost: what was measured is still written below
+            lost = e
         try:
             results.save()
             finish(results, out, quiet)
         except WriteError as e:
             write_failed = write_failed or e
         claim.release()
+    if lost is not None:
+        raise lost
     if write_failed:
         print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/results.json holds the "
               "probes written before", file=sys.stderr)
@@ -550,7 +566,7 @@ def _share_samples(args: list[str], processes: int) -> list[str]:
 
 def _noise(launch: Launcher) -> dict | None:
     """A short noise measurement on the pinned CPU (interference.py)."""
-    if not (launch.bin_dir / "sched_noise").exists():
+    if not launch.has("sched_noise"):
         return None
     argv = launch.argv("sched_noise", list(NOISE_ARGS))
     rc, stdout, _ = launch.run(argv, timeout=30)
@@ -567,12 +583,12 @@ def clean_stale(out: Path, opts: RunOptions) -> None:
     directory (cleanup.py), removed and named."""
     from . import cleanup
 
-    removed = cleanup.clean(out.parent, [d for d in (opts.fs_dir,) if d])
+    removed = cleanup.clean(out.parent, [d for d in (opts.fs_dir,) if d and not opts.on])  # (--on: the agent's)
     if removed:
         print(f"osmeter: removed what killed runs left: {', '.join(removed)}", file=sys.stderr)
 
 
-def _deschedule_check(results: Results) -> dict:
+def _deschedule_check(results: Results, host) -> dict:
     """How the probes saw deschedules inside their windows: through the
     perf_event mmap page (no system call) or, where perf_event_open was
     refused, getrusage around each window."""
@@ -584,10 +600,10 @@ def _deschedule_check(results: Results) -> dict:
         if t.get("deschedule_check") == "getrusage":
             reasons.setdefault(str(t.get("deschedule_check_why") or "no reason given"), []).append(mid)
     if reasons:
-        paranoid = _read_text("/proc/sys/kernel/perf_event_paranoid")
+        paranoid = host.read_text("/proc/sys/kernel/perf_event_paranoid")
         out["getrusage"] = reasons
         out["why"] = "; ".join(
-            f"{_ids_text(ids)}: {why}" + (f" (kernel.perf_event_paranoid = {paranoid}, uid {os.geteuid()})"
+            f"{_ids_text(ids)}: {why}" + (f" (kernel.perf_event_paranoid = {paranoid}, uid {host.uid()})"
                                           if why.startswith("perf_event_open") else "")
             for why, ids in reasons.items()) + " (getrusage's switch counters, read outside each window)"
     return out
@@ -597,24 +613,17 @@ def _ids_text(ids: list[str]) -> str:
     return ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} and {len(ids) - 1} more ids"
 
 
-def _read_text(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
 def run(opts: RunOptions) -> int:
     """A single run: plan, the peer, execute."""
     from .osmnet import peer_session
 
     p = plan(opts)
-    out = opts.out or default_out(p.root)
-    opts.out_used = out
-    clean_stale(out, opts)
-    if not p.fifo:
-        print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     try:
+        out = opts.out or default_out(p.root)
+        opts.out_used = out
+        clean_stale(out, opts)
+        if not p.fifo:
+            print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
         with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, tracing(p):
             p.peer = peer
             if not opts.isolate:
@@ -623,8 +632,9 @@ def run(opts: RunOptions) -> int:
                 p.extra_conditions["isolation"] = doc
                 return execute(p, out)
     finally:
-        if "kernel_paths" in p.extra_conditions:
-            _record_kernel_paths(out, p.extra_conditions["kernel_paths"])
+        p.host.close()
+        if "kernel_paths" in p.extra_conditions and opts.out_used is not None:
+            _record_kernel_paths(opts.out_used, p.extra_conditions["kernel_paths"])
 
 
 @contextlib.contextmanager
@@ -637,7 +647,8 @@ def tracing(p: Plan):
     if not p.opts.kernel_paths:
         yield None
         return
-    why = tracefs.refusal()
+    why = (f"--on {p.opts.on}: the traces are of this machine's kernel, not the host's" if p.opts.on
+           else tracefs.refusal())
     if why:
         print(f"osmeter: --kernel-paths refused: {why}; running everything else", file=sys.stderr)
         p.extra_conditions["kernel_paths"] = {"requested": True, "refused": why}

@@ -25,9 +25,17 @@ def _control() -> str:
     return _control_dir
 
 
+# A host that stops answering is given up after ALIVE_INTERVAL * ALIVE_COUNT seconds (ssh's keep-alives
+# inside the encrypted channel, answered by sshd itself), one that never answers after CONNECT_TIMEOUT.
+CONNECT_TIMEOUT = 5
+ALIVE_INTERVAL = 2
+ALIVE_COUNT = 3
+
+
 def options() -> list[str]:
-    opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "ServerAliveInterval=10",
-            "-o", "ServerAliveCountMax=3", "-o", "ControlMaster=auto",
+    opts = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={CONNECT_TIMEOUT}",
+            "-o", f"ServerAliveInterval={ALIVE_INTERVAL}", "-o", f"ServerAliveCountMax={ALIVE_COUNT}",
+            "-o", "ControlMaster=auto",
             "-o", f"ControlPath={_control()}/%C", "-o", "ControlPersist=120"]
     cfg = os.environ.get("OSMETER_SSH_CONFIG")
     if cfg:
@@ -36,7 +44,10 @@ def options() -> list[str]:
 
 
 def argv(target: str, command: str) -> list[str]:
-    """ssh argv that runs a shell command line on target."""
+    """ssh argv that runs a shell command line on target. A target that
+    starts with "-" would be read by ssh as an option: refused."""
+    if not target or target.startswith("-"):
+        raise RunError(f"{target!r}: not a host (a host name cannot start with '-')")
     return ["ssh", *options(), target, command]
 
 
@@ -67,6 +78,10 @@ def reason(stderr: str | bytes) -> str:
         return "ssh: the host refused the key (Permission denied): add your public key to its authorized_keys"
     if "Could not resolve hostname" in s:
         return "ssh: unknown host name"
+    if "not responding" in s or not lines:
+        # a session on a shared connection says nothing when that connection's keep-alives gave up
+        return (f"ssh: the host stopped answering ({ALIVE_COUNT} keep-alives {ALIVE_INTERVAL} s apart went "
+                "unanswered) or the connection to it was lost")
     if "timed out" in s or "No route to host" in s or "Network is unreachable" in s:
         return f"ssh: host unreachable ({last})"
     if "Host key verification failed" in s:

@@ -290,16 +290,16 @@ static void test_icf_full(void)
         return;
     }
     const struct worker_cfg *a = &job.workers[0], *b = &job.workers[1];
-    check(strcmp(a->name, "Worker A") == 0 && a->outstanding == 4 && strcmp(job.specs[a->spec].name, "OLTP 8K") == 0,
-          "icf worker A", "'%s', %u outstanding, spec '%s'", a->name, a->outstanding, job.specs[a->spec].name);
+    check(strcmp(a->name, "Worker A") == 0 && a->outstanding == 4 && strcmp(job.specs[a->spec[0]].name, "OLTP 8K") == 0,
+          "icf worker A", "'%s', %u outstanding, spec '%s'", a->name, a->outstanding, job.specs[a->spec[0]].name);
     check(a->max_bytes == 1048576 && a->start_bytes == 4096, "icf sectors to bytes",
           "2048 sectors -> %llu B, sector 8 -> %llu B", (unsigned long long)a->max_bytes,
           (unsigned long long)a->start_bytes);
     check(a->fixed_seed && a->seed == 42 && a->pattern == DATA_PSEUDO_RANDOM, "icf seed and pattern",
           "fixed %d seed %llu pattern %d", a->fixed_seed, (unsigned long long)a->seed, a->pattern);
-    check(strcmp(b->name, "Worker B") == 0 && b->outstanding == 16 && b->spec == 1 && !b->fixed_seed &&
+    check(strcmp(b->name, "Worker B") == 0 && b->outstanding == 16 && b->spec[0] == 1 && !b->fixed_seed &&
               b->max_bytes == 0 && b->start_bytes == 0 && b->pattern == DATA_RANDOM,
-          "icf worker B", "'%s', %u outstanding, spec %d, pattern %d", b->name, b->outstanding, b->spec, b->pattern);
+          "icf worker B", "'%s', %u outstanding, spec %d, pattern %d", b->name, b->outstanding, b->spec[0], b->pattern);
 }
 
 static void test_icf_legacy(void)
@@ -335,8 +335,8 @@ static void test_native(void)
                   line_is(&s->line[0], 512, 25, 100, 100, 0, 1, 0) && line_is(&s->line[1], 4096, 25, 100, 100, 0, 1, 0) &&
                   line_is(&s->line[2], 65536, 50, 0, 0, 0, 16, 1048576),
               "native sizes and defaults", "%s; %s", fmt_line(&s->line[1]), fmt_line(&s->line[2]));
-        check(job.nworkers == 1 && job.workers[0].outstanding == 1 && job.workers[0].spec == 0, "native default worker",
-              "%d worker, %u outstanding, spec %d", job.nworkers, job.workers[0].outstanding, job.workers[0].spec);
+        check(job.nworkers == 1 && job.workers[0].outstanding == 1 && job.workers[0].spec[0] == 0, "native default worker",
+              "%d worker, %u outstanding, spec %d", job.nworkers, job.workers[0].outstanding, job.workers[0].spec[0]);
     }
 
     rc = spec_parse_file(FIX "shipped.spec", &job, err, sizeof err);
@@ -345,7 +345,7 @@ static void test_native(void)
         struct spec ws;
         spec_builtin("web-server", &ws);
         check(job.nspecs == 1 && strcmp(job.specs[0].name, "web-server") == 0 &&
-                  first_difference(&job.specs[0], &ws) < 0 && job.nworkers == 1 && job.workers[0].spec == 0 &&
+                  first_difference(&job.specs[0], &ws) < 0 && job.nworkers == 1 && job.workers[0].spec[0] == 0 &&
                   job.workers[0].outstanding == 8,
               "native shipped spec", "worker '%s' runs '%s' (%d lines), %u outstanding", job.workers[0].name,
               job.specs[0].name, job.specs[0].nlines, job.workers[0].outstanding);
@@ -395,7 +395,7 @@ static void test_json(void)
         "{\"size\": 4096, \"access\": 60, \"read\": 30, \"random\": 100, \"delay_ms\": 0, \"burst\": 1, "
         "\"align\": 4096}",
         "{\"name\": \"Worker A\", \"spec\": \"OLTP 8K\", \"outstanding\": 4, \"max_bytes\": 1048576, "
-        "\"start_bytes\": 4096, \"pattern\": \"pseudo-random\", \"fixed_seed\": true, \"seed\": 42}",
+        "\"start_bytes\": 4096, \"pattern\": \"pseudo-random\", \"fixed_seed\": true, \"seed\": 42, ",
     };
     for (int i = 0; i < 4; i++)
         check(strstr(s, want[i]) != NULL, "json fields", "%s", want[i]);
@@ -406,7 +406,8 @@ static void test_json(void)
     snprintf(job.description, sizeof job.description, "q\"b\\t\tn\nc\001.");
     s = json_of(&job);
     check(strstr(s, "\"description\": \"q\\\"b\\\\t\\tn\\nc\\u0001.\"") != NULL, "json escapes", "%.60s", s);
-    check(strstr(s, "\"specs\": [], \"workers\": []}\n") != NULL, "json empty job", "\"specs\": [], \"workers\": []");
+    check(strstr(s, "\"specs\": [], \"workers\": [], \"cycle_workers\": null, \"cycle_targets\": null, "
+                    "\"cycle_size\": null}\n") != NULL, "json empty job", "%s", s);
     free(s);
 }
 
@@ -423,9 +424,8 @@ static void test_errors(void)
         {"bad-nonnumeric.icf", 6, "% of size: '1OO' is not a number"},
         {"bad-network.icf", 16, "is a NETWORK,TCP worker"},
         {"bad-connrate.icf", 19, "test connection rate is ENABLED"},
-        {"bad-cycle-workers.icf", 26, "Test Type CYCLE_WORKERS is not supported"},
+        {"bad-increment-targets.icf", 26, "Test Type INCREMENT_TARGETS_PARALLEL is not supported"},
         {"bad-header.icf", 25, "unknown header 'Bogus Key"},
-        {"bad-two-specs.icf", 29, "only one spec per worker"},
         {"bad-unassigned.icf", 14, "has no assigned access spec"},
         {"bad-missing.icf", 24, "'Random 8K', which the file does not define"},
         {"bad-reply.icf", 24, "reply size is a network feature; osmeter's disk generator does not support it"},
@@ -448,6 +448,108 @@ static void test_errors(void)
     }
     int rc = spec_parse_file(FIX "no-such-file.spec", &job, err, sizeof err);
     check(rc == -1 && strstr(err, "cannot open"), "error", "missing file -> %s", err);
+}
+
+/* ---- several specs and targets per worker, cycling ----------------------- */
+
+static void test_icf_lists(void)
+{
+    if (parse_icf(FIX "two-specs.icf"))
+        return;
+    const struct worker_cfg *w = &job.workers[0];
+    check(job.nworkers == 1 && w->nspec == 2 && strcmp(job.specs[w->spec[0]].name, "Random 4K") == 0 &&
+              strcmp(job.specs[w->spec[1]].name, "Seq 64K") == 0 && job_steps(&job) == 2,
+          "icf specs in sequence", "%d workers, %d specs, steps %d", job.nworkers, w->nspec, job_steps(&job));
+    check(w->ntarget == 1 && strcmp(w->target[0], "sdb: \"FIXTURE DISK\"") == 0, "icf target names kept", "%d: '%s'",
+          w->ntarget, w->ntarget ? w->target[0] : "");
+    if (parse_icf(FIX "cycle-workers.icf"))
+        return;
+    check(job.cycle_workers.on && job.cycle_workers.start == 1 && job.cycle_workers.step == 1 &&
+              !job.cycle_workers.exponential && job.cycle_workers.end == 0 && !job.cycle_targets.on && !job.cycle_qd,
+          "icf CYCLE_WORKERS", "on %d, %llu..%llu step %llu", job.cycle_workers.on,
+          (unsigned long long)job.cycle_workers.start, (unsigned long long)job.cycle_workers.end,
+          (unsigned long long)job.cycle_workers.step);
+    uint64_t v[16];
+    struct cycle c = { .on = true, .exponential = true, .start = 512, .end = 65536, .step = 2 };
+    int n = cycle_values(&c, 0, 0, v, 16);
+    check(n == 8 && v[0] == 512 && v[7] == 65536, "cycle values x2", "%d values, %llu..%llu", n,
+          (unsigned long long)v[0], (unsigned long long)v[n - 1]);
+    c = (struct cycle){ .on = true, .start = 1, .end = 0, .step = 2 };
+    n = cycle_values(&c, 6, 0, v, 16);
+    check(n == 3 && v[0] == 1 && v[1] == 3 && v[2] == 5, "cycle values +2 up to all", "%d values", n);
+    /* the native format's lists: spec and target given again */
+    const char *spec = temp_copy(FIX "minimal.spec", "\n", NULL, NULL);
+    FILE *f = spec ? fopen(spec, "a") : NULL;
+    if (f) {
+        fputs("\n[worker W]\nspec = 1m-seq-read\ntarget = a\nspec = 4k-random-read\ntarget = b\n", f);
+        fclose(f);
+    }
+    int rc = spec ? spec_parse_file(spec, &job, err, sizeof err) : -1;
+    w = &job.workers[0];
+    check(rc == 0 && job.nworkers == 1 && w->nspec == 2 && strcmp(job.specs[w->spec[1]].name, "4k-random-read") == 0 &&
+              w->ntarget == 2 && strcmp(w->target[1], "b") == 0,
+          "native spec and target lists", "%s", rc ? err : "two specs, two targets");
+    if (spec)
+        unlink(spec);
+}
+
+/* ---- .icf round trip: read, write, read the same job; the second write the same bytes ---- */
+
+static char *icf_text(const struct job *j)
+{
+    char *buf = NULL, e[512];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    int rc = icf_write(j, NULL, 0, f, e, sizeof e);
+    fclose(f);
+    if (rc) {
+        free(buf);
+        snprintf(err, sizeof err, "icf_write: %s", e);
+        return NULL;
+    }
+    return buf;
+}
+
+static void round_trip_icf(const char *path, const char *label)
+{
+    if (icf_parse_file(path, &job, err, sizeof err)) {
+        check(false, "icf round trip", "%s: %s", label, err);
+        return;
+    }
+    char *a = json_of(&job), *t1 = icf_text(&job);
+    char tmp[] = "/tmp/test_spec_rt.XXXXXX";
+    int fd = t1 ? mkstemp(tmp) : -1;
+    bool ok = fd >= 0 && write(fd, t1, strlen(t1)) == (ssize_t)strlen(t1);
+    if (fd >= 0)
+        close(fd);
+    int rc = ok ? icf_parse_file(tmp, &other, err, sizeof err) : -1;
+    char *b = rc == 0 ? json_of(&other) : NULL, *t2 = rc == 0 ? icf_text(&other) : NULL;
+    check(rc == 0 && b && !strcmp(a, b), "icf round trip: same job", "%s%s%s", label, rc ? ": " : "",
+          rc ? err : b && strcmp(a, b) ? ": the JSON differs" : "");
+    check(t1 && t2 && !strcmp(t1, t2), "icf round trip: same bytes", "%s", label);
+    if (fd >= 0)
+        unlink(tmp);
+    free(a);
+    free(b);
+    free(t1);
+    free(t2);
+}
+
+static void test_icf_round_trips(void)
+{
+    static const char *const files[] = { "full.icf", "legacy.icf", "file-server.icf", "two-specs.icf",
+                                          "two-specs-mix.icf", "cycle-workers.icf" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char p[128];
+        snprintf(p, sizeof p, FIX "%s", files[i]);
+        round_trip_icf(p, files[i]);
+    }
+    /* what the format cannot hold is refused, not dropped */
+    job_init(&job);
+    job.run_s = 1.5;
+    char *t = icf_text(&job);
+    check(!t && strstr(err, "whole seconds"), "icf write refuses what it cannot hold", "%s", t ? "written" : err);
+    free(t);
 }
 
 /* ---- real .icf files (argv) ----------------------------------------------- */
@@ -504,12 +606,15 @@ static void real_worker_rich(const char *path)
     const char *copy = temp_copy(path, "\n", "\t8,ENABLED,5,", "\t8,DISABLED,5,");
     int rc = copy ? icf_parse_file(copy, &job, err, sizeof err) : -1;
     check(rc == 0, "real icf worker_rich without connection rate", "%s", !copy ? "field not found" : rc ? err : "parses");
-    if (copy)
+    if (copy) {
+        round_trip_icf(copy, "real icf eilerjc_iometer_worker_rich.icf (connection rate disabled)");
+        icf_parse_file(copy, &job, err, sizeof err);
         unlink(copy);
+    }
     if (rc)
         return;
     const struct worker_cfg *w = &job.workers[0];
-    check(job.nspecs == 2 && job.nworkers == 1 && strcmp(job.specs[w->spec].name, "64 KiB; 100% Read; 0% random") == 0 &&
+    check(job.nspecs == 2 && job.nworkers == 1 && strcmp(job.specs[w->spec[0]].name, "64 KiB; 100% Read; 0% random") == 0 &&
               w->outstanding == 8 && w->fixed_seed && w->seed == 12345 && w->max_bytes == 1024 * 512 &&
               w->start_bytes == 64 * 512 && w->pattern == DATA_PSEUDO_RANDOM,
           "real icf worker_rich values", "'%s' %u outstanding, seed %llu, max %llu B, start %llu B, pattern %d",
@@ -539,6 +644,9 @@ static void test_real(const char *path)
         real_kochaika(base);
     else if (strcmp(base, "eilerjc_iometer_cov_rich_disk.icf") == 0)
         real_cov_rich(base);
+    char label[300];
+    snprintf(label, sizeof label, "real icf %s", base);
+    round_trip_icf(path, label);
 }
 
 int main(int argc, char **argv)
@@ -560,6 +668,8 @@ int main(int argc, char **argv)
     test_round_trip();
     test_json();
     test_errors();
+    test_icf_lists();
+    test_icf_round_trips();
     for (int i = 1; i < argc; i++)
         test_real(argv[i]);
     return check_summary();

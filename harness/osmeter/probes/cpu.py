@@ -64,15 +64,43 @@ PROBES = (
             m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
               ktimer="syscall:getppid"),
             m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)", ktimer="syscall:gettid"),
+            m("cpu.syscall.getppid.libc", "ns", "getppid() through libc (lmbench's null call)",
+              ktimer="syscall:getppid"),
+            m("cpu.syscall.getcwd", "ns", "getcwd() into a buffer", ktimer="syscall:getcwd"),
+            m("cpu.syscall.read", "ns", "read() of 1 byte from /dev/zero", ktimer="syscall:read"),
+            m("cpu.syscall.write", "ns", "write() of 1 byte to /dev/null", ktimer="syscall:write"),
+            m("cpu.syscall.null_io", "ns", "mean of the 1-byte read and write (lmbench's null I/O)"),
         ),
         methodology=(
             "getppid and gettid are entered with the syscall instruction itself, not a libc "
             "wrapper, so every call really enters the kernel (nothing is cached in user space). "
+            "cpu.syscall.getppid.libc calls libc's getppid(), as lmbench's lat_syscall null does: "
+            "what a C program pays, wrapper included. getcwd copies the working directory's path "
+            "out of the kernel. Null I/O is lmbench's: a 1-byte read from /dev/zero and a 1-byte "
+            "write to /dev/null, each timed, and their mean window pair by window pair. "
             "A sample is a batch of calls in one window, timer overhead subtracted, divided by "
-            "the batch size. The figure includes the mitigations the kernel applies on entry "
+            "the batch size; the windows of all six calls are taken in turn, so drift hits them "
+            "alike. The figures include the mitigations the kernel applies on entry "
             "and exit (see conditions.mitigations)."
         ),
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.select", binary="cpu_select", area="cpu",
+        measures=(
+            m("cpu.select.tcp", "ns", "select() over 100 descriptors of a loopback TCP socket"),
+            m("cpu.select.file", "ns", "select() over 100 descriptors of a file"),
+        ),
+        methodology=(
+            "As lmbench's lat_select: {arg:--fds=100} dup()s of one connected loopback TCP socket (or of "
+            "one open file) are polled for writing by select() with a zero timeout, which walks every "
+            "descriptor and asks its poll method, and returns at once. nfds is the highest descriptor "
+            "plus one, so every descriptor of the set is examined (lmbench passes the count, which "
+            "leaves out the few descriptors numbered above it). Batched; the two kinds run one after the "
+            "other, each set on the lowest free descriptors, as lmbench's (a set numbered above another "
+            "costs more: select scans and copies every descriptor number below nfds)."
+        ),
+        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
     ),
     Probe(
         name="cpu.proc", binary="cpu_proc", area="cpu",
@@ -97,6 +125,24 @@ PROBES = (
         presets={"quick": ("--samples", "200", "--parent-mb", "0,16,128"),
                  "full": ("--samples", "1000", "--parent-mb", "0,1,16,64,256")},
         expect={"quick": 1.5, "full": 6},
+    ),
+    Probe(
+        name="cpu.exec", binary="cpu_exec", area="cpu",
+        measures=(
+            m("cpu.proc_exec", "ns", "fork(), execve() of a small program, waitpid() (lmbench's exec proc)"),
+            m("cpu.proc_sh", "ns", "fork(), /bin/sh -c a small program, waitpid() (lmbench's sh proc)"),
+        ),
+        methodology=(
+            "One program start per sample, as lmbench's lat_proc exec and shell: the parent forks; the "
+            "child closes its standard output and execve()s a small dynamically linked program that "
+            "writes a line (to the closed output) and exits, or runs /bin/sh -c with that program; "
+            "the parent waits. The program is the probe's own binary in its --hello mode, or "
+            "--program PATH. The two kinds alternate; everything runs on the probe's CPU. The cost "
+            "is dominated by the dynamic loader mapping the program's libraries, so a program "
+            "linked against more libraries costs more."
+        ),
+        presets={"quick": ("--samples", "30"), "full": ("--samples", "150")},
+        expect={"quick": 0.4, "full": 1},
     ),
     Probe(
         name="cpu.thread", binary="cpu_thread", area="cpu",
@@ -136,13 +182,16 @@ PROBES = (
         name="cpu.signal", binary="cpu_signal", area="cpu",
         measures=(
             m("cpu.signal.install", "ns", "sigaction() installing a handler"),
+            m("cpu.signal.install.old", "ns", "sigaction() installing a handler and reading back the old one "
+                                              "(lmbench's sig inst)"),
             m("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
             m("cpu.signal.send", "ns", "kill(self, 0): the sending system call without a signal"),
             m("cpu.signal.catch", "ns", "deliver minus send: what catching adds (lmbench's signal handler overhead)"),
         ),
         methodology=(
             "cpu.signal.install times sigaction calls alternating between two handlers, in "
-            "batches. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
+            "batches; cpu.signal.install.old, in windows alternating with them, also has the old action "
+            "copied back, as lmbench's lat_sig install asks. cpu.signal.deliver times kill(getpid(), SIGUSR1) with a handler installed: "
             "the kill system call, delivery on its way back to user space, the handler and "
             "sigreturn, per signal, in batches; the probe checks that every signal was caught. "
             "cpu.signal.send times kill(getpid(), 0), which checks permission and sends nothing, in "
@@ -151,6 +200,29 @@ PROBES = (
             "cpu.signal.catch is the figure to set beside lmbench's, and cpu.signal.deliver the whole cost."
         ),
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
+    ),
+    Probe(
+        name="cpu.ctx.matrix", binary="cpu_ctxring", area="cpu",
+        measures=(m("cpu.ctx.matrix", "ns", "context switch in a ring of N processes each touching its own "
+                                            "working set, per (processes, KiB) (series)", curve=True),),
+        methodology=(
+            "lmbench's lat_ctx -s, every cell at once: N processes ({arg:--procs=2,8,16|list}) pinned to one "
+            "CPU pass a token round a ring of N pipes; a process that receives it sums its own working "
+            "set ({arg:--sizes=0,16,64|list} KiB: every 8-byte word in order, eight sums at once) and "
+            "passes it on. A trip round the ring is N switches, N pipe writes and reads and N sums. "
+            "What a hop costs without a switch, one process writing and reading its own pipe and summing "
+            "its own cached set, is timed in windows alternating with the ring's and subtracted: per "
+            "switch = trip / N - hop. What is left is the switch plus what the set costs because the "
+            "other processes' sets evicted it, which grows once all N sets no longer fit a cache level. "
+            "All rings live at once and a sample takes one window of each cell in turn, {arg:--switches=2000} "
+            "switches a window; the series' x is the set per process in bytes and params.processes the "
+            "ring's size, point by point."
+        ),
+        presets={"quick": ("--samples", "5"), "full": ("--samples", "21", "--procs", "2,4,8,16",
+                                                       "--sizes", "0,4,16,32,64")},
+        expect={"quick": 1.5, "full": 6},
+        processes=1,
+        smoke=("--procs", "2,3", "--sizes", "0,4", "--switches", "200"),
     ),
     Probe(
         name="cpu.c2c", binary="cpu_c2c", area="cpu",
@@ -170,6 +242,30 @@ PROBES = (
         ),
         presets={"quick": ("--samples", "7"), "full": ("--samples", "21", "--c2c-pairs", "512")},
         smoke=("--iterations", "200"),
+    ),
+    Probe(
+        name="cpu.ops", binary="cpu_ops", area="cpu",
+        measures=(
+            *(m(f"cpu.ops.int.{o}", "ns", f"latency of a 32-bit integer {o}")
+              for o in ("bit", "add", "mul", "div", "mod")),
+            *(m(f"cpu.ops.{t}.{o}", "ns", f"latency of a {t} {o}")
+              for t in ("float", "double") for o in ("add", "mul", "div")),
+            m("cpu.clock", "MHz", "the core's clock: timer rate over timer ticks per dependent add"),
+        ),
+        methodology=(
+            "lmbench's lat_ops, each operation one dependent chain: every operation takes the previous "
+            "result, so the time per operation is its latency, not its throughput. An empty asm after "
+            "each pins the value in a register of the operation's kind and hides it from the compiler, "
+            "so nothing is folded, vectorised or strength-reduced; 100 operations a loop turn. The "
+            "operands are lmbench's: division alternates between s / 36 and s / (s / 36); mod is "
+            "x % s then x | s, the | (timed as cpu.ops.int.bit) subtracted; floating multiplication "
+            "alternates a factor and its inverse so the value stays normal. Batched, windows of all "
+            "eleven in turn. cpu.clock is the timer's rate over the timer ticks one add of the integer "
+            "chain takes: an add is one core cycle, so this is the core's clock whatever the TSC's "
+            "fixed rate, the only way to turn ns into core cycles on a core that boosts "
+            "(params.timer_mhz and params.cpuinfo_mhz beside it)."
+        ),
+        presets={"quick": ("--samples", "30"), "full": ("--samples", "150")},
     ),
     Probe(
         name="cpu.vtimer", binary="cpu_vtimer", area="cpu",

@@ -83,16 +83,50 @@ PROBES = (
             "As lmbench's lat_fs: {arg:--files=1000} files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, "
             "write, close) in a fresh directory, then deleted; a sample is one round; nothing is synced. Every "
             "round's creates come before any round's deletes: a file system may refuse to reuse an inode freed "
-            "moments ago (ext4 without a journal scans past every inode freed in an earlier second of the last "
-            "30 s or more, longer while its inode table is unwritten), and creates timed after the run's own "
-            "deletes would time that scan. params.journal says whether the directory's ext4 has a journal; where "
-            "it has none, files deleted on that file system by anything else in the last half minute still slow "
-            "the creates: compare runs made in the same place, apart in time."
+            "moments ago (ext4 without a journal scans past every inode freed in the last 60 s, or 6 minutes "
+            "while that inode's table block is unwritten), and creates timed after the run's own deletes would "
+            "time that scan. params.journal says whether the directory's ext4 has a journal; where it has none, "
+            "files deleted near the directory by anything else in the last minutes, an earlier run's deletes "
+            "among them, still slow the creates: compare such runs only when they are minutes apart."
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--samples", "3"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
         expect={"quick": 14, "full": 14},
         timeout=300.0,
         smoke=("--files", "50"),
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples
+    ),
+    Probe(
+        name="fs.path", binary="fs_path", area="fs",
+        measures=(
+            m("fs.stat", "ns", "stat() of a file by its full path"),
+            m("fs.open_close", "ns", "open() and close() of a file by its full path"),
+        ),
+        methodology=(
+            "As lmbench's lat_syscall stat and open: an empty file in a fresh directory under the "
+            "test directory is stat()ed, or opened read-only and closed, by its full path; both walk "
+            "the same path, so their difference is what opening adds (a file object and a "
+            "descriptor, and releasing them). Batched; the two kinds' windows in turn."
+        ),
+        presets={"quick": ("--dir", "{fs_dir}", "--samples", "60"), "full": ("--dir", "{fs_dir}", "--samples", "300")},
+    ),
+    Probe(
+        name="fs.reread", binary="fs_reread", area="fs",
+        measures=(
+            m("fs.reread", "MB/s", "rereading a cached file with read(), 64 KiB at a time, summing it"),
+            m("fs.mmap_reread", "MB/s", "rereading a cached file through a mapping, summing it"),
+        ),
+        methodology=(
+            "As lmbench's bw_file_rd io_only and bw_mmap_rd mmap_only: a {arg:--size=64M|bytes} file is "
+            "written and read once, so it is in the page cache; then one pass over it is a sample: "
+            "read() into one 64 KiB buffer from the start, each piece summed word by word (eight sums "
+            "at once, as a program would use the data), or the same sum over a mapping of the whole "
+            "file made beforehand. The first copies out of the cache and sums the copy, the second "
+            "sums the cache's own pages. MB/s is a million bytes of file per second; windows in turn."
+        ),
+        presets={"quick": ("--dir", "{fs_dir}", "--size", "32M", "--samples", "5"),
+                 "full": ("--dir", "{fs_dir}", "--samples", "20")},
+        expect={"quick": 1, "full": 3},
+        processes=1,
+        smoke=("--size", "4M"),
     ),
 )

@@ -108,6 +108,8 @@ PROBES = (
             m("mem.lat.l3", "ns", "L3 cache latency, found on the curve"),
             m("mem.lat.dram", "ns", "memory latency at the largest size (4 KiB pages)"),
             m("mem.lat.dram.thp", "ns", "memory latency at the largest size on transparent huge pages"),
+            m("mem.lat.stride", "ns", "the largest size walked in address order, 128-byte stride "
+                                      "(lmbench's main mem)"),
         ),
         methodology=(
             "Dependent loads: each element of the working set holds the address of the next, so "
@@ -124,7 +126,9 @@ PROBES = (
             "plateau begins and ends, beside the size sysfs gives. DRAM is read at the largest "
             "size; the same size on a MADV_HUGEPAGE buffer (mem.lat.dram.thp) shows how much of "
             "it is TLB misses. A cache shared with other tenants (a VM's L3) can end before its "
-            "sysfs size."
+            "sysfs size. mem.lat.stride walks the largest size once more in address order, "
+            "{arg:--stride-walk=128} bytes a step (lmbench's lat_mem_rd stride walk, its \"main mem\"): "
+            "the prefetchers can follow it, so it is what streaming code sees, not a miss's latency."
         ),
         presets={
             "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
@@ -196,6 +200,89 @@ PROBES = (
     ),
 )
 
+PROBES = PROBES + (
+    Probe(
+        name="mem.vm", binary="mem_vm", area="mem",
+        measures=(
+            m("mem.mmap", "ns", "mmap of a file, a write every 16 KiB of its first tenth, munmap"),
+            m("mem.protfault", "ns", "write to a read-only page: fault, SIGSEGV, handler, sigreturn"),
+        ),
+        methodology=(
+            "mem.mmap is lmbench's lat_mmap: a {arg:--size=64M|bytes} file is mapped shared and "
+            "writable, a byte is written every 16 KiB of its first tenth (each a minor fault on a "
+            "cached page), and it is unmapped; per mapping. mem.protfault is lmbench's lat_sig prot: "
+            "a present anonymous page made read-only is written, the kernel raises SIGSEGV, the "
+            "handler counts and returns, the write runs again and faults again; once it has counted "
+            "the window's faults the handler makes the page writable so the write completes (two "
+            "mprotect calls per window, amortized); per fault. Batched; windows in turn."
+        ),
+        presets={"quick": ("--samples", "20"), "full": ("--samples", "100")},
+        expect={"quick": 1, "full": 2},
+        processes=1,
+        smoke=("--size", "4M"),
+    ),
+    Probe(
+        name="mem.par", binary="mem_par", area="mem",
+        measures=(m("mem.par", "loads", "memory-level parallelism: loads served at once, per working set "
+                                        "(series; the figure is the largest set's)", curve=True),),
+        methodology=(
+            "lmbench's par_mem question: how many loads the memory system serves at once. The set is "
+            "one random cycle of 64-byte elements (as mem.lat's); K pointers (1 to 16) start at "
+            "evenly spaced addresses, so at random places far apart along the cycle, and are walked "
+            "together: each pointer's loads stay dependent, the K loads of a step are independent. "
+            "The figure at a size is the time per load of one chain over the time per load of K "
+            "chains, the largest over K: 1 if loads were served one at a time, more as the core keeps "
+            "misses outstanding, until its fill buffers or the level's bandwidth stop it. Sizes: half "
+            "of each cache level sysfs names up to 32 MiB, and {arg:--mem-size=256M|bytes} for memory; "
+            "a sample is one window per K, the K in turn."
+        ),
+        presets={"quick": ("--samples", "3"), "full": ("--samples", "9", "--mem-size", "1G")},
+        expect={"quick": 3, "full": 12},
+        timeout=600.0,
+        processes=1,
+        smoke=("--sizes", "16K,1M"),
+    ),
+    Probe(
+        name="mem.lat.loaded", binary="mem_loaded", area="mem",
+        measures=(m("mem.lat.loaded", "ns", "memory latency on one CPU while the other CPUs read memory at "
+                                            "rising rates (series over load levels)", curve=True),),
+        methodology=(
+            "The loaded-latency curve of Intel's Memory Latency Checker: a dependent random chain over "
+            "{arg:--size=256M|bytes} (as mem.lat's) is walked on the probe's CPU while one thread on "
+            "every other online CPU sums its own {arg:--load-size=256M|bytes} buffer in order, 64 KiB "
+            "at a time, counting an empty loop of a level's length after each piece (a guest's pause "
+            "instruction could exit to the hypervisor); level 0 has the load threads parked. "
+            "Per level, a sample is one window of at least 65536 loads, per load; the bytes the "
+            "load threads read over the level's time are its bandwidth (params.bandwidth_mbs, a "
+            "million bytes per second). The series' x is the level; the figure is the heaviest."
+        ),
+        presets={"quick": ("--samples", "5"), "full": ("--samples", "15", "--delays",
+                                                       "65536,16384,4096,1024,256,64,0")},
+        expect={"quick": 3, "full": 8},
+        timeout=600.0,
+        processes=1,
+        smoke=("--size", "8M", "--load-size", "1M", "--delays", "1000,0"),
+    ),
+)
+
+def protfault_less_catch(lines: dict[str, dict]) -> dict:
+    """mem.protfault.less_catch: each protection fault less the median
+    signal catch (lmbench's lat_sig prot subtracts its catch figure)."""
+    fault, catch = lines["mem.protfault"], lines["cpu.signal.catch"]
+    ns, bad, _ = line_values(fault)
+    c, cbad, _ = line_values(catch)
+    c = float(np.median(c[~cbad & np.isfinite(c)]))
+    keep = ~bad & np.isfinite(ns)
+    return {
+        "id": "mem.protfault.less_catch",
+        "unit": "ns",
+        "params": {"catch_ns": c, "from": ["mem.protfault", "cpu.signal.catch"]},
+        "overhead_subtracted": c,
+        "samples": (ns[keep] - c).tolist(),
+        "disturbed": [],
+    }
+
+
 DERIVED = (
     Derived(
         m("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
@@ -204,6 +291,15 @@ DERIVED = (
         "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
         "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
         "times dearer it is to fault a byte in from the device than to copy it in memory.",
+        area="mem",
+    ),
+    Derived(
+        m("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
+        ("mem.protfault", "cpu.signal.catch"),
+        protfault_less_catch,
+        "Each mem.protfault sample less the median of cpu.signal.catch: what lmbench's lat_sig prot "
+        "reports, which takes its own catch figure (signal delivery less the kill) from the whole fault. "
+        "mem.protfault is the whole cost a program pays.",
         area="mem",
     ),
 )

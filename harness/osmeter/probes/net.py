@@ -99,4 +99,24 @@ def _probes(where: str) -> tuple[Probe, ...]:
     )
 
 
-PROBES = _probes("loopback") + _probes("remote")
+IPC = Probe(
+    name="net.ipc", binary="net_ipc", area="net",
+    measures=(
+        m("net.rtt.pipe", "ns", "round trip of 1 byte through two pipes between two processes"),
+        m("net.rtt.unix", "ns", "round trip of 1 byte on an AF_UNIX stream socket pair"),
+        m("net.bw.pipe", "MB/s", "bulk bandwidth through a pipe, 64 KiB writes and reads"),
+        m("net.bw.unix", "MB/s", "bulk bandwidth through an AF_UNIX stream socket pair"),
+    ),
+    methodology=(
+        "As lmbench's lat_pipe, lat_unix, bw_pipe and bw_unix, with the partner a child process on "
+        "the probe's CPU (it inherits the pinning), so a round trip is two context switches, two "
+        "writes and two reads. A latency sample is {arg:--iterations=1000} round trips of 1 byte after "
+        "16 untimed; a bandwidth sample is the time to read {arg:--bytes=8M|bytes} that the child writes "
+        "without pause in 64 KiB pieces, after as much again untimed. Pipe and socket samples "
+        "alternate. MB/s is a million bytes per second."
+    ),
+    presets={"quick": ("--samples", "30"), "full": ("--samples", "150")},
+    expect={"quick": 0.5, "full": 2},
+)
+
+PROBES = _probes("loopback") + (IPC,) + _probes("remote")

@@ -1,0 +1,141 @@
+/* vm.c - the VM system's costs that lmbench's file & VM table lists.
+ *
+ * mem.mmap       mmap() of a --size file (default 64M), MAP_SHARED, a byte
+ *                written every 16 KiB of its first tenth, munmap() (lmbench's
+ *                lat_mmap): per mapping
+ * mem.protfault  a write to a page mapped read-only: the fault, the SIGSEGV
+ *                it raises, the handler and sigreturn, after which the write
+ *                runs again and faults again (lmbench's lat_sig prot): per fault
+ * Protection faults are timed in windows of many: the page is made read-only
+ * by mprotect at the window's start, and the handler makes it writable once
+ * it has counted the window's faults, so the last write completes (two
+ * mprotect calls per window, amortized). Windows of the two in turn.
+ */
+#include "osm.h"
+#include "osmfs.h"
+#include "osmmem.h"
+#include "osmscratch.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define TOUCH_STRIDE (16 * 1024)
+static uint64_t size = 64ull << 20;
+static const char *dir = "/var/tmp";
+
+static int on_extra(const char *name, const char *v)
+{
+    if (!strcmp(name, "size"))
+        size = osm_parse_size("--size", v, 10 * TOUCH_STRIDE, 1ull << 40);
+    else if (!strcmp(name, "dir"))
+        dir = v;
+    else
+        return -1;
+    return 0;
+}
+
+static const struct osm_extra_opt extra[] = {
+    { "size", true, "size of the mapped file (default 64M)" },
+    { "dir", true, "where to make the file (default /var/tmp)" },
+    { 0 },
+};
+
+static const struct osm_probe_info info = {
+    .name = "mem_vm",
+    .summary = "mmap+touch+munmap of a file, and a write-protection fault caught as SIGSEGV.",
+    .default_samples = 30,
+    .extra = extra,
+    .on_extra = on_extra,
+};
+
+static int fd;
+
+static void body_mmap(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    for (uint64_t i = 0; i < n; i++) {
+        char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            osm_die("mmap: %m");
+        for (uint64_t off = 0; off < size / 10; off += TOUCH_STRIDE)
+            p[off] = (char)off;
+        munmap(p, size);
+    }
+}
+
+#define FAULTS_PER_ITERATION 1
+static char *page;
+static long pagesize;
+static volatile uint64_t caught, target;
+
+static void on_segv(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if ((char *)si->si_addr != page)
+        _exit(3); /* a real crash: not our page */
+    if (++caught >= target)
+        mprotect(page, pagesize, PROT_READ | PROT_WRITE);
+}
+
+static void body_prot(void *ctx, uint64_t n)
+{
+    (void)ctx;
+    caught = 0;
+    target = n * FAULTS_PER_ITERATION;
+    if (mprotect(page, pagesize, PROT_READ) != 0)
+        osm_die("mprotect: %m");
+    *(volatile char *)page = 1; /* faults n times, then completes */
+    if (caught != target)
+        osm_die("expected %llu faults, caught %llu", (unsigned long long)target, (unsigned long long)caught);
+}
+
+int main(int argc, char **argv)
+{
+    struct osm_opts o;
+    osm_init(argc, argv, &info, &o);
+    static char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/osmeter-vm-%d", dir, (int)getpid());
+    char err[256];
+    osm_scratch_file(path);
+    if (osm_fs_make_file(path, size, err, sizeof err) != 0)
+        osm_usage_error("--dir %s: %s", dir, err);
+    fd = open(path, O_RDWR);
+    if (fd < 0)
+        osm_die("open %s: %m", path);
+    pagesize = sysconf(_SC_PAGESIZE);
+    page = mmap(NULL, pagesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED)
+        osm_die("mmap: %m");
+    page[0] = 0; /* present: every fault below is a protection fault, not a missing page */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO;
+    if (sigaction(SIGSEGV, &sa, NULL) != 0)
+        osm_die("sigaction: %m");
+
+    struct osm_meas m[2];
+    osm_meas_init(&m[0], "mem.mmap", o.samples);
+    osm_meas_init(&m[1], "mem.protfault", o.samples);
+    const osm_body bodies[2] = { body_mmap, body_prot };
+    void *const ctxs[2] = { NULL, NULL };
+    osm_run_interleaved(2, m, bodies, ctxs, o.iterations, o.samples, NULL);
+    osm_param_num(&m[0], "file_size", (double)size);
+    osm_param_int(&m[0], "pages_touched", (long long)((size / 10 + TOUCH_STRIDE - 1) / TOUCH_STRIDE));
+    osm_param_int(&m[0], "touch_stride", TOUCH_STRIDE);
+    osm_param_str(&m[1], "page", "anonymous, present, mprotect(PROT_READ)");
+    osm_param_str(&m[1], "signal", "SIGSEGV, SA_SIGINFO handler");
+    for (int k = 0; k < 2; k++) {
+        osm_emit(&m[k]);
+        osm_meas_free(&m[k]);
+    }
+    close(fd);
+    osm_scratch_remove(path);
+    return 0;
+}
