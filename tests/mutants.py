@@ -312,6 +312,15 @@ MUTANTS = [
            "columns = {x: compare.compare_sides(runs[base], runs[x], min_change",
            "columns = {x: compare.compare_sides(runs[x], runs[base], min_change",
            "tests/test_fleet.py::test_fleet_run_two_hosts_and_local_then_compare_and_report"),
+    Mutant("iogen-status-left-in-the-buffer", "bench/disk/run.c",
+           "json_line_end(&j, \"the status to standard output\");", "fputc('\\n', stdout);",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result"),
+    Mutant("iogen-status-ios-counted-from-the-start", "bench/disk/run.c",
+           "uint64_t dios = ios - c->ios;", "uint64_t dios = ios;",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result"),
+    Mutant("prober-every-other-sample-unsaid", "bench/disk/prober.c",
+           "    if (p->tick) {", "    if (p->tick && p->n % 2) {",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result"),
 ]
 
 
