@@ -323,6 +323,38 @@ MUTANTS = [
            "columns = {x: compare.compare_sides(runs[base], runs[x], min_change",
            "columns = {x: compare.compare_sides(runs[x], runs[base], min_change",
            "tests/test_fleet.py::test_fleet_run_two_hosts_and_local_then_compare_and_report", slow=True),
+    Mutant("iogen-status-left-in-the-buffer", "bench/disk/run.c",
+           "json_line_end(&j, \"the status to standard output\");", "fputc('\\n', stdout);",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result"),
+    Mutant("iogen-status-ios-counted-from-the-start", "bench/disk/run.c",
+           "uint64_t dios = ios - c->ios;", "uint64_t dios = ios;",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result"),
+    Mutant("prober-every-other-sample-unsaid", "bench/disk/prober.c",
+           "    if (p->tick) {", "    if (p->tick && p->n % 2) {",
+           "tests/test_disk.py::test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result "
+           "tests/test_fleet.py::test_fleet_load_streams_every_hosts_status_while_it_runs"),
+    Mutant("fleet-status-read-at-the-end", "harness/osmeter/fleet.py",
+           "    for line in p.stdout:\n        if not (on_line and on_line(line)):",
+           "    for line in p.stdout.read().splitlines(True):\n        if not (on_line and on_line(line)):",
+           "tests/test_fleet.py::test_fleet_load_streams_every_hosts_status_while_it_runs", slow=True),
+    Mutant("fleet-status-offset-added", "harness/osmeter/loadstatus.py",
+           "st[\"t\"] = round(st[\"unix\"] - offset, 6)", "st[\"t\"] = round(st[\"unix\"] + offset, 6)",
+           "tests/test_fleet.py::test_a_hosts_status_is_kept_on_this_machines_clock"),
+    Mutant("fleet-status-interval-unchecked", "harness/osmeter/cli.py",
+           "(not math.isfinite(args.interval) or not 0.1 <= args.interval <= 3600)",
+           "(not math.isfinite(args.interval) or not 0.0 <= args.interval)",
+           "tests/test_fleet.py::test_a_bad_status_interval_is_refused_before_anything_runs"),
+    Mutant("fleet-net-takes-an-interval", "harness/osmeter/cli.py",
+           "args.workers or args.interval is not None:", "args.workers:",
+           "tests/test_fleet.py::test_a_bad_status_interval_is_refused_before_anything_runs"),
+    Mutant("fleet-live-table-in-a-pipe", "harness/osmeter/loadstatus.py",
+           "self.on = self.stream.isatty()", "self.on = True",
+           "tests/test_fleet.py::test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_terminal "
+           "tests/test_fleet.py::test_fleet_load_streams_every_hosts_status_while_it_runs"),
+    Mutant("fleet-live-table-drawn-below-the-last", "harness/osmeter/loadstatus.py",
+           "            self.stream.write(f\"\\033[{self.drawn}F\\033[J\")", "            self.stream.write(\"\")",
+           "tests/test_fleet.py::test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_terminal "
+           "tests/test_fleet.py::test_fleet_loads_live_table_redraws_on_a_terminal"),
 ]
 
 

@@ -1282,6 +1282,38 @@ def test_the_prober_reports_packets_per_nic_and_memory():
     assert "swap_in_pages_per_s" in whole and "swap_out_pages_per_s" in whole
 
 
+def test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result(ramloop):
+    """--status (what fleet load streams): a line per interval on standard
+    output, read from a pipe as it comes. Every line arrives within an
+    interval of its own stamp (none held back to the end), the stamps step
+    by about an interval (none missing), the I/Os of the lines add up to
+    the run's, and the device's own count of reads in each line's system
+    figures agrees with the load's. The result stays the last line.
+    Mutants caught: the lines left in stdio's buffer; each line's I/Os
+    counted from the start, not since the line before; every other sample
+    left unsaid."""
+    every, secs = 0.5, 3
+    p = subprocess.Popen([IOGEN, "--target", ramloop, "--workload", "4k-random-read", "--qd", "2", "--time", str(secs),
+                          "--ramp", "0.2", "--status", "--interval", str(every)], stdout=subprocess.PIPE, text=True)
+    got = [(time.time(), line) for line in p.stdout]
+    assert p.wait() == 0
+    sts = [(t, json.loads(line)["status"]) for t, line in got if line.startswith('{"status":')]
+    res = [json.loads(line) for t, line in got if not line.startswith('{"status":')]
+    assert len(res) == 1 and not got[-1][1].startswith('{"status":')
+    (o,) = res
+    assert len(sts) >= secs / every - 1, [s["unix"] for _, s in sts]
+    stamps = [s["unix"] for _, s in sts]
+    assert all(0 < b - a <= 1.5 * every for a, b in zip(stamps, stamps[1:])), stamps
+    assert all(arrived - s["unix"] < every for arrived, s in sts), [(a - s["unix"]) for a, s in sts]
+    assert stamps[0] - o["start_unix"] < o["ramp_s"] + 1.5 * every  # the first comes an interval into the run
+    ios = sum(s["ios"] for _, s in sts)
+    assert ios == pytest.approx(o["reads"], rel=0.05)
+    assert all(s["iops"] == pytest.approx(s["ios"] / s["dt"], rel=1e-3, abs=1) for _, s in sts)
+    seen = sum(s["system"]["disk_reads_per_s"] * s["system"]["dt"] for _, s in sts)
+    assert seen == pytest.approx(ios, rel=0.15)
+    assert all(0 <= s["system"]["cpu_busy_pct"] <= 100 and "mem_available_kib" in s["system"] for _, s in sts)
+
+
 def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
     """osmeter iogen-plot: the matrix behind the heat map holds each run's
     MB/s at its own size and queue depth, and the command writes the PNG."""
