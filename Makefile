@@ -4,8 +4,9 @@
 #   make report   the report of the newest results directory, with the PDF
 #   make notebook the newest results' executed notebook, opened in Jupyter
 #   make test     build, then every test (what CI runs); skips say why, counted by reason at the end
-#   make mutants  small wrong programs (tests/mutants.py) that the tests must reject; CI runs the
-#                 whole list after make test (whose quick run it reuses): budget a few minutes
+#   make mutants  small wrong programs (tests/mutants.py) that the tests must reject, every one
+#   make mutants-ci  all but those marked slow; CI runs it after make test (whose quick run it
+#                 reuses), within a few minutes
 #   make fuzz     the parsers fuzzed under ASan and UBSan (FUZZ_SECONDS in all, default 60)
 #   make clean    remove build/ (results/ and .venv/ stay)
 
@@ -37,7 +38,7 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv report fuzz notebook mutants
+.PHONY: all run test clean venv report fuzz notebook mutants mutants-ci
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
@@ -139,6 +140,9 @@ test: all venv
 
 mutants: all venv
 	$(PY) tests/mutants.py
+
+mutants-ci: all venv
+	$(PY) tests/mutants.py --ci
 
 FUZZ_SECONDS ?= 60
 fuzz: all venv

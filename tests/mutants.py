@@ -19,6 +19,7 @@ results the unchanged tree made.
     python tests/mutants.py              every mutant
     python tests/mutants.py -k ctx       those whose name contains ctx
     python tests/mutants.py --list
+    python tests/mutants.py --ci         all but those marked slow (CI)
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class Mutant:
     new: str         # what the wrong program has instead
     tests: str       # pytest arguments: node ids, or a file and -k
     quick: bool = False  # the tests read the shared quick run
+    slow: bool = False   # its tests take 15 s or more (namespace hosts, sshd, a PDF): make mutants only, not CI
 
 
 MUTANTS = [
@@ -60,7 +62,7 @@ MUTANTS = [
            "tests/test_lmbench.py::test_null_io_dearer_than_a_null_call_and_the_mean_of_read_and_write"),
     Mutant("exec-child-exits-instead", "bench/cpu/exec.c",
            "            execv(argv_prog[0], argv_prog);", "            _exit(0);",
-           "tests/test_lmbench.py::test_exec_dearer_than_fork_and_sh_dearer_than_exec"),
+           "tests/test_lmbench.py::test_exec_starts_the_program_on_each_path_once_per_start"),
     Mutant("sh-path-execs-the-program", "bench/cpu/exec.c",
            'execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);', "execv(argv_prog[0], argv_prog);",
            "tests/test_lmbench.py::test_exec_dearer_than_fork_and_sh_dearer_than_exec"),
@@ -211,7 +213,7 @@ MUTANTS = [
            "            deleted[k * rounds + r] = delete_round(subs[k * rounds + r], names);",
            "            created[k * rounds + r] = create_round(sub, names, (size_t)kib[k] * 1024, data);\n"
            "            deleted[k * rounds + r] = delete_round(sub, names);\n        }",
-           "tests/test_fs.py::test_metadata_creates_never_follow_the_runs_own_deletes"),
+           "tests/test_fs.py::test_metadata_creates_never_follow_the_runs_own_deletes", slow=True),
     Mutant("c2c-one-direction-for-every-pair", "bench/cpu/c2c.c",
            "double v = measure_pair(cpus[pairs[k].a], cpus[pairs[k].b], &o);",
            "double v = measure_pair(cpus[pairs[0].a], cpus[pairs[0].b], &o);",
@@ -250,14 +252,14 @@ MUTANTS = [
            "tests/test_fleet.py::test_a_remote_runs_own_failure_is_its_reason_not_the_fetch"),
     Mutant("ssh-keepalives-10s-apart", "harness/osmeter/ssh.py",
            "ALIVE_INTERVAL = 2", "ALIVE_INTERVAL = 10",
-           "tests/test_fleet.py::test_a_host_that_stops_answering_is_given_up_in_seconds"),
+           "tests/test_fleet.py::test_a_host_that_stops_answering_is_given_up_in_seconds", slow=True),
     Mutant("fleet-load-target-left", "harness/osmeter/fleet.py",
            "made = target is not None and not _exists(h, target)", "made = False",
-           "tests/test_fleet.py::test_fleet_load_is_synchronized_and_merges_histograms"),
+           "tests/test_fleet.py::test_fleet_load_is_synchronized_and_merges_histograms", slow=True),
     Mutant("fleet-stale-results-kept", "harness/osmeter/agent.py",
            "        if _held(d + \".lock\") or _held(os.path.join(d, \".osmeter.lock\")):\n            continue",
            "        if True:\n            continue",
-           "tests/test_fleet.py::test_a_killed_controller_leaves_nothing_the_next_run_keeps"),
+           "tests/test_fleet.py::test_a_killed_controller_leaves_nothing_the_next_run_keeps", slow=True),
     Mutant("fleet-held-results-removed", "harness/osmeter/agent.py",
            "    except BlockingIOError:\n        return True", "    except BlockingIOError:\n        return False",
            "tests/test_fleet.py::test_stale_fleet_results_are_removed_only_when_nobody_holds_them"),
@@ -270,10 +272,10 @@ MUTANTS = [
            "tests/test_fleet.py::test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_group_there"),
     Mutant("onhost-machine-described-here", "harness/osmeter/onhost.py",
            "        return self.call(\"machine\")", "        return describe_machine()",
-           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python"),
+           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python", slow=True),
     Mutant("fleet-thin-path-not-taken", "harness/osmeter/fleet.py",
            "        if not python:  # a thin host", "        if False:  # a thin host",
-           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python"),
+           "tests/test_fleet.py::test_a_fleet_of_two_registry_less_namespace_hosts_runs_without_python", slow=True),
     Mutant("report-empty-id-left-out", "harness/osmeter/present.py",
            "        value = value if isinstance(value, (int, float)) else None\n",
            "        value = value if isinstance(value, (int, float)) else None\n        if value is None:\n"
@@ -292,6 +294,12 @@ MUTANTS = [
     Mutant("memlevels-ends-from-sysfs", "harness/osmeter/probes/mem.py",
            '"level_end": lv.end,', '"level_end": sysfs.get(name) or lv.end,',
            "tests/test_mem.py::test_level_ends_bracket_sysfs_sizes", quick=True),
+    Mutant("series-all-nan-warning-shown", "harness/osmeter/stats.py",
+           'warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)', "pass",
+           "tests/test_results.py::test_a_series_x_whose_trials_were_all_disturbed_has_no_median_and_no_warning"),
+    Mutant("cgroup-limit-never-written", "tests/conftest.py",
+           "        (cg / file).write_text(value)", "        pass",
+           "tests/test_fs.py::test_the_cgroup_v2_path_of_the_ground_truths_enforces_its_limit"),
     Mutant("stability-area-mean-for-median", "harness/osmeter/campaign.py",
            "_pct(float(np.median(cvs)))", "_pct(float(np.mean(cvs)))",
            "tests/test_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
@@ -313,10 +321,10 @@ MUTANTS = [
     Mutant("sigint-ignored-by-commands", "harness/osmeter/errors.py",
            "old = {s: signal.signal(s, raise_it) for s in SIGNALS}",
            "old = {s: signal.signal(s, signal.SIG_IGN) for s in SIGNALS}",
-           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made"),
+           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made", slow=True),
     Mutant("latex-partial-pdf-left", "harness/osmeter/latex.py",
            "        partial.unlink(missing_ok=True)", "        pass",
-           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made"),
+           "tests/test_reliability.py::test_ctrl_c_while_the_report_is_made", slow=True),
     Mutant("net-remote-peer-is-local", "bench/net/common_net.h",
            'if (osm_net_parse(net_peer_arg, &t->addr, err, sizeof err) != 0)\n            osm_usage_error("--peer: %s", err);',
            'if (osm_net_local_peer(&t->addr, &t->local_pid, err, sizeof err) != 0)\n            osm_die("%s", err);',
@@ -340,7 +348,7 @@ MUTANTS = [
     Mutant("fleet-compare-sides-swapped", "harness/osmeter/fleetcompare.py",
            "columns = {x: compare.compare_sides(runs[base], runs[x], min_change",
            "columns = {x: compare.compare_sides(runs[x], runs[base], min_change",
-           "tests/test_fleet.py::test_fleet_run_two_hosts_and_local_then_compare_and_report"),
+           "tests/test_fleet.py::test_fleet_run_two_hosts_and_local_then_compare_and_report", slow=True),
 ]
 
 
@@ -430,8 +438,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-k", default="", help="only the mutants whose name contains this")
     ap.add_argument("--list", action="store_true", help="list the mutants and their tests")
+    ap.add_argument("--ci", action="store_true",
+                    help="leave out the mutants marked slow (CI's budget of a few minutes; make mutants runs them all)")
     args = ap.parse_args()
-    chosen = [m for m in MUTANTS if args.k in m.name]
+    chosen = [m for m in MUTANTS if args.k in m.name and not (args.ci and m.slow)]
+    if args.ci:
+        print(f"mutants: CI's subset: {len(chosen)} of {len(MUTANTS)}; "
+              f"{sum(m.slow for m in MUTANTS)} slow ones are left to make mutants", flush=True)
     if args.list:
         for m in chosen:
             print(f"{m.name:36s} {m.file}  ->  {m.tests}")

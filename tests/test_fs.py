@@ -6,14 +6,16 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT, limited_cgroup, probe, probe_lines
+from conftest import BIN, ROOT, cgroup2_with, limited_cgroup, probe, probe_lines
 
 WORK = ROOT / "build" / "test-fs"  # on the repository's (disk-backed) file system
 
@@ -283,3 +285,34 @@ def test_remote_reads_on_a_second_file_system(sshfs_mount, work, tmp_path):
     ids = {m["id"] for m in json.loads((out / "results.json").read_text())["measurements"]}
     assert ids == {"fs.read.seq.remote", "fs.read.rand.remote"}
     assert not list(sshfs_mount.iterdir())  # the probe's files are gone
+
+
+def test_the_cgroup_v2_path_of_the_ground_truths_enforces_its_limit():
+    """The ground truths above fall back to cgroup v2 (io.max, memory.max)
+    where a controller has no v1 hierarchy; on a host where io and memory
+    are bound to v1, the same path is run with the controller v2 does
+    offer, hugetlb: one 2 MiB huge page is reserved for the test, and a
+    process in a v2 cgroup whose hugetlb.2MB.max is 0 is refused it (its
+    first touch of the page is SIGBUS), while the same program outside
+    the cgroup gets it. Mutant: the limit never written."""
+    if os.geteuid() != 0:
+        pytest.skip("cgroups and huge pages need root")
+    if cgroup2_with("hugetlb") is None:
+        pytest.skip("no cgroup v2 hierarchy offers the hugetlb controller here")
+    pool = Path("/proc/sys/vm/nr_hugepages")
+    before = pool.read_text()
+    touch = [sys.executable, "-c", "import mmap; m = mmap.mmap(-1, 2 << 20, flags=mmap.MAP_PRIVATE | "
+             "mmap.MAP_ANONYMOUS | 0x40000); m[0] = 1"]  # 0x40000: MAP_HUGETLB
+    try:
+        pool.write_text(str(int(before) + 1))
+        if int(pool.read_text()) < int(before) + 1:
+            pytest.skip("the kernel could not reserve a 2 MiB huge page (memory too fragmented)")
+        assert subprocess.run(touch, capture_output=True).returncode == 0
+        with limited_cgroup(("hugetlb-has-no-v1-here", "none", ""), ("hugetlb", "hugetlb.2MB.max", "0"), "v2") as cg:
+            assert cg.parent == cgroup2_with("hugetlb")
+            r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", *touch],
+                               capture_output=True)
+        assert r.returncode == -signal.SIGBUS or r.returncode == 128 + signal.SIGBUS, (r.returncode, r.stderr)
+        assert not cg.exists()
+    finally:
+        pool.write_text(before)

@@ -38,13 +38,29 @@ def test_null_io_dearer_than_a_null_call_and_the_mean_of_read_and_write():
 
 def test_exec_dearer_than_fork_and_sh_dearer_than_exec():
     """exec adds a new image and the dynamic loader's work to fork + wait;
-    sh -c adds a whole shell start. Mutants: the child exits instead of
-    exec'ing; the shell path execs the program itself."""
+    sh -c adds a whole shell start. Mutant: the shell path execs the
+    program itself."""
     e = probe_lines("cpu_exec", "--samples", "15", "--cpu", "0")
     f = probe_lines("cpu_proc", "--samples", "15", "--cpu", "0")
     fork, ex, sh = med(f["cpu.proc_create_wait"]), med(e["cpu.proc_exec"]), med(e["cpu.proc_sh"])
     assert ex > 1.3 * fork, (ex, fork)
     assert sh > 1.3 * ex, (sh, ex)
+
+
+def test_exec_starts_the_program_on_each_path_once_per_start(tmp_path, monkeypatch):
+    """A planted program appends a line to a log each time it runs: the
+    direct path and the shell path each start it once per sample, and the
+    probe's check that the program can be executed starts it once more.
+    Mutant: the child exits instead of exec'ing (its time is then a bare
+    fork, which the timing relation above cannot always tell apart)."""
+    log = tmp_path / "starts.log"
+    prog = tmp_path / "prog"
+    prog.write_text('#!/bin/sh\necho started >> "$OSM_TEST_EXEC_LOG"\n')
+    prog.chmod(0o755)
+    monkeypatch.setenv("OSM_TEST_EXEC_LOG", str(log))
+    m = probe_lines("cpu_exec", "--samples", "6", "--warmup", "0", "--cpu", "0", "--program", str(prog))
+    assert len(m["cpu.proc_exec"]["samples"]) == len(m["cpu.proc_sh"]["samples"]) == 6
+    assert log.read_text().count("started") == 2 * 6 + 1
 
 
 def test_ctx_matrix_grows_with_working_set_and_processes_beyond_the_caches():

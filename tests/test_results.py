@@ -136,3 +136,22 @@ def test_processes_merge_into_one_line_per_id():
     ps = process_summary(v, np.ones(9, bool), np.repeat([0, 1, 2], 3))
     assert ps["medians"] == [100, 110, 120] and ps["median_of_medians"] == 110 and ps["n"] == 3
     assert ps["between_cv"] == pytest.approx(np.std(np.log([100, 110, 120]), ddof=1))
+
+
+def test_a_series_x_whose_trials_were_all_disturbed_has_no_median_and_no_warning(tmp_path):
+    """A run's terminal showed numpy's 'All-NaN slice' warning for a series
+    point whose trials were all disturbed: that point has no median (null
+    in results.json), the others keep theirs, and nothing is printed.
+    Mutant: the warning filter removed."""
+    import warnings
+
+    line = {"id": "x.curve", "unit": "ns", "samples": [1.0, 2.0, 3.0], "disturbed": [],
+            "series": {"x_name": "bytes", "x": [1, 2], "y_unit": "ns",
+                       "samples": [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], "disturbed": [[], [0, 1, 2]]}}
+    r = Results(tmp_path / "run", {"hostname": "h"}, {"preset": "quick"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r.add_line(line, "probe_x", "a curve")
+    r.save()
+    (m,) = json.loads((tmp_path / "run" / "results.json").read_text())["measurements"]
+    assert m["series"]["median"] == [2.0, None] and m["series"]["dropped_disturbed"] == 3

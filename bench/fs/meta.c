@@ -105,8 +105,8 @@ int main(int argc, char **argv)
     /* Every round's creates first, each into a fresh directory, then every
      * round's deletes. Deletes are never followed by creates in the same
      * run: a file system may skip recently freed inodes when it allocates
-     * (ext4 without a journal scans past each inode freed in the last 30 s
-     * or more), and a round of creates after another round's deletes would
+     * (ext4 without a journal scans past each inode freed in the last 60 s,
+     * 6 minutes while its inode table block is dirty), and a round of creates after another round's deletes would
      * time that scan, which grows with the rounds before it. */
     for (size_t k = 0; k < NSIZES; k++)
         for (size_t r = 0; r < rounds; r++) {

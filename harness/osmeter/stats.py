@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import math
 
+import warnings
+
 import numpy as np
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -86,13 +88,16 @@ def tail_of(n: int, at, most: float | None) -> dict:
 
 def series_summary(samples: np.ndarray) -> dict:
     """Per-x median and quartiles of a series (rows = x values, columns =
-    trials); NaN marks a trial left out (disturbed)."""
+    trials); NaN marks a trial left out (disturbed). An x whose trials were
+    all left out has NaN (null in results.json), without numpy's warning."""
     s = np.asarray(samples, dtype=float)
-    return {
-        "median": np.nanmedian(s, axis=1).tolist(),
-        "p25": np.nanpercentile(s, 25, axis=1).tolist(),
-        "p75": np.nanpercentile(s, 75, axis=1).tolist(),
-    }
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "All-NaN slice encountered", RuntimeWarning)
+        return {
+            "median": np.nanmedian(s, axis=1).tolist(),
+            "p25": np.nanpercentile(s, 25, axis=1).tolist(),
+            "p75": np.nanpercentile(s, 75, axis=1).tolist(),
+        }
 
 
 def ranks(x: np.ndarray) -> np.ndarray:

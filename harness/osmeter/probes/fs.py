@@ -83,11 +83,11 @@ PROBES = (
             "As lmbench's lat_fs: {arg:--files=1000} files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, "
             "write, close) in a fresh directory, then deleted; a sample is one round; nothing is synced. Every "
             "round's creates come before any round's deletes: a file system may refuse to reuse an inode freed "
-            "moments ago (ext4 without a journal scans past every inode freed in an earlier second of the last "
-            "30 s or more, longer while its inode table is unwritten), and creates timed after the run's own "
-            "deletes would time that scan. params.journal says whether the directory's ext4 has a journal; where "
-            "it has none, files deleted on that file system by anything else in the last half minute still slow "
-            "the creates: compare runs made in the same place, apart in time."
+            "moments ago (ext4 without a journal scans past every inode freed in the last 60 s, or 6 minutes "
+            "while that inode's table block is unwritten), and creates timed after the run's own deletes would "
+            "time that scan. params.journal says whether the directory's ext4 has a journal; where it has none, "
+            "files deleted near the directory by anything else in the last minutes, an earlier run's deletes "
+            "among them, still slow the creates: compare such runs only when they are minutes apart."
         ),
         presets={"quick": ("--dir", "{fs_dir}", "--samples", "3"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
         expect={"quick": 14, "full": 14},
