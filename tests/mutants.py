@@ -384,6 +384,9 @@ MUTANTS = [
            "            self.stream.write(f\"\\033[{self.drawn}F\\033[J\")", "            self.stream.write(\"\")",
            "tests/test_fleet.py::test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_terminal "
            "tests/test_fleet.py::test_fleet_loads_live_table_redraws_on_a_terminal"),
+    Mutant("probe-start-not-shielded-from-signals", "harness/osmeter/launch.py",
+           "            with _deferred_signals():  # a signal here", "            with contextlib.nullcontext():  # a signal here",
+           "tests/test_reliability.py::test_a_signal_while_a_probe_starts_leaves_the_probe_held"),
 ]
 
 

@@ -374,20 +374,51 @@ def _snmp(ns: str) -> dict[str, int]:
 
 
 @needs_hosts
+def test_remote_cpu_pins_the_remote_netpeer(hosts, monkeypatch):
+    """--remote-cpu N: the netpeer started on the host runs on CPU N only,
+    every thread of it; without it, on every CPU the host allows."""
+    import subprocess
+
+    from osmeter import osmnet
+
+    monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
+
+    def allowed() -> set[str]:
+        pids = subprocess.run(["pgrep", "-x", "netpeer"], capture_output=True, text=True).stdout.split()
+        assert pids, "no netpeer running"
+        return {line.split(":", 1)[1].strip() for pid in pids for t in Path(f"/proc/{pid}/task").iterdir()
+                for line in (t / "status").read_text().splitlines() if line.startswith("Cpus_allowed_list")}
+
+    netpeer = ROOT / "build" / "bin" / "netpeer"
+    cpu = max(os.sched_getaffinity(0))
+    with osmnet.remote_peer(hosts[0].target, netpeer, cpu=cpu):
+        assert allowed() == {str(cpu)}
+    if len(os.sched_getaffinity(0)) > 1:
+        with osmnet.remote_peer(hosts[0].target, netpeer):
+            assert allowed() != {str(cpu)}
+    r = osmeter("run", "--remote-cpu", "0", "--probes", "cpu.loop", "--no-report")
+    assert r.returncode == 2 and "give --remote USER@HOST too" in r.stderr, r.stderr
+
+
+@needs_hosts
 def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
     """--remote: the remote ids' round trips reach the host (its own UDP and
     TCP counters grow by at least the round trips the ids kept; ssh is TCP
     only), and they time those round trips: within 4x of what Python times
-    to a netpeer of the test's own on that host."""
+    to a netpeer of the test's own on that host, both ends on CPU 0 in both
+    (--cpu 0 --remote-cpu 0: unpinned, a wake-up across idle vCPUs can cost
+    tens of us and the two would time different things)."""
     import subprocess
     import netref
     out = tmp_path / "remote"
     before = _snmp(hosts[0].ns)
-    r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*,net.rtt.udp.*", "--no-report",
-                "--out", str(out), env=hosts.env, timeout=300)
+    r = osmeter("run", "--remote", hosts[0].target, "--cpu", "0", "--remote-cpu", "0", "--probes",
+                "net.rtt.tcp.*,net.rtt.udp.*", "--no-report", "--out", str(out), env=hosts.env, timeout=300)
     after = _snmp(hosts[0].ns)
     assert r.returncode == 0, r.stderr
-    ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["conditions"]["peer"]["cpu"] == 0 and doc["conditions"]["peer"]["started_by"] == "--remote"
+    ms = {m["id"]: m for m in doc["measurements"]}
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"

@@ -84,6 +84,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "still refused while it is mounted or holds a file-system signature)")
     r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
     r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
+    r.add_argument("--remote-cpu", type=_cpu, metavar="N", help="pin the netpeer that --remote starts to CPU N "
+                   "there (as netperf's -T ,N); default: wherever its scheduler puts it")
     r.add_argument("--fs-dir", type=Path, metavar="DIR", help="where the file-system probes make their files "
                    "(default: the results directory)")
     r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
@@ -533,7 +535,8 @@ def cmd_list(args) -> int:
 def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
-                      fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
+                      remote_cpu=args.remote_cpu, fs_dir=args.fs_dir, fs_remote=args.fs_remote,
+                      allow_destroy_data=args.allow_destroy_data,
                       timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
                       on_tree=getattr(args, "on_tree", None))
 
