@@ -636,6 +636,15 @@ def test_the_harness_keeps_disk_figures_per_interval(quick_run):
     assert sweep["x"] == [1, 2, 4, 8, 16, 32]
     assert sweep["median"][-1] > sweep["median"][0]
     assert (out / "raw" / "disk.qd_sweep.out").exists()
+    # the size x queue depth matrix: every cell, MB/s and IOPS of the same intervals
+    sq = m["disk.4k-random-read.size_qd"]["grid"]
+    assert sq["x"] == [4096, 16384, 65536] and sq["y"] == [1, 4, 16]
+    mb, io = np.array(sq["values"]["mbps"]["median"]), np.array(sq["values"]["iops"]["median"])
+    assert np.allclose(mb, io * np.array(sq["x"])[:, None] / 1e6, rtol=1e-3)  # one transfer size per cell
+    assert (mb[-1] > mb[0]).all()  # 64 KiB transfers move more bytes than 4 KiB ones at every depth
+    zones = m["disk.1m-seq-read.zones"]
+    assert len(zones["series"]["x"]) + zones["params"]["zones_unreached"] == 8
+    assert 0.5 < zones["median"] / m["disk.1m-seq-read.mbps"]["median"] < 2  # the same run, binned
     assert not (out / "disk-target.dat").exists()  # the harness's own target is removed
     assert doc["conditions"]["disk_target"]["made_by_osmeter"] is True
 
@@ -1282,6 +1291,38 @@ def test_the_prober_reports_packets_per_nic_and_memory():
     assert "swap_in_pages_per_s" in whole and "swap_out_pages_per_s" in whole
 
 
+def test_status_lines_stream_while_the_run_lasts_and_agree_with_the_result(ramloop):
+    """--status (what fleet load streams): a line per interval on standard
+    output, read from a pipe as it comes. Every line arrives within an
+    interval of its own stamp (none held back to the end), the stamps step
+    by about an interval (none missing), the I/Os of the lines add up to
+    the run's, and the device's own count of reads in each line's system
+    figures agrees with the load's. The result stays the last line.
+    Mutants caught: the lines left in stdio's buffer; each line's I/Os
+    counted from the start, not since the line before; every other sample
+    left unsaid."""
+    every, secs = 0.5, 3
+    p = subprocess.Popen([IOGEN, "--target", ramloop, "--workload", "4k-random-read", "--qd", "2", "--time", str(secs),
+                          "--ramp", "0.2", "--status", "--interval", str(every)], stdout=subprocess.PIPE, text=True)
+    got = [(time.time(), line) for line in p.stdout]
+    assert p.wait() == 0
+    sts = [(t, json.loads(line)["status"]) for t, line in got if line.startswith('{"status":')]
+    res = [json.loads(line) for t, line in got if not line.startswith('{"status":')]
+    assert len(res) == 1 and not got[-1][1].startswith('{"status":')
+    (o,) = res
+    assert len(sts) >= secs / every - 1, [s["unix"] for _, s in sts]
+    stamps = [s["unix"] for _, s in sts]
+    assert all(0 < b - a <= 1.5 * every for a, b in zip(stamps, stamps[1:])), stamps
+    assert all(arrived - s["unix"] < every for arrived, s in sts), [(a - s["unix"]) for a, s in sts]
+    assert stamps[0] - o["start_unix"] < o["ramp_s"] + 1.5 * every  # the first comes an interval into the run
+    ios = sum(s["ios"] for _, s in sts)
+    assert ios == pytest.approx(o["reads"], rel=0.05)
+    assert all(s["iops"] == pytest.approx(s["ios"] / s["dt"], rel=1e-3, abs=1) for _, s in sts)
+    seen = sum(s["system"]["disk_reads_per_s"] * s["system"]["dt"] for _, s in sts)
+    assert seen == pytest.approx(ios, rel=0.15)
+    assert all(0 <= s["system"]["cpu_busy_pct"] <= 100 and "mem_available_kib" in s["system"] for _, s in sts)
+
+
 def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
     """osmeter iogen-plot: the matrix behind the heat map holds each run's
     MB/s at its own size and queue depth, and the command writes the PNG."""
@@ -1307,3 +1348,167 @@ def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
     out = subprocess.run([str(ROOT / "osmeter"), "iogen-plot", str(jsonl), str(tmp_path / "n.png")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "nothing to draw" in out.stderr
+
+
+# --- the size x queue depth matrix and the zones in a run and its report ----------------------
+
+def _cell(size: int, qd: int, k: int = 5) -> dict:
+    """One planted iogen object of a size x queue depth cycle: interval i
+    moves size / 1024 * qd + i MB/s, so every cell and trial differs."""
+    ivs = [{"t": i + 1, "mbps": size / 1024 * qd + i, "iops": (size / 1024 * qd + i) * 1e6 / size,
+            "lat_ns": {"mean": 1000.0 * qd, "p99": 3000.0 * qd}} for i in range(k)]
+    return {"workload": "4k-random-read", "engine": "uring", "qd": qd, "workers": 1, "target_type": "file",
+            "filesystem": "ext4", "device": "/dev/vda", "direct": True, "region_bytes": 1 << 30, "run_s": 1.0,
+            "cycle": {"workers": 1, "targets": 1, "size": size, "qd": qd},
+            "iops": ivs[2]["iops"], "mbps": ivs[2]["mbps"],
+            "lat_ns": {"count": 6000, "mean": 1000.0 * qd, "p50": 900.0 * qd, "p90": 2000.0 * qd, "p99": 3000.0 * qd,
+                       "p99_9": 4000.0 * qd, "max": 5000.0 * qd},
+            "intervals": ivs}
+
+
+SIZES, DEPTHS = [4096, 16384, 65536], [1, 4]
+
+
+def _matrix_out(cells) -> str:
+    return "\n".join(json.dumps(c) for c in cells) + "\n"
+
+
+def _planted_run(tmp_path: Path, lines: list[dict]) -> Path:
+    from osmeter.results import Results
+
+    d = tmp_path / "run"
+    r = Results(d, {"hostname": "planted", "kernel": "6.1", "cpu_model": "X"},
+                {"pinned_cpu": 1, "preset": "full", "disk_target": {"path": "/r/disk-target.dat", "size": "1G"}})
+    for line in lines:
+        r.add_line(line, "disk.size_qd" if line["id"].endswith("size_qd") else "disk.1m-seq-read", "planted")
+    r.save()
+    return d
+
+
+def test_size_qd_parse_gives_every_cell_and_the_heat_map_draws_the_run_s_own(tmp_path):
+    """disk.size_qd: a planted --cycle-size x --cycle-qd output (in any
+    order) -> one 2-D series whose every cell holds its own intervals;
+    results.json's grid gives each cell's median, and the heat map draws
+    those medians at their size and depth, MB/s left, IOPS right. A
+    missing or repeated cell is a bad output, not a hole."""
+    from osmeter import plots
+    from osmeter.probes import disk
+    from osmeter.results import load, merge_processes
+
+    cells = [_cell(s, q) for q in DEPTHS for s in reversed(SIZES)]
+    (line,) = disk.size_qd_lines(_matrix_out(cells), "4k-random-read")
+    g = line["grid"]
+    assert line["id"] == "disk.4k-random-read.size_qd" and g["x"] == SIZES and g["y"] == DEPTHS
+    for a, s in enumerate(SIZES):
+        for b, q in enumerate(DEPTHS):
+            assert g["values"]["mbps"]["samples"][a][b] == [s / 1024 * q + i for i in range(5)]
+            assert g["values"]["iops"]["samples"][a][b] == pytest.approx([(s / 1024 * q + i) * 1e6 / s
+                                                                           for i in range(5)])
+    assert line["samples"] == g["values"]["mbps"]["samples"][-1][-1]  # the largest size at the deepest queue
+    assert [(c["size"], c["qd"]) for c in line["params"]["cells"]] == [(s, q) for s in SIZES for q in DEPTHS]
+    with pytest.raises(ValueError, match="lacks 1 of 6 cells"):
+        disk.size_qd_lines(_matrix_out(cells[1:]), "4k-random-read")
+    with pytest.raises(ValueError, match="twice"):
+        disk.size_qd_lines(_matrix_out(cells + cells[:1]), "4k-random-read")
+
+    # two processes of it: each cell's trials side by side, the first's then the second's
+    twice = merge_processes([[line], [json.loads(json.dumps(line))]])[0]["grid"]["values"]["mbps"]["samples"]
+    assert twice[1][0] == g["values"]["mbps"]["samples"][1][0] * 2
+
+    run = _planted_run(tmp_path, [line])
+    doc = load(run)
+    m = doc["measurements"][0]
+    med = np.array([[s / 1024 * q + 2 for q in DEPTHS] for s in SIZES])  # the median of intervals +0 .. +4
+    assert m["grid"]["x"] == SIZES and m["grid"]["y"] == DEPTHS
+    assert np.allclose(m["grid"]["values"]["mbps"]["median"], med)
+    assert np.allclose(m["grid"]["values"]["mbps"]["p25"], med - 1)
+    assert np.allclose(m["grid"]["values"]["iops"]["median"], med * 1e6 / np.array(SIZES)[:, None])
+    assert m["median"] == pytest.approx(med[-1, -1])
+    bad = json.loads((run / "results.json").read_text())
+    bad["measurements"][0]["grid"]["values"]["iops"]["median"][1].pop()
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match=r"grid.values.iops.median' is not 3 rows of 2 numbers"):
+        load(tmp_path / "bad.json")
+    fig = plots.disk_size_qd(doc)
+    mb, io = fig.axes[0], fig.axes[1]
+    assert np.allclose(mb.collections[0].get_array().reshape(len(SIZES), len(DEPTHS)), med)
+    assert np.allclose(io.collections[0].get_array().reshape(len(SIZES), len(DEPTHS)),
+                       med * 1e6 / np.array(SIZES)[:, None] / 1e3)
+    # each cell's figure written where its size and depth are, on log2 axes
+    at = {(t.get_position()[1], t.get_position()[0]): float(t.get_text()) for t in mb.texts}
+    assert at == {(s, q): pytest.approx(med[a, b], rel=1e-2) for a, s in enumerate(SIZES)
+                  for b, q in enumerate(DEPTHS)}
+    assert mb.get_xscale() == mb.get_yscale() == "log" and "transfer size" in mb.get_ylabel()
+    assert [t.get_text() for t in mb.get_yticklabels()] == ["4 KiB", "16 KiB", "64 KiB"]
+    assert any("MB/s" in a.get_ylabel() for a in fig.axes[2:])  # the colour bars
+    plots.plt.close("all")
+
+
+def _zones_obj(mbps: list[float], zone: int = 64 << 20) -> dict:
+    o = _cell(1 << 20, 4)
+    o.pop("cycle")
+    o.update(workload="1m-seq-read", region_bytes=zone * len(mbps),
+             zones=[{"target": "t.dat", "zone": k, "offset": k * zone, "bytes": (0 if v is None else 10 * zone),
+                     "mbps": v or 0.0} for k, v in enumerate(mbps)])
+    return o
+
+
+def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
+    """disk.1m-seq-read with --zones: each zone reached is a point of the
+    series disk.1m-seq-read.zones at its offset with its MB/s (a zone never
+    reached is left out and counted, not drawn as 0 MB/s); the report's
+    disk section draws it and the size x depth heat map, each a numbered
+    figure with its function's caption."""
+    from osmeter import plots
+    from osmeter.latex import esc
+    from osmeter.probes import disk
+    from osmeter.results import load
+
+    zone = 64 << 20
+    o = _zones_obj([1500.0, 1490.0, None, 1400.0], zone)
+    lines = {x["id"]: x for x in disk.iogen_lines(json.dumps(o) + "\n", "1m-seq-read", sweep=False)}
+    z = lines["disk.1m-seq-read.zones"]
+    assert z["series"]["x"] == [0, zone, 3 * zone] and z["series"]["samples"] == [[1500.0], [1490.0], [1400.0]]
+    assert z["samples"] == [1500.0, 1490.0, 1400.0]
+    assert z["params"]["zones"] == 4 and z["params"]["zones_unreached"] == 1 and z["params"]["zone_bytes"] == zone
+    assert "disk.1m-seq-read.zones" not in {x["id"] for x in disk.iogen_lines(json.dumps(_cell(4096, 1)) + "\n",
+                                                                                 "4k-random-read", sweep=False)}
+    (sq,) = disk.size_qd_lines(_matrix_out([_cell(s, q) for s in SIZES for q in DEPTHS]), "4k-random-read")
+    run = _planted_run(tmp_path, [sq, z])
+    doc = load(run)
+    fig = plots.disk_zones(doc)
+    ax = fig.axes[0]
+    bars = [tuple(map(tuple, seg)) for seg in ax.collections[0].get_segments()]
+    gib = 2 ** 30
+    assert bars == [((0, 1500.0), (zone / gib, 1500.0)), ((zone / gib, 1490.0), (2 * zone / gib, 1490.0)),
+                    ((3 * zone / gib, 1400.0), (4 * zone / gib, 1400.0))]
+    assert "GiB" in ax.get_xlabel() and "MB/s" in ax.get_ylabel()
+    plots.plt.close("all")
+    r = subprocess.run([str(ROOT / "osmeter"), "report", str(run), "--no-pdf"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    tex = (run / "report" / "report.tex").read_text()
+    for fn in (plots.disk_size_qd, plots.disk_zones):
+        cap = f"\\caption{{{esc('Disk. ' + plots.caption(fn))}}}"
+        assert cap in tex, fn.__name__
+        graphic = tex[:tex.index(cap)].rsplit("\\includegraphics{", 1)[1].split("}")[0]
+        assert (run / "report" / graphic).read_bytes().startswith(b"%PDF-")
+
+
+def test_the_disk_probes_parse_their_own_smoke_runs(work):
+    """Each disk probe's quick arguments (the full ones where it has no
+    quick) with its smoke arguments, on a small file: iogen's real output
+    gives, through the probe's parse, every id it declares; the matrix
+    every cell of its cycles."""
+    from osmeter import registry
+
+    subst = {"{disk_target}": str(work / "smoke.dat"), "{disk_size}": "32M", "{disk_flags}": None}
+    for p in (p for p in registry.PROBES if p.area == "disk"):
+        assert p.smoke, p.name
+        args = [subst.get(a, a) for a in (p.presets.get("quick") or p.presets["full"]) + p.smoke]
+        lines = p.parse(iogen(*(a for a in args if a is not None), timeout=60).stdout)
+        assert {x["id"] for x in lines} == set(p.ids()), p.name
+        if p.name == "disk.size_qd":
+            g = lines[0]["grid"]
+            assert g["x"] == [4096, 8192, 16384] and g["y"] == [1, 4]
+            assert all(len(c) >= 3 and min(c) > 0 for row in g["values"]["iops"]["samples"] for c in row)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -18,7 +19,7 @@ import pytest
 
 import nshosts
 from conftest import ROOT, osmeter
-from osmeter import fleet, hist, ssh
+from osmeter import fleet, hist, loadstatus, ssh
 
 why = nshosts.available()
 needs_hosts = pytest.mark.skipif(why is not None, reason=why or "")
@@ -275,6 +276,89 @@ def test_stale_fleet_results_are_removed_only_when_nobody_holds_them(tmp_path):
     assert r.stdout.split() == [str(live)] and not live.exists()
 
 
+def _status_line(unix: float, ios: int = 100) -> str:
+    system = {"dt": 1.0, "cpu_busy_pct": 40.0, "disk_util_pct": 90.0, "net_packets_per_s": 12.0,
+              "mem_available_kib": 1 << 20, "swap_total_kib": 2048, "swap_free_kib": 1024,
+              "swap_in_pages_per_s": 0.0, "swap_out_pages_per_s": 3.0}
+    return json.dumps({"status": {"unix": unix, "run": 1, "dt": 1.0, "ios": ios, "iops": float(ios), "mbps": 0.4,
+                                  "lat_mean_us": 250.0, "system": system}}) + "\n"
+
+
+def test_a_hosts_status_is_kept_on_this_machines_clock(tmp_path):
+    """A host whose clock runs 5 s ahead of this one: its status stamped
+    100.0 happened at 95.0 here, and that is what its series says, beside
+    when the line arrived; the summary's largest step and longest transit
+    come from those. Mutant caught: the offset added, not taken off."""
+    series = loadstatus.Series(tmp_path, 1.0)
+    for k, at in ((0, 96.0), (1, 96.1), (2, 97.5)):
+        series.add("h1", _status_line(100.0 + k), 5.0, arrived=at)
+    lines = [json.loads(ln) for ln in (tmp_path / "h1" / "status.jsonl").read_text().splitlines()]
+    assert [ln["t"] for ln in lines] == [95.0, 96.0, 97.0]
+    assert [ln["arrived"] for ln in lines] == [96.0, 96.1, 97.5]
+    assert lines[0]["system"]["disk_util_pct"] == 90.0 and lines[0]["unix"] == 100.0
+    sm = series.summary("h1")
+    assert sm["lines"] == 3 and sm["file"] == "h1/status.jsonl" and sm["max_gap_s"] == 1.0
+    assert sm["max_delay_s"] == pytest.approx(1.0) and series.summary("h2") is None
+    assert loadstatus.is_status(_status_line(1.0)) and not loadstatus.is_status('{"iops": 1}')
+
+
+def test_a_bad_status_interval_is_refused_before_anything_runs(tmp_path):
+    """fleet load --interval: out of range, or with --net (net_bw streams
+    no status), a one-line error and exit 2, before any host is reached.
+    Mutants caught: the range unchecked; --interval taken by --net."""
+    for bad in ("0", "-1", "nan", "5000"):
+        r = osmeter("fleet", "load", "--hosts", "root@a.invalid", "--target", "/tmp/x", "--interval", bad,
+                    "--out", str(tmp_path / "load"))
+        assert r.returncode == 2 and "--interval: expected 0.1 to 3600 seconds" in r.stderr, (bad, r.stderr)
+        assert "Traceback" not in r.stderr
+    r = osmeter("fleet", "load", "--hosts", "root@a.invalid", "--net", "root@b.invalid", "--interval", "1",
+                "--out", str(tmp_path / "net"))
+    assert r.returncode == 2 and "--net takes no" in r.stderr and "--interval" in r.stderr, r.stderr
+
+
+class _Screen:
+    """What a stream that is (or is not) a terminal was given."""
+
+    def __init__(self, tty: bool):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_terminal(tmp_path):
+    """Frames on a terminal: each later one first moves the cursor back up
+    over the last one's lines and clears them; the hosts' figures are in it
+    (IOPS, mean latency, device utilization, swap in use; a host yet to
+    report waits, one that stopped reporting is silent); at the end the
+    frame is erased. Off a terminal: nothing at all."""
+    series = loadstatus.Series(tmp_path, 1.0)
+    hosts = [fleet.Host("root@a", "a"), fleet.Host("root@b", "b")]
+    series.add("a", _status_line(1002.0, ios=1234), 0.0, arrived=1002.01)
+    screen = _Screen(True)
+    with loadstatus.LiveTable(series, hosts, 1000.0, stream=screen) as table:
+        table.draw(now=1002.5)
+        table.draw(now=1005.0)
+    erase = "\x1b[5F\x1b[J"  # the frame: its title, the header, the rule, a row per host
+    first, second = screen.text.split(loadstatus.HEAD)[1:]
+    assert first.count("\n") == 5 and first.endswith(erase) and second.endswith(erase)
+    assert screen.text.count(erase) == 2 and not screen.text.startswith("\x1b")
+    row_a = next(ln for ln in first.splitlines() if ln.startswith("a "))
+    assert all(x in row_a for x in ("running", "2.0", "1,234", "250.0 us", "40%", "90%", "1 MiB")), row_a
+    assert "waiting" in next(ln for ln in first.splitlines() if ln.startswith("b "))
+    assert "silent 3 s" in second
+    off = _Screen(False)
+    with loadstatus.LiveTable(series, hosts, 1000.0, stream=off) as table:
+        table.draw(now=1002.5)
+    assert off.text == ""
+
+
 # ------------------------------------------------------ namespace hosts
 
 def _snmp(ns: str) -> dict[str, int]:
@@ -290,20 +374,51 @@ def _snmp(ns: str) -> dict[str, int]:
 
 
 @needs_hosts
+def test_remote_cpu_pins_the_remote_netpeer(hosts, monkeypatch):
+    """--remote-cpu N: the netpeer started on the host runs on CPU N only,
+    every thread of it; without it, on every CPU the host allows."""
+    import subprocess
+
+    from osmeter import osmnet
+
+    monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
+
+    def allowed() -> set[str]:
+        pids = subprocess.run(["pgrep", "-x", "netpeer"], capture_output=True, text=True).stdout.split()
+        assert pids, "no netpeer running"
+        return {line.split(":", 1)[1].strip() for pid in pids for t in Path(f"/proc/{pid}/task").iterdir()
+                for line in (t / "status").read_text().splitlines() if line.startswith("Cpus_allowed_list")}
+
+    netpeer = ROOT / "build" / "bin" / "netpeer"
+    cpu = max(os.sched_getaffinity(0))
+    with osmnet.remote_peer(hosts[0].target, netpeer, cpu=cpu):
+        assert allowed() == {str(cpu)}
+    if len(os.sched_getaffinity(0)) > 1:
+        with osmnet.remote_peer(hosts[0].target, netpeer):
+            assert allowed() != {str(cpu)}
+    r = osmeter("run", "--remote-cpu", "0", "--probes", "cpu.loop", "--no-report")
+    assert r.returncode == 2 and "give --remote USER@HOST too" in r.stderr, r.stderr
+
+
+@needs_hosts
 def test_remote_measures_against_a_namespace_host(hosts, tmp_path):
     """--remote: the remote ids' round trips reach the host (its own UDP and
     TCP counters grow by at least the round trips the ids kept; ssh is TCP
     only), and they time those round trips: within 4x of what Python times
-    to a netpeer of the test's own on that host."""
+    to a netpeer of the test's own on that host, both ends on CPU 0 in both
+    (--cpu 0 --remote-cpu 0: unpinned, a wake-up across idle vCPUs can cost
+    tens of us and the two would time different things)."""
     import subprocess
     import netref
     out = tmp_path / "remote"
     before = _snmp(hosts[0].ns)
-    r = osmeter("run", "--remote", hosts[0].target, "--probes", "net.rtt.tcp.*,net.rtt.udp.*", "--no-report",
-                "--out", str(out), env=hosts.env, timeout=300)
+    r = osmeter("run", "--remote", hosts[0].target, "--cpu", "0", "--remote-cpu", "0", "--probes",
+                "net.rtt.tcp.*,net.rtt.udp.*", "--no-report", "--out", str(out), env=hosts.env, timeout=300)
     after = _snmp(hosts[0].ns)
     assert r.returncode == 0, r.stderr
-    ms = {m["id"]: m for m in json.loads((out / "results.json").read_text())["measurements"]}
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["conditions"]["peer"]["cpu"] == 0 and doc["conditions"]["peer"]["started_by"] == "--remote"
+    ms = {m["id"]: m for m in doc["measurements"]}
     for i in ("net.rtt.tcp.remote", "net.rtt.udp.remote", "net.rtt.tcp.loopback"):
         assert ms[i]["n"] > 0 and ms[i]["median"] > 0
     assert ms["net.rtt.tcp.remote"]["params"]["where"] == "remote"
@@ -494,6 +609,103 @@ def test_fleet_load_is_synchronized_and_merges_histograms(hosts, tmp_path):
     finally:
         for h in hosts[:2]:
             Path(str(target).replace("{host}", h.addr)).unlink(missing_ok=True)
+
+
+@needs_hosts
+def test_fleet_load_streams_every_hosts_status_while_it_runs(hosts, tmp_path):
+    """SPEK's probers: two hosts each stream a status line every interval
+    over the load's own ssh session. Each host's series, on this machine's
+    clock, covers its measured window with no step over 1.5 intervals;
+    every line arrived within an interval of when it was stamped there
+    (as the load ran, not all at its end); the lines' I/Os add up to the
+    host's own result. In a pipe the controller draws nothing: no table,
+    no escape sequence. Mutants caught: the controller reading the session
+    to its end before taking a line; every other sample left unsaid."""
+    target = ROOT / "build" / "test-fleet-status-{host}.dat"
+    out = tmp_path / "load"
+    every, secs = 0.5, 4
+    r = fleet_cmd(hosts, "load", "--hosts", f"{hosts[0].target},{hosts[1].target}", "--target", str(target),
+                  "--size", "32M", "--time", str(secs), "--ramp", "0.2", "--qd", "2", "--interval", str(every),
+                  "--dirty", "--start-in", "3", "--out", str(out), timeout=600)
+    try:
+        assert r.returncode == 0, r.stdout + r.stderr
+        doc = json.loads((out / "load.json").read_text())
+        for h, hd in zip(hosts[:2], doc["hosts"]):
+            res = json.loads((out / h.addr / "iogen.json").read_text())
+            sts = [json.loads(ln) for ln in (out / h.addr / "status.jsonl").read_text().splitlines()]
+            assert len(sts) >= secs / every - 1, (h.addr, len(sts))
+            ts = [s["t"] for s in sts]
+            assert all(0 < b - a <= 1.5 * every for a, b in zip(ts, ts[1:])), ts
+            begin = res["start_unix_here"] + res["ramp_s"]  # the measured window on this machine's clock
+            end = begin + res["run_s"]
+            assert ts[0] <= begin + 1.5 * every and ts[-1] >= end - 1.5 * every, (begin, end, ts)
+            assert all(begin - 0.1 <= t <= end + every for t in ts), (begin, end, ts)
+            assert all(s["arrived"] - s["t"] < every for s in sts), [s["arrived"] - s["t"] for s in sts]
+            assert sum(s["ios"] for s in sts) == pytest.approx(res["reads"] + res["writes"], rel=0.1)
+            assert all(0 <= s["system"]["cpu_busy_pct"] <= 100 and "swap_free_kib" in s["system"] for s in sts)
+            assert hd["stream"]["lines"] == len(sts) and hd["stream"]["max_gap_s"] <= 1.5 * every
+        assert "\x1b" not in r.stdout + r.stderr and loadstatus.HEAD not in r.stdout + r.stderr
+        streamed = r.stdout.split("status streamed during the load")[1]
+        assert all(f"{h.addr}/status.jsonl" in streamed for h in hosts[:2])
+    finally:
+        for h in hosts[:2]:
+            Path(str(target).replace("{host}", h.addr)).unlink(missing_ok=True)
+
+
+def _pty_run(argv, env, timeout):
+    """argv's output on a terminal (a pty), all of it, and its exit status."""
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(argv[0], argv, env)
+    out, end = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < end:
+            if not select.select([fd], [], [], 1.0)[0]:
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        if time.monotonic() >= end:
+            os.kill(pid, 9)
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    return out.decode(errors="replace"), os.waitstatus_to_exitcode(status)
+
+
+@needs_hosts
+def test_fleet_loads_live_table_redraws_on_a_terminal(hosts, tmp_path):
+    """On a terminal the controller draws the per-host table once an
+    interval, each frame over the last (the cursor moved up over its lines),
+    with both hosts running and their figures; the frame is gone before the
+    closing text. Mutants caught: the table drawn off a terminal too (the
+    test above); each frame drawn below the last."""
+    target = ROOT / "build" / "test-fleet-live-{host}.dat"
+    argv = [str(ROOT / "osmeter"), "fleet", "load", "--hosts", f"{hosts[0].target},{hosts[1].target}", "--target",
+            str(target), "--size", "32M", "--time", "3", "--ramp", "0.2", "--qd", "2", "--interval", "0.5",
+            "--dirty", "--start-in", "3", "--out", str(tmp_path / "load")]
+    try:
+        text, rc = _pty_run(argv, hosts.env, 600)
+    finally:
+        for h in hosts[:2]:
+            Path(str(target).replace("{host}", h.addr)).unlink(missing_ok=True)
+    assert rc == 0, text[-3000:]
+    frames = text.split(loadstatus.HEAD)[1:]
+    assert len(frames) >= 6, text[-3000:]  # 3 s of load and 3 s of waiting for the start, 2 a second
+    erase = "\x1b[5F\x1b[J"  # the title, the header, the rule and a row per host
+    assert all(f.endswith(erase) for f in frames[:-1]), [f[-40:] for f in frames]
+    running = [f for f in frames if all(re.search(rf"\n{re.escape(h.addr)} +running +[\d.]+ +[\d,.]+ ", f)
+                                        for h in hosts[:2])]
+    assert len(running) >= 3, frames[-1]
+    last, closing = frames[-1].split(erase)  # the closing text comes after the last frame, erased
+    assert "merged latency" in closing and "status streamed during the load" in closing
 
 
 @needs_hosts

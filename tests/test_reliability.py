@@ -431,3 +431,26 @@ def test_the_getrusage_note_names_the_probe_that_chose_it_and_why(tmp_path):
                                      "switch it times"], dc
     assert all(i.startswith("cpu.ctx") for ids in dc["getrusage"].values() for i in ids)
     assert "paranoid" not in dc["why"] and "cpu.ctx" in dc["why"] and "paranoid" not in r.stdout
+
+
+def test_a_signal_while_a_probe_starts_leaves_the_probe_held(tmp_path):
+    """SIGINT between the fork and the exec of a probe (the start is slowed
+    here so the signal lands there): the harness's Interrupted comes once the
+    start is done, with the probe held, so kill() stops it (unheld, it ran
+    on until the harness died and left its scratch files)."""
+    import threading
+
+    from osmeter.errors import Interrupted, interruptible
+    from osmeter.launch import Launcher
+
+    class SlowStart(Launcher):
+        def _preexec(self, before_exec=None):
+            time.sleep(1.0)  # in the child, before exec: the parent waits in Popen meanwhile
+
+    launcher = SlowStart(tmp_path, os.sched_getaffinity(0).pop(), False)
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(Interrupted), interruptible():
+        launcher.run(["sleep", "30"], timeout=60)
+    assert launcher.proc is not None, "the probe was started but nobody holds it"
+    launcher.kill()
+    assert launcher.proc.returncode == -signal.SIGTERM  # it ran until kill() stopped it

@@ -56,6 +56,7 @@ struct iogen_opts {
     const char *save_icf;   /* --save-icf FILE */
     const char *results_csv; /* --results-csv FILE */
     bool live;              /* --live: per-worker bars on a terminal */
+    bool status;            /* --status: a status line on standard output per prober sample */
     uint64_t ramp_ios;      /* --ramp-ios: the ramp-up ends after this many I/Os (0: by time) */
     unsigned zones;         /* --zones: a sequential run's throughput in this many offset bins */
     int cpu;

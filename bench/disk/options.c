@@ -68,6 +68,7 @@ static void set_cycle(const char *v)
 static void set_save_icf(const char *v) { opt.save_icf = v; }
 static void set_results_csv(const char *v) { opt.results_csv = v; }
 static void set_live(const char *v) { (void)v; opt.live = true; }
+static void set_status(const char *v) { (void)v; opt.status = true; }
 static void set_ramp_ios(const char *v) { opt.ramp_ios = osm_parse_u64(cur, v, 1, UINT64_MAX / 2); }
 static void set_zones(const char *v) { opt.zones = (unsigned)osm_parse_u64(cur, v, 1, 100000); }
 static void set_workers(const char *v) { opt.workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
@@ -158,6 +159,8 @@ static const struct option_def options[] = {
     { "--zones", "N", "bin a sequential run's throughput by offset into N zones of each target (SPEK's ZCAV)",
       set_zones },
     { "--live", NULL, "on a terminal, redraw per-worker IOPS, MB/s and latency bars every second", set_live },
+    { "--status", NULL, "while measuring, a JSON status line on standard output every interval (1 s without "
+      "--interval): the load and the prober's system figures since the last (fleet load streams them)", set_status },
     { "--results-csv", "FILE", "also write Iometer's results file (CSV: ALL, MANAGER, WORKER, DISK rows)",
       set_results_csv },
     { "--save-icf", "FILE", "write the job as an Iometer .icf (then run it, unless --dump-spec)", set_save_icf },

@@ -1,6 +1,7 @@
 /* prober.c - see prober.h. */
 #include "prober.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,6 +30,8 @@ struct prober {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
+    prober_tick tick;
+    void *ctx;
     struct snap *s;
     size_t n, cap;
 };
@@ -155,7 +158,10 @@ static void read_interrupts(struct snap *s)
     fclose(f);
 }
 
-static void take(struct prober *p)
+static void compute(struct prober_rates *r, const struct snap *a, const struct snap *b);
+
+/* One sample kept (false: no memory for it), then the tick told. */
+static bool take(struct prober *p)
 {
     struct snap s;
     memset(&s, 0, sizeof s);
@@ -175,11 +181,18 @@ static void take(struct prober *p)
         size_t cap = p->cap ? 2 * p->cap : 64;
         struct snap *ns = realloc(p->s, cap * sizeof *ns);
         if (!ns)
-            return;
+            return false;
         p->s = ns;
         p->cap = cap;
     }
     p->s[p->n++] = s;
+    if (p->tick) {
+        struct prober_rates r;
+        if (p->n >= 2)
+            compute(&r, &p->s[p->n - 2], &p->s[p->n - 1]);
+        p->tick(p->ctx, p->n >= 2 ? &r : NULL);
+    }
+    return true;
 }
 
 static void *run(void *arg)
@@ -187,24 +200,32 @@ static void *run(void *arg)
     struct prober *p = arg;
     pthread_mutex_lock(&p->mu);
     take(p);
-    while (!p->stop) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        double t = (double)dl.tv_nsec * 1e-9 + p->interval;
-        dl.tv_sec += (time_t)t;
-        dl.tv_nsec = (long)((t - (double)(time_t)t) * 1e9);
-        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) != 0 || p->stop)
-            take(p);
+    /* sample k is due k intervals after the first (CLOCK_REALTIME: the condition variable's clock); a
+     * deadline already missed by a whole interval is skipped, never made up by samples back to back */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    for (double due = p->interval; !p->stop; due += p->interval) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        double late = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 - due;
+        if (late > p->interval)
+            due += floor(late / p->interval) * p->interval;
+        double t = (double)t0.tv_nsec * 1e-9 + due;
+        struct timespec dl = { t0.tv_sec + (time_t)t, (long)((t - (double)(time_t)t) * 1e9) };
+        while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &dl) == 0)
+            ; /* woken early (spuriously): wait on to the deadline, unless told to stop */
+        take(p);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
-struct prober *prober_start(double interval_s, const char *disk)
+struct prober *prober_start(double interval_s, const char *disk, prober_tick tick, void *ctx)
 {
     struct prober *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
+    p->tick = tick;
+    p->ctx = ctx;
     p->interval = interval_s > 0 ? interval_s : 1.0;
     snprintf(p->disk, sizeof p->disk, "%s", disk ? disk : "");
     pthread_mutex_init(&p->mu, NULL);
@@ -285,6 +306,12 @@ static void rates(struct json *j, const struct snap *a, const struct snap *b)
 {
     struct prober_rates r;
     compute(&r, a, b);
+    prober_rates_json(j, &r);
+}
+
+void prober_rates_json(struct json *j, const struct prober_rates *rp)
+{
+    const struct prober_rates r = *rp;
     json_obj(j);
     json_kfixed(j, "t", r.t, 3);
     json_kfixed(j, "dt", r.dt, 3);

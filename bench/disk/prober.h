@@ -30,11 +30,20 @@ struct prober_rates {
 struct prober;
 /* The whole run's rates; false when there are not two samples. */
 bool prober_whole(const struct prober *p, struct prober_rates *out);
-/* disk: the device name as in /proc/diskstats ("vda", "loop0"), or "". */
-struct prober *prober_start(double interval_s, const char *disk);
+/* Called in the prober's thread right after each sample: r NULL after the
+ * first, else the rates since the sample before (iogen --status streams
+ * them). The prober's lock is held: it must not call back into the prober. */
+typedef void (*prober_tick)(void *ctx, const struct prober_rates *r);
+/* disk: the device name as in /proc/diskstats ("vda", "loop0"), or "".
+ * Samples every interval_s on one fixed schedule from the first sample
+ * (a late sample does not push the later ones back), and once more at
+ * prober_stop. tick: NULL, or called after each sample. */
+struct prober *prober_start(double interval_s, const char *disk, prober_tick tick, void *ctx);
 void prober_stop(struct prober *p);
 /* Writes the member "system": {...} (p NULL: with no samples). */
 void prober_json(const struct prober *p, struct json *j);
+/* Writes rates as one JSON object (a sample of "system"). */
+void prober_rates_json(struct json *j, const struct prober_rates *r);
 /* Frees p without writing anything. */
 void prober_free(struct prober *p);
 

@@ -480,6 +480,56 @@ static bool all_done(struct worker *ws, int nw)
     return true;
 }
 
+/* --status: at each prober sample of the measured window, one line on standard output, flushed, so that
+ * whoever reads the stream (fleet load, over ssh) has it as it happens: {"status": {unix, run, dt, ios,
+ * iops, mbps, lat_mean_us, system}}, the load from every worker's completion counters since the sample
+ * before and the prober's rates over the same interval (both read at one instant: the sample's). */
+struct status_ctx {
+    struct worker *ws;
+    int nw;
+    uint64_t ios, bytes, lat; /* the counts at the sample before */
+};
+
+static void status_line(void *arg, const struct prober_rates *r)
+{
+    struct status_ctx *c = arg;
+    uint64_t ios = 0, bytes = 0, lat = 0;
+    for (int i = 0; i < c->nw; i++) {
+        ios += atomic_load_explicit(&c->ws[i].live_ios, memory_order_relaxed);
+        bytes += atomic_load_explicit(&c->ws[i].live_bytes, memory_order_relaxed);
+        lat += atomic_load_explicit(&c->ws[i].live_lat_ns, memory_order_relaxed);
+    }
+    if (r) {
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        uint64_t dios = ios - c->ios;
+        struct json j;
+        json_to_file(&j, stdout);
+        json_obj(&j);
+        json_key(&j, "status");
+        json_obj(&j);
+        json_kfixed(&j, "unix", (double)rt.tv_sec + (double)rt.tv_nsec * 1e-9, 6);
+        json_kint(&j, "run", run.runno);
+        json_kfixed(&j, "dt", r->dt, 6);
+        json_kuint(&j, "ios", dios);
+        json_kfixed(&j, "iops", r->dt > 0 ? (double)dios / r->dt : 0, 1);
+        json_kfixed(&j, "mbps", r->dt > 0 ? (double)(bytes - c->bytes) / r->dt / 1e6 : 0, 3);
+        json_key(&j, "lat_mean_us");
+        if (dios)
+            json_fixed(&j, (double)(lat - c->lat) / (double)dios / 1e3, 3);
+        else
+            json_null(&j);
+        json_key(&j, "system");
+        prober_rates_json(&j, r);
+        json_obj_end(&j);
+        json_obj_end(&j);
+        json_line_end(&j, "the status to standard output");
+    }
+    c->ios = ios;
+    c->bytes = bytes;
+    c->lat = lat;
+}
+
 /* --start-at: hosts started over ssh at different moments begin together on their wall clocks
  * (the manager measures and reports each clock's offset); the rings and threads are already set
  * up, so only the wait lies between. Only the first run waits; a signal ends the wait. */
@@ -550,9 +600,9 @@ int one_run(const struct job *job, struct target *ts, const struct run_params *p
         }
 
     /* on a terminal: the one-line status every half second, or (--live) per-worker bars every second;
-     * never in a pipe */
+     * never in a pipe, and no one-line status under --status (its lines would land in the middle of it) */
     bool bars = opt.live && isatty(STDERR_FILENO);
-    bool live = !bars && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+    bool live = !bars && !opt.status && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
     bool measuring = false;
     run.steady_stop = false;
     double period = opt.interval_s > 0 ? opt.interval_s : 1.0;
@@ -566,6 +616,7 @@ int one_run(const struct job *job, struct target *ts, const struct run_params *p
         osm_die("out of memory");
     double total = job->run_s > 0 ? job->ramp_s + job->run_s : 0;
     uint64_t start = now, last_disp = now;
+    struct status_ctx sctx = { ws, nw, 0, 0, 0 };
     /* wait for every stream to say it is done; each thread is joined once, after */
     while (!all_done(ws, nw)) {
         now = ticks();
@@ -573,7 +624,8 @@ int one_run(const struct job *job, struct target *ts, const struct run_params *p
             getrusage(RUSAGE_SELF, &out->ru0);
             next_sample = run.t_measure + period_ticks;
             const char *dev = strrchr(ts[0].device, '/');
-            out->pr = prober_start(opt.interval_s > 0 ? opt.interval_s : 1.0, dev ? dev + 1 : "");
+            out->pr = prober_start(opt.interval_s > 0 ? opt.interval_s : 1.0, dev ? dev + 1 : "",
+                                   opt.status ? status_line : NULL, &sctx);
             measuring = true;
         }
         if (interrupted)

@@ -1,6 +1,6 @@
 /* netpeer.c - the other end of osmeter's network probes.
  *
- *   netpeer [--port N] [--bind ADDR] [--lifeline] [--delay-us N]
+ *   netpeer [--port N] [--bind ADDR] [--cpu N] [--lifeline] [--delay-us N]
  *
  * Listens on TCP and UDP at the same port (0 = any free one), prints
  * "listening on ADDR:PORT", and serves until SIGINT or SIGTERM: each TCP
@@ -260,18 +260,22 @@ int main(int argc, char **argv)
     bool use_lifeline = false;
     const char *bind_addr = "0.0.0.0";
     unsigned port = 0;
+    int cpu = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: netpeer [--port N] [--bind ADDR] [--lifeline] [--delay-us N]\n"
+            printf("usage: netpeer [--port N] [--bind ADDR] [--cpu N] [--lifeline] [--delay-us N]\n"
                    "Serves osmeter's network probes (echo, sink, source, close-watch on TCP; echo on UDP)\n"
                    "on one port (default: any free one), printing 'listening on ADDR:PORT', until SIGINT/SIGTERM\n"
-                   "(with --lifeline, also until its standard input closes). --delay-us N holds every echo N us\n"
+                   "(with --lifeline, also until its standard input closes). --cpu N pins every thread to CPU N\n"
+                   "(default: wherever the scheduler puts them). --delay-us N holds every echo N us\n"
                    "(spinning) before answering: a known delay added to the path.\n");
             return 0;
         } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
             port = (unsigned)osm_parse_u64("--port", argv[++i], 0, 65535);
         } else if (!strcmp(argv[i], "--bind") && i + 1 < argc) {
             bind_addr = argv[++i];
+        } else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
+            cpu = (int)osm_parse_u64("--cpu", argv[++i], 0, CPU_SETSIZE - 1);
         } else if (!strcmp(argv[i], "--lifeline")) {
             use_lifeline = true;
         } else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc) {
@@ -280,6 +284,9 @@ int main(int argc, char **argv)
             osm_usage_error("unknown or incomplete option '%s'", argv[i]);
         }
     }
+    if (cpu >= 0 && osm_pin(cpu) != 0) /* before any thread: they inherit it */
+        osm_usage_error("--cpu %d: cannot pin there (%s); this machine has %ld online CPUs, numbered from 0", cpu,
+                        strerror(errno), sysconf(_SC_NPROCESSORS_ONLN));
     for (int i = 0; i < MAX_CONN; i++)
         conns[i].fd = -1;
     sigset_t set;

@@ -90,7 +90,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     alpha = compare.ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
     try:
-        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, tracing(p):
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
             p.peer = peer
             for k, order in enumerate(orders, 1):
                 if until_decided and k > 2 and looks and looks[-1]["decided"]:

@@ -48,8 +48,8 @@ def _now() -> str:
 
 
 def options_doc(opts: RunOptions) -> dict:
-    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "fs_dir", "fs_remote",
-            "isolate", "kernel_paths")
+    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "remote_cpu", "fs_dir",
+            "fs_remote", "isolate", "kernel_paths")
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
 
 
@@ -120,7 +120,7 @@ def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
-        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, tracing(p), \
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), \
                 (isolated(p.cpu) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json

@@ -84,6 +84,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "still refused while it is mounted or holds a file-system signature)")
     r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
     r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
+    r.add_argument("--remote-cpu", type=_cpu, metavar="N", help="pin the netpeer that --remote starts to CPU N "
+                   "there (as netperf's -T ,N); default: wherever its scheduler puts it")
     r.add_argument("--fs-dir", type=Path, metavar="DIR", help="where the file-system probes make their files "
                    "(default: the results directory)")
     r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
@@ -209,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     fo.add_argument("--qd", type=int, metavar="N", help="queue depth per worker")
     fo.add_argument("--workers", type=int, metavar="N", help="workers per host")
     fo.add_argument("--log", action="store_true", help="also fetch every host's per-request log (iogen --log)")
+    fo.add_argument("--interval", type=float, metavar="S",
+                    help="every host streams its status (the load, CPU, device, packets, memory) every S seconds "
+                         "(default 1): a live table on a terminal, the series in DIR/<host>/status.jsonl")
     fo.add_argument("--net", metavar="SERVER",
                     help="a network load instead: net_bw on every host against one netpeer on SERVER "
                          "(USER@HOST or local): many clients, one server")
@@ -395,10 +400,12 @@ def cmd_fleet(args) -> int:
         raise RunError("--time must be above 0 and --ramp 0 or more")
     if not math.isfinite(args.start_in) or not 0.5 <= args.start_in <= 600:
         raise RunError("--start-in: expected 0.5 to 600 seconds")
+    if args.interval is not None and (not math.isfinite(args.interval) or not 0.1 <= args.interval <= 3600):
+        raise RunError("--interval: expected 0.1 to 3600 seconds")
     out = args.out or root / "results" / f"load-{stamp}"
     if args.net:
-        if args.target or args.log or args.qd or args.workers:
-            raise RunError("--net takes no --target, --log, --qd or --workers (those are iogen's)")
+        if args.target or args.log or args.qd or args.workers or args.interval is not None:
+            raise RunError("--net takes no --target, --log, --qd, --workers or --interval (those are iogen's)")
         return fleet.fleet_net(hosts, out, args.net, args.time, args.parallel, args.dirty, root, args.start_in)
     if not args.target:
         raise RunError("fleet load needs --target PATH (a file or device on each host), or --net SERVER")
@@ -408,7 +415,8 @@ def cmd_fleet(args) -> int:
         if v is not None:
             iogen_args += [flag, str(v)]
     opts = {"iogen_args": iogen_args}
-    return fleet.fleet_load(hosts, out, opts, args.parallel, args.dirty, root, args.start_in, args.log)
+    return fleet.fleet_load(hosts, out, opts, args.parallel, args.dirty, root, args.start_in, args.log,
+                            args.interval or 1.0)
 
 
 def cmd_compare(args) -> int:
@@ -584,7 +592,8 @@ def cmd_list(args) -> int:
 def _run_opts(args) -> RunOptions:
     return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
                       disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
-                      fs_dir=args.fs_dir, fs_remote=args.fs_remote, allow_destroy_data=args.allow_destroy_data,
+                      remote_cpu=args.remote_cpu, fs_dir=args.fs_dir, fs_remote=args.fs_remote,
+                      allow_destroy_data=args.allow_destroy_data,
                       timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
                       on_tree=getattr(args, "on_tree", None), kernel_paths=args.kernel_paths)
 

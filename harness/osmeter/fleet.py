@@ -27,9 +27,13 @@ together: each host's clock offset from this one is measured over ssh
 (the reading with the least round trip; uncertainty half of it), and every
 host is told the same start instant in its own clock (iogen --start-at).
 The totals add IOPS and MB/s; the latency percentiles come from the hosts'
-histograms merged bucket by bucket, never from averaged percentiles. With
+histograms merged bucket by bucket, never from averaged percentiles. While
+it runs, every host's iogen prints a status line once an interval (iogen
+--status: SPEK's prober), which the load's own ssh session brings here as it
+is written: each host's series and the live table are loadstatus.py's. With
 --net, net_bw clients on every host against one netpeer instead: many
-clients, one server.
+clients, one server (net_bw measures each direction as one sample: no
+status is streamed).
 """
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import hist, ssh
+from . import hist, loadstatus, ssh
 from .errors import Interrupted, RunError, shielded
 from .results import write_json_atomic
 
@@ -271,8 +275,9 @@ class Driver:
     driver started gets SIGINT, the hosts end their step, and what finished
     is kept."""
 
-    def __init__(self, hosts: list[Host], parallel: bool, save):
+    def __init__(self, hosts: list[Host], parallel: bool, save, say=None):
         self.hosts, self.parallel, self.save = hosts, parallel, save
+        self.say = say or (lambda message: print(message, file=sys.stderr))  # a live table prints it above itself
         self.stop = threading.Event()
         self.procs: dict[str, tuple[subprocess.Popen, str]] = {}
         self.lock = threading.Lock()
@@ -327,7 +332,7 @@ class Driver:
             finally:
                 self.done(h)
                 if h.status in ("failed", "interrupted"):
-                    print(f"fleet: {h.target}: {h.status}: {h.reason}", file=sys.stderr)
+                    self.say(f"fleet: {h.target}: {h.status}: {h.reason}")
                 self.save()
 
         pool = cf.ThreadPoolExecutor(max_workers=len(self.hosts) if self.parallel else 1)
@@ -338,7 +343,7 @@ class Driver:
         except Interrupted:
             self.stop.set()
             with shielded():
-                print("fleet: interrupted: stopping the runs and fetching what finished ...", file=sys.stderr)
+                self.say("fleet: interrupted: stopping the runs and fetching what finished ...")
                 for h in self.hosts:
                     self.interrupt_one(h)
                 cf.wait(futures)
@@ -645,7 +650,11 @@ class Load:
 
 
 def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bool, dirty: bool,
-               root: Path, start_in: float, log: bool) -> int:
+               root: Path, start_in: float, log: bool, interval: float = 1.0) -> int:
+    """iogen on every host from one instant; each host's status streamed
+    once an interval meanwhile (loadstatus.py), the results merged after."""
+    io_opts = dict(io_opts, iogen_args=[*io_opts["iogen_args"], "--status", "--interval", f"{interval:g}"],
+                   interval_s=interval)
     ld = Load(hosts, out, {"kind": "fleet-load", "options": io_opts}, dirty, root)
     print(f"fleet load: {len(hosts)} hosts, {ld.what}; results in {out}")
     live = ld.prepare("iogen", parallel_prepare)
@@ -653,7 +662,9 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
     # 2. one start instant, each host told it in its own clock
     start = time.time() + start_in
     doc["start_planned_unix"] = start
-    drv = Driver(live, True, save)
+    series = loadstatus.Series(out, interval)
+    table = loadstatus.LiveTable(series, live, start)
+    drv = Driver(live, True, save, table.say)
     stamp = _stamp()
 
     def go(h: Host):
@@ -674,11 +685,22 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
         cmd = "echo $$; exec " + ssh.quote(*argv)
         target = iargs[iargs.index("--target") + 1] if "--target" in iargs else None
         made = target is not None and not _exists(h, target)  # iogen makes a missing file: removed after
+
+        def status(line: str) -> bool:
+            if not loadstatus.is_status(line):
+                return False
+            try:
+                series.add(h.label, line, off)
+            except (ValueError, KeyError, TypeError):
+                return False  # a line cut short (iogen or ssh died writing it): the exit status says why
+            return True
+
         try:
-            p = _timed(h, "load", _load_step, drv, h, cmd)
+            p = _timed(h, "load", _load_step, drv, h, cmd, status)
         finally:
             if made:
                 _remove_made(h, target)
+            extra[h.label]["stream"] = series.summary(h.label)
         res = json.loads(p)
         res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
         (out / h.label).mkdir(exist_ok=True)
@@ -689,7 +711,8 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / "iogen-log.csv")
         h.status = "ok"
 
-    drv.run(go)
+    with table:
+        drv.run(go)
     done = [json.loads((out / h.label / "iogen.json").read_text()) for h in live if h.status == "ok"]
     if done:
         doc["total"] = merge_load(done)
@@ -698,6 +721,8 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
         doc["start_uncertainty_s"] = max(extra[h.label]["clock_uncertainty_s"] for h in live if h.status == "ok")
     save()
     print(load_text(doc))
+    if loadstatus.summary_text(doc):
+        print(loadstatus.summary_text(doc))
     print(summary_text(hosts))
     return 0 if len(done) == len(hosts) else 1
 
@@ -721,19 +746,29 @@ def _remove_made(h: Host, path: str) -> None:
         print(f"fleet: {h.target}: cannot remove the load's target {path}: {e}", file=sys.stderr)
 
 
-def _step(drv: Driver, h: Host, cmd: str, program: str) -> str:
-    """A load's program on a host to its end: its standard output."""
+def _step(drv: Driver, h: Host, cmd: str, program: str, on_line=None) -> str:
+    """A load's program on a host to its end: its standard output, read a
+    line at a time as it comes; the lines on_line takes (returns true for)
+    go to it at once and are left out of what is returned."""
     p = drv.start(h, cmd)
-    outp, err = p.communicate()
+    err: list[str] = []
+    pump = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    pump.start()
+    kept = []
+    for line in p.stdout:
+        if not (on_line and on_line(line)):
+            kept.append(line)
+    p.wait()
+    pump.join()
     if p.returncode == 255 and not h.local:
-        raise HostFailed(ssh.reason(err))
+        raise HostFailed(ssh.reason("".join(err)))
     if p.returncode != 0:
-        raise HostFailed(f"{program} exited {p.returncode}: {last_lines(err)}")
-    return outp
+        raise HostFailed(f"{program} exited {p.returncode}: {last_lines(''.join(err))}")
+    return "".join(kept)
 
 
-def _load_step(drv: Driver, h: Host, cmd: str) -> str:
-    outp = _step(drv, h, cmd, "iogen")
+def _load_step(drv: Driver, h: Host, cmd: str, on_line=None) -> str:
+    outp = _step(drv, h, cmd, "iogen", on_line)
     lines = [ln for ln in outp.splitlines() if ln.startswith("{")]
     if not lines:
         raise HostFailed("iogen printed no result")

@@ -260,6 +260,9 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
     out = run_dir / "report"
     figdir = out / "figures"
     figdir.mkdir(parents=True, exist_ok=True)
+    for old in figdir.iterdir():  # an earlier report's figures (<area>-<k>.pdf) are not this one's
+        if re.fullmatch(r"[a-z]+-\d+\.pdf", old.name) and old.is_file():
+            old.unlink()
     by_id = {m["id"] for m in doc["measurements"]}
     sections = []
     for area in registry.AREAS:

@@ -8,6 +8,7 @@ Standard library only, and Python 3.8 or newer: a thin fleet host's agent
 (agent.py) starts the probes there with this very Launcher."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -50,6 +51,33 @@ def _read_progress(fd: int, progress: Callable[[str], None]) -> None:
         for line in f:
             if line.strip():
                 progress(line.strip())
+
+
+@contextlib.contextmanager
+def _deferred_signals():
+    """SIGINT, SIGTERM and SIGHUP that arrive inside the block reach their
+    handlers when it ends. Starting a probe takes a fork and an exec; a
+    handler that raised in between (the harness's Interrupted) would leave
+    the probe running with nobody holding it, and it would die only with the
+    harness (PR_SET_PDEATHSIG's SIGKILL), leaving its scratch files. Only
+    the main thread can swap handlers; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        for signum in got[:1]:
+            h = old[signum]
+            if callable(h):
+                h(signum, None)
+            elif h == signal.SIG_DFL:
+                signal.raise_signal(signum)
 
 
 class Launcher:
@@ -98,10 +126,12 @@ class Launcher:
             r, w = os.pipe()
             env["OSM_PROGRESS_FD"] = str(w)
         try:
-            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                         errors="surrogateescape",
-                                         preexec_fn=lambda: self._preexec(before_exec),
-                                         start_new_session=True, env=env, pass_fds=(w,) if w is not None else ())
+            with _deferred_signals():  # a signal here must not orphan a started probe: kill() needs self.proc
+                self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                             errors="surrogateescape",
+                                             preexec_fn=lambda: self._preexec(before_exec),
+                                             start_new_session=True, env=env,
+                                             pass_fds=(w,) if w is not None else ())
         finally:
             if w is not None:
                 os.close(w)  # the probe holds the write end now

@@ -31,9 +31,10 @@ def check_peer(peer: str, timeout: float = 3.0) -> None:
 
 
 @contextlib.contextmanager
-def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
-    """Copies netpeer to USER@HOST, starts it there on a free port, yields
-    HOST:PORT once it says where it listens, and stops and removes it after."""
+def remote_peer(remote: str, netpeer: Path, what: str = "--remote", cpu: int | None = None):
+    """Copies netpeer to USER@HOST, starts it there on a free port (pinned
+    to CPU `cpu` when given), yields HOST:PORT once it says where it
+    listens, and stops and removes it after."""
     host = remote.rsplit("@", 1)[-1]
     # a directory of its own (mktemp -d: a fresh name, mode 0700), never a guessable path that another
     # user could have planted a link at
@@ -49,7 +50,8 @@ def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
     # --lifeline: the peer stops when this ssh session's input closes, however the controller ends
     # SSH_CONNECTION's third field is the address this ssh session reached: the probes use it, since
     # HOST may be an alias that only ~/.ssh/config knows
-    proc = subprocess.Popen(ssh.argv(remote, f'echo "$SSH_CONNECTION"; echo $$; exec {rdir}/netpeer --port 0 --lifeline'),
+    proc = subprocess.Popen(ssh.argv(remote, f'echo "$SSH_CONNECTION"; echo $$; exec {rdir}/netpeer --port 0 --lifeline'
+                                              + (f" --cpu {int(cpu)}" if cpu is not None else "")),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rpid = ""
     try:
@@ -74,12 +76,14 @@ def remote_peer(remote: str, netpeer: Path, what: str = "--remote"):
 
 
 @contextlib.contextmanager
-def peer_session(peer: str | None, remote: str | None, netpeer: Path):
-    """The peer for the whole of a run or a campaign: HOST:PORT or None."""
+def peer_session(opts, netpeer: Path):
+    """The peer for the whole of a run or a campaign (the run options' peer,
+    remote and remote_cpu): HOST:PORT or None."""
+    peer, remote = opts.peer, opts.remote
     if peer and remote:
         raise RunError("give --peer or --remote, not both")
     if remote:
-        with remote_peer(remote, netpeer) as p:
+        with remote_peer(remote, netpeer, cpu=opts.remote_cpu) as p:
             yield p
         return
     if peer:

@@ -33,8 +33,9 @@ def caption(fn) -> str:
 
 def _m(doc: dict) -> dict:
     """The measurements that have something to draw: a median (none when every
-    sample was disturbed and dropped) or a series."""
-    return {m["id"]: m for m in doc.get("measurements", []) if m.get("median") is not None or "series" in m}
+    sample was disturbed and dropped), a series or a grid."""
+    return {m["id"]: m for m in doc.get("measurements", [])
+            if m.get("median") is not None or "series" in m or "grid" in m}
 
 
 def _bytes_label(v: float) -> str:
@@ -504,11 +505,11 @@ def mem_parallelism(doc: dict, est=None):
     return fig
 
 
-def iogen_matrix(objs: list[dict]):
+def iogen_matrix(objs: list[dict], key: str = "mbps"):
     """iogen's results of a size x queue depth cycle (--cycle-size with
-    --cycle-qd) as (sizes, depths, MB/s[size][depth]); None when they are
-    not such a matrix."""
-    cells = {(o["cycle"]["size"], o["cycle"]["qd"]): o["mbps"] for o in objs
+    --cycle-qd) as (sizes, depths, key[size][depth]), key the whole run's
+    mbps or iops; None when they are not such a matrix."""
+    cells = {(o["cycle"]["size"], o["cycle"]["qd"]): o[key] for o in objs
              if (o.get("cycle") or {}).get("size") is not None}
     sizes = sorted({s for s, _ in cells})
     depths = sorted({q for _, q in cells})
@@ -520,50 +521,126 @@ def iogen_matrix(objs: list[dict]):
     return sizes, depths, mat
 
 
+def _log2_edges(v) -> np.ndarray:
+    """Cell edges around values on a log2 axis: halfway (geometrically)
+    between neighbours, as far beyond the ends."""
+    lv = np.log2(np.asarray(v, dtype=float))
+    step = np.diff(lv) if lv.size > 1 else np.array([1.0])
+    mids = (lv[:-1] + lv[1:]) / 2
+    return 2 ** np.concatenate([[lv[0] - step[0] / 2], mids, [lv[-1] + step[-1] / 2]])
+
+
+def _size_qd_map(sizes, depths, mbps, iops, title: str):
+    """The size x queue depth heat maps: MB/s (left) and IOPS (right), the
+    transfer size up and the outstanding I/Os across, both on log2 axes,
+    each cell's figure written in it."""
+    fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, min(7.5, 2.2 + 0.3 * len(sizes))))
+    for ax, mat, unit, scale, label in ((axes[0], mbps, "MB/s", 1, "MB/s (millions of bytes a second)"),
+                                        (axes[1], iops, "IOPS", 1e3, "thousand I/Os a second")):
+        mat = np.asarray(mat, dtype=float) / scale
+        top = np.nanmax(mat) if np.isfinite(mat).any() else 1.0
+        mesh = ax.pcolormesh(_log2_edges(depths), _log2_edges(sizes), np.ma.masked_invalid(mat), cmap="viridis",
+                             vmin=0, vmax=top)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.grid(False)
+        ax.set_xticks(depths, [str(int(q)) for q in depths])
+        ax.set_yticks(sizes, [_bytes_label(s) for s in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("outstanding I/Os (log2 scale)")
+        if ax is axes[0]:
+            ax.set_ylabel("transfer size (log2 scale)")
+        small = len(sizes) * len(depths) > 40
+        for a, s in enumerate(sizes):
+            for b, q in enumerate(depths):
+                v = mat[a, b]
+                if np.isfinite(v):
+                    ax.text(q, s, f"{v:.3g}" if v < 1000 else f"{v:.0f}", ha="center", va="center",
+                            fontsize=5.5 if small else 6.5, color="k" if v > 0.6 * top else "w")
+        ax.set_title(unit + (" (thousands)" if scale != 1 else ""))
+        fig.colorbar(mesh, ax=ax, label=label, shrink=0.9)
+    fig.suptitle(lit(title), fontsize=9)
+    return fig
+
+
 def iogen_size_qd(objs: list[dict]):
     """Throughput against transfer size (rows) and outstanding I/Os
     (columns): one cell per run of iogen's size x queue depth cycle, the
-    PenguinoMeter paper's test matrix."""
+    PenguinoMeter paper's test matrix, in MB/s and in IOPS."""
     m = iogen_matrix(objs)
     if m is None:
         return None
-    sizes, depths, mat = m
-    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 2.6 + 0.7 * len(depths)), 1.6 + 0.32 * len(sizes)))
-    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", origin="lower", aspect="auto", vmin=0)
-    ax.grid(False)
-    ax.set_xticks(range(len(depths)), [str(q) for q in depths])
-    ax.set_yticks(range(len(sizes)), [_bytes_label(s) for s in sizes])
-    ax.set_xlabel("outstanding I/Os per worker and target")
-    ax.set_ylabel("transfer size")
-    top = np.nanmax(mat)
-    for a in range(len(sizes)):
-        for b in range(len(depths)):
-            if np.isfinite(mat[a, b]):
-                ax.text(b, a, f"{mat[a, b]:.3g}" if mat[a, b] < 1000 else f"{mat[a, b]:.0f}", ha="center", va="center", fontsize=7,
-                        color="k" if mat[a, b] > 0.6 * top else "w")
+    sizes, depths, mbps = m
+    _, _, iops = iogen_matrix(objs, "iops")
     w = objs[0]
-    ax.set_title(lit(f"{w.get('workload', '')}, every size, on {w.get('target') or w.get('engine')}: MB/s"))
-    fig.colorbar(im, ax=ax, label="MB/s")
+    return _size_qd_map(sizes, depths, mbps, iops,
+                        f"{w.get('workload', '')} with every size, on {w.get('target') or w.get('engine')}")
+
+
+def disk_size_qd(doc: dict, est=None):
+    """Random reads (4 KiB-aligned offsets) against transfer size (rows)
+    and outstanding I/Os (columns), the PenguinoMeter paper's test matrix:
+    each cell's median report interval, in MB/s (left) and IOPS (right)."""
+    d = _m(doc).get("disk.4k-random-read.size_qd")
+    g = (d or {}).get("grid")
+    if not g:
+        return None
+    v = g["values"]
+    nan = lambda rows: [[np.nan if c is None else c for c in r] for r in rows]  # noqa: E731
+    where = d.get("params") or {}
+    return _size_qd_map(g["x"], g["y"], nan(v["mbps"]["median"]), nan(v["iops"]["median"]),
+                        f"random reads at every size: {where.get('workers') or '?'} worker(s), "
+                        f"{where.get('engine') or '?'} engine, on a {where.get('target_type') or 'target'}")
+
+
+def _zones_figure(targets: dict):
+    """Throughput by offset: per target (name -> offsets, MB/s, zone
+    length in bytes) a bar for each zone, from its first byte to its last,
+    and a line through their middles."""
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
+    top = 0.0
+    for name, (offsets, mbps, zone) in targets.items():
+        x = np.asarray(offsets, dtype=float)
+        y = np.asarray(mbps, dtype=float)
+        line, = ax.plot((x + zone / 2) / 2**30, y, "o-", ms=3, lw=0.6, label=lit(name))
+        ax.hlines(y, x / 2**30, (x + zone) / 2**30, color=line.get_color(), lw=2)
+        top = max(top, float(np.nanmax(y)))
+    ax.set_xlabel("offset in the target (GiB)")
+    ax.set_ylabel("MB/s (millions of bytes a second)")
+    ax.set_ylim(0, top * 1.1 if top > 0 else 1)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("Sequential read throughput by offset (ZCAV)")
     return fig
 
 
 def iogen_zones(objs: list[dict]):
     """Sequential throughput across each target's address range (iogen
-    --zones; SPEK's ZCAV figure): one point per zone, at the zone's first
-    byte."""
-    zs = [z for o in objs for z in o.get("zones") or []]
+    --zones; SPEK's ZCAV figure): one bar per zone, over the offsets it
+    covers."""
+    zs = [(o, z) for o in objs for z in o.get("zones") or []]
     if not zs:
         return None
-    fig, ax = plt.subplots()
-    for t in dict.fromkeys(z["target"] for z in zs):
-        pts = [z for z in zs if z["target"] == t]
-        ax.plot([z["offset"] / 2**30 for z in pts], [z["mbps"] for z in pts], "o-", ms=3, label=lit(t or "(no device)"))
-    ax.set_xlabel("offset (GiB)")
-    ax.set_ylabel("MB/s")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("Sequential throughput by offset")
-    return fig
+    targets = {}
+    for t in dict.fromkeys(z["target"] for _, z in zs):
+        pts = [(o, z) for o, z in zs if z["target"] == t]
+        zone = (pts[0][0].get("region_bytes") or 0) / max(1, len({z["zone"] for _, z in pts}))
+        targets[t or "(no device)"] = ([z["offset"] for _, z in pts], [z["mbps"] for _, z in pts], zone)
+    return _zones_figure(targets)
+
+
+def disk_zones(doc: dict, est=None):
+    """Sequential reads of 1 MiB across the target's address range (SPEK's
+    ZCAV figure): each zone's MB/s over the run, a bar over the offsets the
+    zone covers; a block device shows its zoned recording, a file the
+    places its file system gave it."""
+    d = _m(doc).get("disk.1m-seq-read.zones")
+    if not d or "series" not in d:
+        return None
+    p = d.get("params") or {}
+    path = (doc.get("conditions", {}).get("disk_target") or {}).get("path") or "the disk target"
+    name = f"{p.get('target_type') or 'target'} {path.rsplit('/', 1)[-1]}" + (
+        f" on {p['filesystem']}" if p.get("filesystem") else "") + (f" ({p['device']})" if p.get("device") else "")
+    return _zones_figure({name: (d["series"]["x"], d["series"]["median"], p.get("zone_bytes") or 0)})
 
 
 IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON lines: osmeter iogen-plot
@@ -571,7 +648,7 @@ IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON line
 FIGURES = {
     "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap, ctx_matrix),
     "mem": (memory_latency, bandwidths, mem_parallelism),
-    "disk": (disk_sweep,),
+    "disk": (disk_sweep, disk_size_qd, disk_zones),
     "net": (network,),
     "fs": (fs_read, contention),
 }

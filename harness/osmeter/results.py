@@ -119,6 +119,13 @@ def merge_processes(per_process: list[list[dict]]) -> list[dict]:
             merged["overhead_subtracted"] = float(np.median(ovh))
         if sx is not None:
             merged["series"] = dict(first["series"], x=sx, samples=srows, disturbed=sdist)
+        if first.get("grid"):  # a 2-D series: each cell's trials side by side, from the processes of its shape
+            g = first["grid"]
+            same = [x["grid"] for x in lines if x.get("grid") and (x["grid"]["x"], x["grid"]["y"]) == (g["x"], g["y"])]
+            merged["grid"] = dict(g, values={
+                name: dict(v, samples=[[[t for q in same for t in q["values"][name]["samples"][i][j]]
+                                        for j in range(len(g["y"]))] for i in range(len(g["x"]))])
+                for name, v in g["values"].items()})
         merged.pop("tail", None)
         merged["params"] = dict(first.get("params") or {}, processes=len(lines))
         out.append(merged)
@@ -150,6 +157,35 @@ def process_summary(values: np.ndarray, keep: np.ndarray, process: np.ndarray) -
     out["within_cv"] = float(np.sqrt(np.mean(np.square(mads)))) if mads else None
     out["between_cv"] = float(np.std(np.log(med), ddof=1)) if med.size > 1 and np.all(med > 0) else None
     return out
+
+
+def grid_summary(mid: str, grid: dict) -> tuple[dict, dict[str, np.ndarray]]:
+    """A 2-D series (DESIGN.md contract 4): per cell of x by y, each value's
+    median and quartiles over the cell's trials; and the arrays for the
+    samples file (grid_x, grid_y, grid_<value>[x][y][trial])."""
+    try:
+        gx = np.asarray(grid["x"], dtype=float)
+        gy = np.asarray(grid["y"], dtype=float)
+        values = grid["values"]
+        if gx.ndim != 1 or gy.ndim != 1 or not isinstance(values, dict) or not values:
+            raise ValueError("x and y must be lists of numbers and values a non-empty object")
+        out = {k: grid.get(k) for k in ("x_name", "x_unit", "y_name", "y_unit")}
+        out.update(x=gx.tolist(), y=gy.tolist(), values={})
+        arrays = {"grid_x": gx, "grid_y": gy}
+        for name, v in values.items():
+            if not (isinstance(name, str) and name.isidentifier()):
+                raise ValueError(f"value name {name!r} is not a plain name")
+            a = np.asarray([[[np.nan if t is None else t for t in cell] for cell in row] for row in v["samples"]],
+                           dtype=float)
+            if a.ndim != 3 or a.shape[:2] != (gx.size, gy.size) or a.shape[2] == 0:
+                raise ValueError(f"{name} is not {gx.size} x {gy.size} cells of trials")
+            cells = series_summary(a.reshape(gx.size * gy.size, a.shape[2]))
+            out["values"][name] = {"unit": v.get("unit"), **{k: np.reshape(c, a.shape[:2]).tolist()
+                                                            for k, c in cells.items()}}
+            arrays[f"grid_{name}"] = a
+    except (KeyError, TypeError, ValueError) as e:
+        raise ProbeOutputError(f"{mid}: bad grid: {e}") from None
+    return out, arrays
 
 
 def _finite(x):
@@ -238,6 +274,9 @@ class Results:
             arrays["series_x"] = sx
             arrays["series_values"] = sy
             arrays["series_disturbed"] = sdist
+        if line.get("grid"):
+            m["grid"], grid_arrays = grid_summary(line["id"], line["grid"])
+            arrays.update(grid_arrays)
         fname = f"{safe_name(line['id'])}.npz"
         _write_atomic(self.samples_dir / fname, lambda f: np.savez_compressed(f, **arrays), binary=True)
         m["samples_file"] = f"samples/{fname}"
@@ -409,6 +448,18 @@ def _bad_measurement(m) -> str | None:
                       ("samples_file", str), ("description", str)):
         if m.get(key) is not None and not isinstance(m[key], kind):
             return f"'{key}' is not a {kind.__name__}"
+    g = m.get("grid")
+    if g is not None:
+        if not isinstance(g, dict) or not isinstance(g.get("values"), dict):
+            return "'grid' is not an object with values"
+        for key in ("x", "y"):
+            if not isinstance(g.get(key), list) or not all(map(_number, g[key])):
+                return f"'grid.{key}' is not a list of numbers"
+        for name, v in g["values"].items():
+            med = v.get("median") if isinstance(v, dict) else None
+            if not (isinstance(med, list) and len(med) == len(g["x"])
+                    and all(isinstance(r, list) and len(r) == len(g["y"]) and all(map(_number, r)) for r in med)):
+                return f"'grid.values.{name}.median' is not {len(g['x'])} rows of {len(g['y'])} numbers"
     s = m.get("series")
     if s is not None:
         for key in ("x", "median", "p25", "p75"):

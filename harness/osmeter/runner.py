@@ -48,6 +48,7 @@ class RunOptions:
     disk_size: str | None = None     # default: 256M quick, 1G full
     peer: str | None = None          # HOST:PORT of a running netpeer
     remote: str | None = None        # USER@HOST: start a netpeer there over ssh
+    remote_cpu: int | None = None    # the CPU that netpeer is pinned to there (default: not pinned)
     fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
     fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
     allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
@@ -148,6 +149,8 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
     derived_all = opts.derived if opts.derived is not None else registry.DERIVED
     if opts.peer and opts.remote:
         raise RunError("give --peer or --remote, not both")
+    if opts.remote_cpu is not None and not opts.remote:
+        raise RunError("--remote-cpu pins the netpeer that --remote starts: give --remote USER@HOST too")
     if opts.isolate:
         isolate.need_root()
     try:
@@ -241,6 +244,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         "started_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "probe_warnings": [],
         "disk_target": {"path": subst["{disk_target}"], "size": subst["{disk_size}"]},
+        **({"peer": {"address": p.peer, "started_by": "--remote" if opts.remote else "--peer",
+                     "cpu": opts.remote_cpu}} if p.peer else {}),
         **p.extra_conditions,
     })
     if isinstance(conditions.get("kernel_paths"), dict):  # this run's own copy: its traced probes go there
@@ -624,7 +629,7 @@ def run(opts: RunOptions) -> int:
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
-        with peer_session(opts.peer, opts.remote, p.bin_dir / "netpeer") as peer, tracing(p):
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
             p.peer = peer
             if not opts.isolate:
                 return execute(p, out)

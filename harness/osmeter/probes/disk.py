@@ -1,6 +1,7 @@
-"""Disk: iogen's Iometer-model workloads below the page cache, and a
-queue-depth sweep. iogen prints its own JSON object per run; iogen_lines
-turns it into probe lines."""
+"""Disk: iogen's Iometer-model workloads below the page cache (the
+sequential read also binned by offset: SPEK's ZCAV), a queue-depth sweep
+and the size x queue depth matrix. iogen prints its own JSON object per
+run; iogen_lines and size_qd_lines turn them into probe lines."""
 from __future__ import annotations
 
 import json
@@ -37,11 +38,8 @@ RUNS = {  # workload: (quick qd or None, full qd)
 }
 
 
-def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
-    """iogen's JSON objects -> probe lines. The trials are the report
-    intervals of the run: disk.<w>.iops, .mbps, .lat_mean, .lat_p99 have one
-    sample per interval; a queue-depth sweep becomes one series whose rows
-    are the interval IOPS at each depth."""
+def iogen_objects(stdout: str) -> list[dict]:
+    """iogen's JSON objects, one per run, each with its report intervals."""
     objs = []
     for k, raw in enumerate(stdout.splitlines(), 1):
         if raw.strip():
@@ -54,23 +52,34 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     for o in objs:
         if not o.get("intervals"):
             raise ValueError("iogen reported no intervals (run with --interval)")
+    return objs
+
+
+def _summary(o: dict) -> dict:
+    """What a run's params keep of iogen's object."""
+    keep = ("engine", "engine_fallback", "qd", "workers", "target_type", "filesystem", "device", "direct",
+            "logical_block_size", "region_bytes", "run_s", "iops", "mbps", "read_iops", "write_iops", "cpu_us_per_io",
+            "syscalls_per_io", "ctx_switches_per_io", "reads", "writes")
+    p = {k: o.get(k) for k in keep}
+    p["lat_ns"] = o.get("lat_ns")
+    p["system"] = (o.get("system") or {}).get("whole_run")
+    return p
+
+
+def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
+    """iogen's JSON objects -> probe lines. The trials are the report
+    intervals of the run: disk.<w>.iops, .mbps, .lat_mean, .lat_p99 have one
+    sample per interval, and a run with --zones adds disk.<w>.zones; a
+    queue-depth sweep becomes one series whose rows are the interval IOPS at
+    each depth."""
+    objs = iogen_objects(stdout)
     base = f"disk.{workload}"
-
-    def summary(o):
-        keep = ("engine", "engine_fallback", "qd", "workers", "target_type", "filesystem", "device", "direct", "logical_block_size",
-                "region_bytes", "run_s", "iops", "mbps", "read_iops", "write_iops", "cpu_us_per_io",
-                "syscalls_per_io", "ctx_switches_per_io", "reads", "writes")
-        p = {k: o.get(k) for k in keep}
-        p["lat_ns"] = o.get("lat_ns")
-        p["system"] = (o.get("system") or {}).get("whole_run")
-        return p
-
     if sweep:
         rows = [[iv["iops"] for iv in o["intervals"]] for o in objs]
         width = min(len(r) for r in rows)
         return [{
             "id": f"{base}.qd_sweep", "unit": "IOPS",
-            "params": {"runs": [summary(o) for o in objs],
+            "params": {"runs": [_summary(o) for o in objs],
                        "lat_mean_ns": [o["lat_ns"]["mean"] for o in objs],
                        "lat_p99_ns": [o["lat_ns"]["p99"] for o in objs]},
             "overhead_subtracted": 0,
@@ -80,7 +89,7 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
         }]
     o = objs[-1]
     iv = o["intervals"]
-    p = summary(o)
+    p = _summary(o)
     out = []
     lat = o["lat_ns"]  # every I/O of the measured part of the run, in iogen's histogram
     keys = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99_9"}
@@ -97,33 +106,129 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
         if unit == "ns":
             line["tail"] = per_io
         out.append(line)
+    if o.get("zones") is not None:
+        out.append(zones_line(o, base, p))
     return out
 
 
+def zones_line(o: dict, base: str, p: dict) -> dict:
+    """A run's --zones as the series disk.<w>.zones: x the offset of each
+    zone's first byte in the target, one figure per zone (its MB/s over the
+    whole run: a zone has no per-interval figure). Its samples are those
+    figures, one per zone, so its min and max are the slowest and the
+    fastest zone. A zone the run never reached (a slow disk, a short run)
+    is left out and counted."""
+    first = (o["zones"] or [{}])[0].get("target")
+    zs = [z for z in o["zones"] if z.get("target") == first]  # the first target's zones
+    reached = [z for z in zs if z["bytes"] > 0]
+    if not reached:
+        raise ValueError("iogen's --zones run reached no zone")
+    zone_bytes = (o.get("region_bytes") or 0) // len(zs)
+    return {"id": f"{base}.zones", "unit": "MB/s", "overhead_subtracted": 0, "disturbed": [],
+            "params": dict(p, zones=len(zs), zone_bytes=zone_bytes, zones_unreached=len(zs) - len(reached),
+                           zone_bytes_read=[z["bytes"] for z in reached]),
+            "samples": [z["mbps"] for z in reached],
+            "series": {"x_name": "offset (bytes)", "y_unit": "MB/s", "x": [z["offset"] for z in reached],
+                       "samples": [[z["mbps"]] for z in reached]}}
+
+
+def size_qd_lines(stdout: str, workload: str) -> list[dict]:
+    """A --cycle-size x --cycle-qd run (one object per cell) -> the 2-D
+    series disk.<w>.size_qd: grid x the transfer sizes, y the queue depths,
+    and per cell the interval MB/s and IOPS (values.mbps, values.iops:
+    samples[x][y] = the cell's trials). Every cell must be there, once. Its
+    own samples are the intervals of the last cell (largest size, deepest
+    queue): the figure compare and the summary quote."""
+    objs = iogen_objects(stdout)
+    cells: dict[tuple[int, int], dict] = {}
+    for o in objs:
+        c = o.get("cycle") or {}
+        if c.get("size") is None or c.get("qd") is None:
+            raise ValueError("iogen's runs are not a size x queue depth cycle (run with --cycle-size and --cycle-qd)")
+        if (c["size"], c["qd"]) in cells:
+            raise ValueError(f"iogen reported size {c['size']} at queue depth {c['qd']} twice")
+        cells[c["size"], c["qd"]] = o
+    sizes = sorted({s for s, _ in cells})
+    depths = sorted({q for _, q in cells})
+    missing = [(s, q) for s in sizes for q in depths if (s, q) not in cells]
+    if missing:
+        raise ValueError(f"iogen's size x queue depth matrix lacks {len(missing)} of {len(sizes) * len(depths)} "
+                         f"cells (size {missing[0][0]} at queue depth {missing[0][1]})")
+    width = min(len(o["intervals"]) for o in objs)
+
+    def trials(key):
+        return [[[iv[key] for iv in cells[s, q]["intervals"][:width]] for q in depths] for s in sizes]
+
+    mbps = trials("mbps")
+    first = _summary(objs[0])
+    params = {k: first[k] for k in ("engine", "engine_fallback", "workers", "target_type", "filesystem", "device",
+                                    "direct", "logical_block_size", "region_bytes", "run_s")}
+    params["cells"] = [{"size": s, "qd": q, "iops": cells[s, q]["iops"], "mbps": cells[s, q]["mbps"],
+                        "lat_mean_ns": cells[s, q]["lat_ns"]["mean"], "lat_p99_ns": cells[s, q]["lat_ns"]["p99"],
+                        "cpu_us_per_io": cells[s, q].get("cpu_us_per_io")} for s in sizes for q in depths]
+    params.update(sizes=sizes, depths=depths, intervals=width)
+    return [{
+        "id": f"disk.{workload}.size_qd", "unit": "MB/s", "params": params, "overhead_subtracted": 0,
+        "samples": mbps[-1][-1], "disturbed": [],
+        "grid": {"x_name": "transfer size", "x_unit": "bytes", "x": sizes,
+                 "y_name": "queue depth", "y_unit": "outstanding I/Os per worker and target", "y": depths,
+                 "values": {"mbps": {"unit": "MB/s", "samples": mbps},
+                            "iops": {"unit": "IOPS", "samples": trials("iops")}}},
+    }]
+
+
+ZONES = {"1m-seq-read": (8, 16)}  # workload: --zones in the quick and the full preset (SPEK's ZCAV)
+
+ZONES_METHOD = (" The run also bins its throughput by offset into {arg:--zones=16} equal zones of the region "
+                "(iogen --zones, SPEK's ZCAV figure): a completion's bytes go to its zone, and so does the time "
+                "since the previous completion of the same stream; a zone's MB/s is its bytes over that time, the "
+                "streams' rates added, over the whole run (a zone has no per-interval figure, so the series has one "
+                "value per zone). The offsets are the target's: a block device's own, a file's as the file "
+                "system placed it, so only a device shows the disk's zones.")
+
+# a few tenths of a second in place of the presets' times: a function test of the probe and its parse
+SMOKE = ("--time", "0.2", "--ramp", "0", "--interval", "0.02")
+
+
 def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
-    def args(qd, secs):
+    zones = ZONES.get(workload)
+
+    def args(qd, secs, preset):
         return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", workload,
-                "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10))
-    presets = {"full": args(full_qd, 10)}
+                "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10),
+                *(("--zones", str(zones[preset == "full"])) if zones else ()))
+    presets = {"full": args(full_qd, 10, "full")}
     if quick_qd:
-        presets["quick"] = args(quick_qd, 2)
+        presets["quick"] = args(quick_qd, 2, "quick")
+    measures = (
+        m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
+        m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
+        m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
+        m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
+    )
+    if zones:
+        measures += (m(f"disk.{workload}.zones", "MB/s", f"{workload}: MB/s of each zone of the target's address "
+                       "range against its offset (series)", curve=True),)
     return Probe(
         name=f"disk.{workload}", binary="iogen", area="disk",
-        measures=(
-            m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
-            m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
-            m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
-            m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
-        ),
+        measures=measures,
         shared_method=METHOD,
         methodology=f"Workload {workload} (iogen --list-workloads) at queue depth {full_qd}"
-                    + (f" ({quick_qd} in the quick preset)." if quick_qd and quick_qd != full_qd else "."),
+                    + (f" ({quick_qd} in the quick preset)." if quick_qd and quick_qd != full_qd else ".")
+                    + (ZONES_METHOD if zones else ""),
         presets=presets,
+        smoke=SMOKE,
         expect={"quick": 3.5, "full": 12},
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
         kernel_wait="device",
     )
+
+
+def _cycle(*args: str) -> tuple[str, ...]:
+    """The 4k-random-read workload on the disk target with these cycles and times."""
+    return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
+            *args)
 
 
 PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
@@ -134,13 +239,37 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         shared_method=METHOD,
         methodology="The sweep runs the 4k-random-read workload once per queue depth, {arg:--cycle-qd=1:32:x2} (first:last:step).",
         presets={
-            "quick": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
-                      "--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),
-            "full": ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", "4k-random-read",
-                     "--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
+            "quick": _cycle("--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),
+            "full": _cycle("--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
         },
+        smoke=("--cycle-qd", "1:4:x4", *SMOKE),
         expect={"quick": 9, "full": 48},
         timeout=600.0,
         parse=lambda out: iogen_lines(out, "4k-random-read", sweep=True),
+    ),
+    Probe(
+        name="disk.size_qd", binary="iogen", area="disk",
+        measures=(m("disk.4k-random-read.size_qd", "MB/s", "random reads (4 KiB aligned): MB/s and IOPS against "
+                    "transfer size and queue depth (a 2-D series; its own figure: the largest size at the deepest "
+                    "queue)", curve=True),),
+        shared_method=METHOD,
+        methodology="The PenguinoMeter paper's test matrix, transfer size against outstanding I/Os, in one iogen "
+                    "invocation: the 4k-random-read workload (random reads at 4 KiB-aligned offsets) with every "
+                    "line's transfer size cycled over {arg:--cycle-size=4096:1048576:x2} bytes and, at each size, "
+                    "the queue depth over {arg:--cycle-qd=1:64:x4} (first:last:step). Each cell is a run of its "
+                    "own: a ramp of {arg:--ramp=0.3} s, then {arg:--time=1} s cut into report intervals of "
+                    "{arg:--interval=0.1} s, its trials. The heat map gives each cell's median interval MB/s and "
+                    "IOPS.",
+        presets={
+            "quick": _cycle("--cycle-size", "4096:65536:x4", "--cycle-qd", "1:16:x4", "--time", "0.2", "--ramp", "0.1",
+                            "--interval", "0.02"),
+            "full": _cycle("--cycle-size", "4096:1048576:x2", "--cycle-qd", "1:64:x4", "--time", "1", "--ramp", "0.3",
+                           "--interval", "0.1"),
+        },
+        smoke=("--cycle-size", "4096:16384:x2", "--cycle-qd", "1:4:x4", "--time", "0.05", "--ramp", "0",
+               "--interval", "0.01"),
+        expect={"quick": 3, "full": 48},
+        timeout=600.0,
+        parse=lambda out: size_qd_lines(out, "4k-random-read"),
     ),
 )
