@@ -442,6 +442,13 @@ MUTANTS = [
     Mutant("probe-start-not-shielded-from-signals", "harness/osmeter/launch.py",
            "            with _deferred_signals():  # a signal here", "            with contextlib.nullcontext():  # a signal here",
            "tests/test_reliability.py::test_a_signal_while_a_probe_starts_leaves_the_probe_held"),
+    Mutant("disk-empty-interval-a-zero-latency", "harness/osmeter/probes/disk.py",
+           "    done = [i for i in iv if i[\"iops\"] > 0]", "    done = list(iv)",
+           "tests/test_disk.py::test_an_interval_without_a_completion_has_no_latency_sample"),
+    Mutant("kpaths-disk-traced-over-the-whole-run", "harness/osmeter/probes/disk.py",
+           "        secs = min(full, max(TRACED_MIN_S, TRACED_IOS / iops)) if iops > 0 else TRACED_MIN_S",
+           "        secs = full",
+           "tests/test_disk.py::test_the_traced_pass_is_cut_to_what_the_trace_buffers_hold"),
 ]
 
 

@@ -62,6 +62,10 @@ class Probe:
     # what the probe's thread waits for when it sleeps, named so in a kernel-path
     # breakdown in place of "waiting" (disk: "device"); "" keeps "waiting"
     kernel_wait: str = ""
+    # extra arguments for the --kernel-paths traced pass (after the preset's), from the timed
+    # figures (id -> median) and the preset: a probe whose events would overflow the trace
+    # buffers over a whole run is traced over a shorter one
+    traced: Callable[[dict[str, float], str], tuple[str, ...]] | None = None
 
     def processes_in(self, preset: str) -> int:
         """How many processes of this probe one run of `preset` takes."""

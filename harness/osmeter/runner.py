@@ -446,7 +446,8 @@ def _kernel_paths(p: Plan, launch: Launcher, order, procs: dict[str, int], subst
     for probe, wanted in order:
         if probe.external or probe.name in stopped or not kpaths.traced_ids(probe, wanted, by_id):
             continue  # only a time has a breakdown: a probe of rates alone is not run traced
-        args = _share_samples(_args(probe.presets[p.opts.preset], subst), procs[probe.name])
+        extra = list(probe.traced({k: v.get("median") for k, v in by_id.items()}, p.opts.preset)) if probe.traced else []
+        args = _share_samples(_args(probe.presets[p.opts.preset], subst), procs[probe.name]) + extra
         if p.opts.timer != "tsc" and probe.parse is None:
             args = ["--timer", p.opts.timer, *args]
         say(f"{label}[traced] {probe.name:<20}", end=" ", flush=True)
@@ -463,6 +464,8 @@ def _kernel_paths(p: Plan, launch: Launcher, order, procs: dict[str, int], subst
         info = {"seconds": round(secs, 3), "exit": rc, "threads": len(tl.threads),
                 "dropped_events": {f"{kind} cpu{c}": s.get("dropped_events", 0) for kind, per in stats.items()
                                    for c, s in per.items() if s.get("dropped_events", 0)}}
+        if extra:
+            info["traced_args"] = extra
         if missing:
             info["events_missing"] = missing
         doc["probes"][probe.name] = info
