@@ -81,7 +81,8 @@ EXPECTED = {"user": 50 + 100 + 50, "syscall getppid": 50 + 30 + 40, "hardirq 5 e
 def test_every_tick_of_a_sample_is_placed_once():
     """The synthetic sample's 800 ticks, component by component. Mutants
     caught: an interrupt's time left in the system call it landed in, a
-    wake-up named by the task it interrupted rather than the interrupt."""
+    wake-up named by the task it interrupted rather than the interrupt, the
+    time asleep counted as the system call it slept in."""
     tl = timelines(TASK, CPU)
     got = tl.named(tl.partition(100, 1050, 1850))
     assert got == EXPECTED
@@ -351,8 +352,7 @@ def test_tracefs_is_as_it_was_after_a_run_and_after_sigint(tmp_path, own_mount):
     """A snapshot of tracefs's top level (events, filters, buffer size, clock,
     tracing_on, instances) taken before a traced run equals the one after
     it, and after a SIGINT in the middle of its traced pass (exit 130, no
-    instance or state file of osmeter's left). Mutant caught: an instance
-    left behind when the traced probe is interrupted."""
+    instance or state file of osmeter's left)."""
     before = tracefs.snapshot()
     assert before["trace_clock"].count("[mono]") == 1 and before["filters_and_triggers"]
     doc = _run(tmp_path / "a", "--probes", "cpu.syscall.getppid")
@@ -435,8 +435,7 @@ def test_a_delay_added_on_the_network_path_is_time_off_the_cpu(tmp_path):
     spinning on its CPU (netpeer --delay-us, through net_rtt's
     --peer-delay-us), one delay per round trip where netem on loopback would
     add 2D. The probe's thread is asleep meanwhile: its time off the CPU per
-    round trip grows by about D, its user time does not. Mutant caught: the
-    time asleep counted as the system call it slept in."""
+    round trip grows by about D, its user time does not."""
     _tracing_or_skip()
     from osmeter.probe import Probe, m
 

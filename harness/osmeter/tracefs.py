@@ -20,16 +20,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import errno
-import fcntl
 import json
 import os
 import platform
-import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from . import cleanup
 from .errors import Interrupted, RunError, shielded
 
 DEFAULT_MOUNT = Path("/sys/kernel/tracing")
@@ -289,24 +288,8 @@ class Session:
 
     # ------------------------------------------------- state and lock
     def _take_lock(self) -> None:
-        self.dir.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(self.dir, 0o700)
-        st = os.lstat(self.dir)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-            raise RunError(f"{self.dir} is not a private directory of this user's (mode 0700); remove it and "
-                           "run again")
-        fd = os.open(self.dir / "kpaths.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise RunError(f"another `osmeter run --kernel-paths` (pid {holder}) is tracing now: one at a time") \
-                from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock = fd
+        self._lock = cleanup.private_lock(self.dir, "kpaths.lock", "another `osmeter run --kernel-paths` (pid {pid}) "
+                                          "is tracing now: one at a time")
 
     def _undo_stale(self) -> None:
         """A state file nobody's lock covers: a run killed before it cleaned up."""
