@@ -387,6 +387,13 @@ MUTANTS = [
     Mutant("probe-start-not-shielded-from-signals", "harness/osmeter/launch.py",
            "            with _deferred_signals():  # a signal here", "            with contextlib.nullcontext():  # a signal here",
            "tests/test_reliability.py::test_a_signal_while_a_probe_starts_leaves_the_probe_held"),
+    Mutant("ssh-control-dirs-not-swept", "harness/osmeter/ssh.py",
+           "        sweep_control_dirs()\n", "",
+           "tests/test_fleet.py::test_a_killed_controllers_ssh_directory_is_swept_by_the_next"),
+    Mutant("fleet-status-transit-in-seconds", "harness/osmeter/loadstatus.py",
+           "        return fmt_value(None if secs is None else secs * 1e9, \"ns\")",
+           "        return fmt_value(secs, \"s\")",
+           "tests/test_fleet.py::test_a_hosts_status_is_kept_on_this_machines_clock"),
 ]
 
 
