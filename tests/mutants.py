@@ -446,6 +446,13 @@ MUTANTS = [
            "        secs = min(full, max(TRACED_MIN_S, TRACED_IOS / iops)) if iops > 0 else TRACED_MIN_S",
            "        secs = full",
            "tests/test_disk.py::test_the_traced_pass_is_cut_to_what_the_trace_buffers_hold"),
+    Mutant("ssh-control-dirs-not-swept", "harness/osmeter/ssh.py",
+           "        sweep_control_dirs()\n", "",
+           "tests/test_fleet.py::test_a_killed_controllers_ssh_directory_is_swept_by_the_next"),
+    Mutant("fleet-status-transit-in-seconds", "harness/osmeter/loadstatus.py",
+           "        return fmt_value(None if secs is None else secs * 1e9, \"ns\")",
+           "        return fmt_value(secs, \"s\")",
+           "tests/test_fleet.py::test_a_hosts_status_is_kept_on_this_machines_clock"),
 ]
 
 

@@ -300,6 +300,10 @@ def test_a_hosts_status_is_kept_on_this_machines_clock(tmp_path):
     assert sm["lines"] == 3 and sm["file"] == "h1/status.jsonl" and sm["max_gap_s"] == 1.0
     assert sm["max_delay_s"] == pytest.approx(1.0) and series.summary("h2") is None
     assert loadstatus.is_status(_status_line(1.0)) and not loadstatus.is_status('{"iops": 1}')
+    # the closing text says each duration in the unit it reads in (a transit of ms, not 0.001263 s)
+    text = loadstatus.summary_text({"hosts": [{"target": "h1", "stream": dict(sm, max_delay_s=0.001263)}]})
+    row = text.splitlines()[-1].split()
+    assert row[:6] == ["h1", "3", "1", "s", "1.26", "ms"], text
 
 
 def test_a_bad_status_interval_is_refused_before_anything_runs(tmp_path):
@@ -895,7 +899,7 @@ def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_gr
     import subprocess
     import threading
 
-    from osmeter.cleanup import _alive  # a zombie (exited, not yet reaped by PID 1) is not alive
+    from osmeter.cleanup import alive  # a zombie (exited, not yet reaped by PID 1) is not alive
     from osmeter.onhost import OnHost
 
     monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
@@ -913,7 +917,7 @@ def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_gr
         assert rc is None and time.monotonic() - t0 < 15
         child = int(out.split()[0])
         time.sleep(0.5)
-        assert not _alive(child), "the probe's child outlived its group's kill"
+        assert not alive(child), "the probe's child outlived its group's kill"
         pidfile = tmp_path / "pid"
         def ride():  # the run ends with the agent lost: RunError, as the runner sees it
             with pytest.raises(fleet.RunError, match="lost the agent"):
@@ -928,12 +932,42 @@ def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_gr
         child = int(pidfile.read_text())
         host.proc.kill()  # the controller's side gone, as with a SIGKILL
         for _ in range(100):
-            if not _alive(child):
+            if not alive(child):
                 break
             time.sleep(0.1)
-        assert not _alive(child), "the agent left its probe running"
+        assert not alive(child), "the agent left its probe running"
         assert not Path(host.workdir).exists()
     finally:
         host.close()
         ssh.close_all()
     assert not subprocess.run(["pgrep", "-f", f"agent.py serve {ROOT}"], capture_output=True).stdout
+
+
+def test_a_killed_controllers_ssh_directory_is_swept_by_the_next(tmp_path, monkeypatch):
+    """A controller killed outright leaves its master-socket directory
+    (osmeter-ssh-<pid>-XXXX) in the temporary directory; the next one to
+    make its own removes those whose process is gone, and only those: a
+    live process's stays, and so does a directory of another name. Mutant
+    caught: nothing swept."""
+    import subprocess
+
+    monkeypatch.setattr(ssh, "_control_dir", None)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(ssh.tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = subprocess.Popen(["sleep", "30"])
+    try:
+        dead_dir = tmp_path / f"osmeter-ssh-{gone.pid}-abcd1234"
+        live_dir = tmp_path / f"osmeter-ssh-{live.pid}-abcd1234"
+        other = tmp_path / "osmeter-ssh-notapid"
+        for d in (dead_dir, live_dir, other):
+            d.mkdir()
+        (dead_dir / "socket-left").write_text("")
+        mine = Path(ssh._control())
+        assert mine.parent == tmp_path and mine.name.startswith(f"osmeter-ssh-{os.getpid()}-")
+        assert not dead_dir.exists() and live_dir.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()
+        ssh.close_all()

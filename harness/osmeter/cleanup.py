@@ -58,7 +58,7 @@ def _ours(p: Path) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """A process that still runs. A zombie does not: it has exited and only
     waits to be reaped, which can take a while where PID 1 (a container's
     agent) reaps lazily; kill(pid, 0) still succeeds on it."""
@@ -119,7 +119,7 @@ def scratch(directory: Path, removed: list[str]) -> None:
         return
     for p in entries:
         mo = SCRATCH.match(p.name)
-        if mo and _ours(p) and not _alive(int(mo.group(1))):
+        if mo and _ours(p) and not alive(int(mo.group(1))):
             _remove(p, removed)
 
 

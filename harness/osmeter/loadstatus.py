@@ -89,8 +89,10 @@ def summary_text(doc: dict) -> str:
     have = [(h["target"], h["stream"]) for h in doc["hosts"] if h.get("stream")]
     if not have:
         return ""
-    rows = [(target, str(s["lines"]), fmt_value(s["max_gap_s"], "s"), fmt_value(s["max_delay_s"], "s"), s["file"])
-            for target, s in have]
+    def dur(secs):  # a duration in the unit it reads best in: 1 s, 1.26 ms
+        return fmt_value(None if secs is None else secs * 1e9, "ns")
+
+    rows = [(target, str(s["lines"]), dur(s["max_gap_s"]), dur(s["max_delay_s"]), s["file"]) for target, s in have]
     return (f"status streamed during the load, every {have[0][1]['interval_s']:g} s:\n"
             + text_table(("host", "lines", "largest step", "longest in transit", "series"), rows, left=(0, 4)))
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import tempfile
+from pathlib import Path
 
 from .errors import RunError
 
@@ -18,11 +20,33 @@ _control_dir: str | None = None
 
 
 def _control() -> str:
+    """This process's directory of master sockets, osmeter-ssh-<pid>-XXXX in
+    the temporary directory (mode 0700). Made on first use, after removing
+    those of osmeter processes that are gone: a process killed outright
+    (SIGKILL) never ran close_all."""
     global _control_dir
     if _control_dir is None:
-        _control_dir = tempfile.mkdtemp(prefix="osmeter-ssh-")
+        sweep_control_dirs()
+        _control_dir = tempfile.mkdtemp(prefix=f"osmeter-ssh-{os.getpid()}-")
         atexit.register(close_all)
     return _control_dir
+
+
+def sweep_control_dirs() -> list[str]:
+    """Removes this user's control directories whose process is gone."""
+    from . import cleanup
+
+    removed = []
+    for d in Path(tempfile.gettempdir()).glob("osmeter-ssh-*-*"):
+        mo = re.fullmatch(r"osmeter-ssh-(\d+)-\w+", d.name)
+        try:
+            mine = d.is_dir() and not d.is_symlink() and d.lstat().st_uid == os.geteuid()
+        except OSError:
+            continue
+        if mo and mine and not cleanup.alive(int(mo.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(str(d))
+    return removed
 
 
 # A host that stops answering is given up after ALIVE_INTERVAL * ALIVE_COUNT seconds (ssh's keep-alives
