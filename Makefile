@@ -42,7 +42,7 @@ PY ?= .venv/bin/python
 IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
 IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
 
-all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json
+all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -114,6 +114,13 @@ $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(
 $(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ibench/disk -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
+
+# System call numbers and names of the target (the C library's headers), for
+# naming the raw system calls of a kernel-path trace (harness/osmeter/kpaths.py).
+$(BUILD)/syscalls.tsv: Makefile
+	@mkdir -p $(BUILD)
+	@$(CC) -dM -E -include sys/syscall.h -x c /dev/null | \
+	  sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9][0-9]*\)$$/\2\t\1/p' | sort -n > $@.tmp && mv $@.tmp $@
 
 # What the probes were built with, for the run's conditions.
 $(BUILD)/buildinfo.json: Makefile $(PROBES) $(BIN)/iogen

@@ -1512,3 +1512,40 @@ def test_the_disk_probes_parse_their_own_smoke_runs(work):
             g = lines[0]["grid"]
             assert g["x"] == [4096, 8192, 16384] and g["y"] == [1, 4]
             assert all(len(c) >= 3 and min(c) > 0 for row in g["values"]["iops"]["samples"] for c in row)
+
+
+def test_an_interval_without_a_completion_has_no_latency_sample():
+    """A throttled device can complete nothing in a short interval: its IOPS
+    sample is 0, but it has no latency (iogen prints 0), so the latency ids
+    leave it out and count it. Mutant caught: the empty interval a 0 ns
+    latency sample."""
+    from osmeter.probes import disk
+
+    o = _cell(4096, 1)
+    o["intervals"][1] = {"t": 2, "mbps": 0.0, "iops": 0.0, "lat_ns": {"mean": 0.0, "p99": 0.0}}
+    lines = {x["id"]: x for x in disk.iogen_lines(json.dumps(o) + "\n", "4k-random-read", sweep=False)}
+    assert len(lines["disk.4k-random-read.iops"]["samples"]) == 5 and 0.0 in lines["disk.4k-random-read.iops"]["samples"]
+    for lat in ("lat_mean", "lat_p99"):
+        assert len(lines[f"disk.4k-random-read.{lat}"]["samples"]) == 4
+        assert min(lines[f"disk.4k-random-read.{lat}"]["samples"]) > 0
+    assert lines["disk.4k-random-read.lat_mean"]["params"]["intervals_without_io"] == 1
+
+
+def test_the_traced_pass_is_cut_to_what_the_trace_buffers_hold():
+    """--kernel-paths traces a disk workload over about TRACED_IOS I/Os at the
+    timed run's IOPS (from its mean latency by Little's law when only that
+    was asked for), at least TRACED_MIN_S and never longer than the preset's
+    run, in ten intervals: a fast device overflowed the buffers over a whole
+    run and lost the measured part. Mutant caught: the preset's full run."""
+    from osmeter.probes import collect, disk
+
+    p = {x.name: x for x in collect()[1]}["disk.4k-random-read"]
+    secs = lambda args: float(args[args.index("--time") + 1])  # noqa: E731
+    qd = int(p.presets["quick"][p.presets["quick"].index("--qd") + 1])
+    full = float(p.presets["quick"][p.presets["quick"].index("--time") + 1])
+    fast = p.traced({"disk.4k-random-read.iops": 400_000.0}, "quick")
+    assert secs(fast) == pytest.approx(max(disk.TRACED_MIN_S, disk.TRACED_IOS / 400_000), rel=0.01)
+    assert float(fast[fast.index("--interval") + 1]) == pytest.approx(secs(fast) / 10, rel=0.02)
+    assert secs(p.traced({"disk.4k-random-read.iops": 5_000.0}, "quick")) == full  # slow: the whole run
+    by_lat = p.traced({"disk.4k-random-read.lat_mean": qd / 200_000 * 1e9}, "quick")  # 200k IOPS by Little
+    assert secs(by_lat) == pytest.approx(disk.TRACED_IOS / 200_000, rel=0.01)

@@ -177,4 +177,5 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
                         o->cpu, strerror(errno), n);
     }
     osm_timer_setup(o->timer);
+    osm_trace_setup();
 }

@@ -46,6 +46,8 @@ void osm_meas_add(struct osm_meas *m, double v, bool disturbed)
         m->v = xrealloc(m->v, m->cap * sizeof *m->v);
         m->disturbed = xrealloc(m->disturbed, m->cap * sizeof *m->disturbed);
     }
+    if (osm_trace_fd >= 0)
+        osm_trace_sample(m->id, m->n, v, disturbed);
     m->v[m->n] = v;
     m->disturbed[m->n] = disturbed;
     m->n++;

@@ -147,7 +147,7 @@ int osm_net_write_full(int fd, const void *buf, size_t n)
     return 0;
 }
 
-int osm_net_local_peer(struct osm_addr *a, pid_t *pid, char *err, size_t errlen)
+int osm_net_local_peer(struct osm_addr *a, pid_t *pid, unsigned delay_us, char *err, size_t errlen)
 {
     char self[PATH_MAX], peer[PATH_MAX + 16];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -168,7 +168,9 @@ int osm_net_local_peer(struct osm_addr *a, pid_t *pid, char *err, size_t errlen)
         dup2(p[1], STDOUT_FILENO);
         close(p[0]);
         close(p[1]);
-        execl(peer, "netpeer", "--bind", "127.0.0.1", "--port", "0", (char *)NULL);
+        char delay[16];
+        snprintf(delay, sizeof delay, "%u", delay_us);
+        execl(peer, "netpeer", "--bind", "127.0.0.1", "--port", "0", "--delay-us", delay, (char *)NULL);
         fprintf(stderr, "cannot run %s: %s\n", peer, strerror(errno));
         _exit(127);
     }

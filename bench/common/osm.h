@@ -196,6 +196,21 @@ struct osm_window {
     bool blocking; /* opened with osm_window_open_blocking */
 };
 
+/* Sample markers for a kernel-path trace (trace.c): the span of the last
+ * window this thread closed, noted only when the harness asked for markers
+ * (OSM_TRACE_MARKER) and after the window's end stamp. */
+extern int osm_trace_fd;
+extern _Thread_local uint64_t osm_span_t0, osm_span_t1;
+extern _Thread_local unsigned osm_span_windows;
+static inline void osm_span_note(uint64_t t0, uint64_t t1)
+{
+    if (__builtin_expect(osm_trace_fd >= 0, 0)) {
+        osm_span_t0 = t0;
+        osm_span_t1 = t1;
+        osm_span_windows++;
+    }
+}
+
 void osm_window_counters(long *nvcsw, long *nivcsw);
 /* This thread's perf page lock word, or NULL where perf_event_open is refused. */
 volatile uint32_t *osm_switch_seq(void);
@@ -252,6 +267,7 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool switches, boo
         switched = niv != w->nivcsw0 || nv != w->nvcsw0;
     }
     *disturbed = cpu1 != w->cpu0 || (!switches && switched);
+    osm_span_note(w->t0, t1);
     return t1 - w->t0;
 }
 
@@ -321,6 +337,23 @@ void osm_run_batched(struct osm_meas *m, osm_body body, void *ctx, uint64_t iter
 void osm_run_interleaved(size_t n, struct osm_meas *m, const osm_body *body, void *const *ctx, uint64_t iters,
                          size_t samples, const double *per_iter_subtract);
 double osm_median(double *v, size_t n); /* sorts v */
+
+/* ------------------------------------------- markers for kernel paths */
+
+/* (trace.c) Opens the trace_marker the harness names in OSM_TRACE_MARKER,
+ * if any; osm_init calls it. */
+void osm_trace_setup(void);
+/* One marker line (printf-style), when markers were asked for. */
+void osm_trace_marker(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The next sample this thread adds spans t0..t1 (timer stamps) of thread
+ * tid's time (0: this thread's): for a sample that is not one window of the
+ * thread that adds it (a wake-up: the waker's stamp to the wakee's). */
+void osm_sample_span(uint64_t t0, uint64_t t1, int tid);
+/* The next sample this thread adds is a time per n operations. */
+void osm_sample_ops(uint64_t n);
+/* Called by osm_meas_add: the marker of the sample being added. */
+void osm_trace_sample(const char *id, size_t index, double v, bool disturbed);
+int osm_gettid(void);
 
 /* ------------------------------------------------- options and set-up */
 

@@ -46,7 +46,7 @@ int osm_net_write_full(int fd, const void *buf, size_t n);
 /* A netpeer on this machine (for .loopback): starts build/bin/netpeer next
  * to the running binary with --bind 127.0.0.1 --port 0, reads where it
  * listens, and fills a. It inherits our CPU pinning and scheduling. */
-int osm_net_local_peer(struct osm_addr *a, pid_t *pid, char *err, size_t errlen);
+int osm_net_local_peer(struct osm_addr *a, pid_t *pid, unsigned delay_us, char *err, size_t errlen);
 void osm_net_stop_peer(pid_t pid);
 
 #endif

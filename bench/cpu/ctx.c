@@ -99,6 +99,7 @@ static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe
     uint64_t t = osm_window_close(&w, true, &dist);
     double rt = ((double)t - osm_timer.overhead) / (double)rts;
     *rt_out = rt;
+    osm_sample_ops(2 * rts); /* the window per switch (the figure also takes out the pipe's cost) */
     osm_meas_add(m, (rt - 2 * pipe_cost) / 2, dist);
 }
 

@@ -131,6 +131,7 @@ int main(int argc, char **argv)
         uint64_t first = tp < msg[0] ? tp : msg[0];
         child_first += msg[0] < tp;
         bool dist = cp != c0 || msg[1] != c0;
+        osm_sample_span(t0, first, 0); /* the parent's time, from its stamp to the first end stamp */
         osm_meas_add(&m, (double)(first - t0) - osm_timer.overhead, dist);
     }
     m.overhead_subtracted = osm_timer.overhead;

@@ -60,6 +60,7 @@ int main(int argc, char **argv)
             continue;
         uint64_t first = tp < s.t ? tp : s.t;
         thread_first += s.t < tp;
+        osm_sample_span(t0, first, 0); /* the creator's time, from its stamp to the first end stamp */
         osm_meas_add(&m, (double)(first - t0) - osm_timer.overhead, cp != c0 || s.cpu != c0);
     }
     m.overhead_subtracted = osm_timer.overhead;

@@ -98,6 +98,7 @@ int main(int argc, char **argv)
 {
     osm_progname = "iogen";
     options_parse(argc, argv);
+    osm_trace_setup();
     static struct job job;
     options_build_job(&job);
     if (opt.save_icf) {

@@ -367,6 +367,14 @@ static void *run_stream(void *arg)
     uint64_t t_end = run.t_end;
     if (s->ival_end)
         close_intervals(s, t_end == UINT64_MAX ? ticks() : t_end);
+    /* for a kernel-path trace (osmeter run --kernel-paths): this thread's
+     * measured window and its report intervals, in ticks and ticks per second
+     * (none when the measured part never began: --ramp-ios not reached) */
+    uint64_t t_stop = ticks(), t_from = run.t_measure;
+    if (t_from != UINT64_MAX)
+        osm_trace_marker("osm_io %d %llu %llu %llu %.17g", osm_gettid(), (unsigned long long)t_from,
+                         (unsigned long long)(t_stop < t_end ? t_stop : t_end),
+                         (unsigned long long)run.ival_ticks, tick_hz);
     free(free_slots);
     free(done);
     e.ops->exit(&e);

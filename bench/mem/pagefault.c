@@ -99,8 +99,10 @@ static void minor_faults(const struct osm_opts *o, size_t page)
             p[k] = 1;
         uint64_t t = osm_window_close(&w, true, &d);
         munmap(p, len);
-        if (i >= o->warmup)
+        if (i >= o->warmup) {
+            osm_sample_ops(minor_pages);
             osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)minor_pages, d);
+        }
     }
     m.overhead_subtracted = osm_timer.overhead / (double)minor_pages;
     osm_param_num(&m, "pages_per_sample", (double)minor_pages);

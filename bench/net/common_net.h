@@ -13,11 +13,13 @@
 
 static const char *net_peer_arg;
 static unsigned net_timeout_ms = 3000;
+static unsigned net_peer_delay_us; /* --peer-delay-us: the local netpeer holds each echo this long */
 
 /* Options for osm_probe_info.extra: every probe lists these first. */
 #define NET_EXTRA_OPTS                                                                              \
     { "peer", true, "HOST:PORT of a running netpeer (default: start one on 127.0.0.1)" },          \
-    { "timeout", true, "give up on the peer after this many ms without an answer (default 3000)" }
+    { "timeout", true, "give up on the peer after this many ms without an answer (default 3000)" },           \
+    { "peer-delay-us", true, "the local netpeer holds each echo this many us, spinning, before answering (default 0)" }
 
 static inline int net_common_opt(const char *name, const char *v)
 {
@@ -27,6 +29,10 @@ static inline int net_common_opt(const char *name, const char *v)
     }
     if (!strcmp(name, "timeout")) {
         net_timeout_ms = (unsigned)osm_parse_u64("--timeout", v, 1, 600000);
+        return 0;
+    }
+    if (!strcmp(name, "peer-delay-us")) {
+        net_peer_delay_us = (unsigned)osm_parse_u64("--peer-delay-us", v, 0, 1000000);
         return 0;
     }
     return 1; /* not ours */
@@ -43,11 +49,13 @@ static inline void net_target_open(struct net_target *t)
     char err[512];
     t->local_pid = 0;
     if (net_peer_arg) {
+        if (net_peer_delay_us)
+            osm_usage_error("--peer-delay-us holds the echoes of the local netpeer; --peer names another one");
         if (osm_net_parse(net_peer_arg, &t->addr, err, sizeof err) != 0)
             osm_usage_error("--peer: %s", err);
         t->where = "remote";
     } else {
-        if (osm_net_local_peer(&t->addr, &t->local_pid, err, sizeof err) != 0)
+        if (osm_net_local_peer(&t->addr, &t->local_pid, net_peer_delay_us, err, sizeof err) != 0)
             osm_die("%s", err);
         t->where = "loopback";
     }

@@ -1,6 +1,6 @@
 /* netpeer.c - the other end of osmeter's network probes.
  *
- *   netpeer [--port N] [--bind ADDR] [--cpu N]
+ *   netpeer [--port N] [--bind ADDR] [--cpu N] [--lifeline] [--delay-us N]
  *
  * Listens on TCP and UDP at the same port (0 = any free one), prints
  * "listening on ADDR:PORT", and serves until SIGINT or SIGTERM: each TCP
@@ -10,7 +10,9 @@
  * sends garbage, vanishes, or goes quiet for IDLE_S is dropped without
  * disturbing the others; when MAX_CONN are open, a new one takes the place
  * of the one that has been quiet longest, so silent clients cannot lock the
- * others out.
+ * others out. --delay-us N holds every echo (TCP and UDP) N us, spinning on
+ * netpeer's CPU, before it answers: a known delay added to the path, where
+ * the kernel has no netem to add one (the kernel-path checks use it).
  */
 #include "osm.h"
 #include "osmnet.h"
@@ -39,6 +41,17 @@ static struct conn {
     _Atomic uint64_t active; /* CLOCK_MONOTONIC ns of the last read, write or accept */
 } conns[MAX_CONN];
 static pthread_mutex_t conns_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t delay_ns; /* --delay-us: each echo held this long */
+
+/* Holds an echo delay_ns, spinning (a sleep would add the timer's slack). */
+static void hold(void)
+{
+    if (!delay_ns)
+        return;
+    uint64_t end = osm_clock_ns() + delay_ns;
+    while (osm_clock_ns() < end)
+        ;
+}
 
 static uint64_t now_ns(void)
 {
@@ -105,6 +118,8 @@ static void *serve(void *arg)
     case OSM_NET_ECHO:
         for (;;) {
             ssize_t r = read(fd, buf, BUF);
+            if (r > 0)
+                hold();
             if (r <= 0 || osm_net_write_full(fd, buf, (size_t)r) != 0)
                 break;
             atomic_store_explicit(&c->active, now_ns(), memory_order_relaxed);
@@ -192,6 +207,7 @@ static void *udp_loop(void *arg)
                 continue;
             return NULL;
         }
+        hold();
         sendto(ufd, buf, (size_t)r, 0, (struct sockaddr *)&from, fl);
     }
 }
@@ -247,11 +263,12 @@ int main(int argc, char **argv)
     int cpu = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("usage: netpeer [--port N] [--bind ADDR] [--cpu N] [--lifeline]\n"
+            printf("usage: netpeer [--port N] [--bind ADDR] [--cpu N] [--lifeline] [--delay-us N]\n"
                    "Serves osmeter's network probes (echo, sink, source, close-watch on TCP; echo on UDP)\n"
                    "on one port (default: any free one), printing 'listening on ADDR:PORT', until SIGINT/SIGTERM\n"
                    "(with --lifeline, also until its standard input closes). --cpu N pins every thread to CPU N\n"
-                   "(default: wherever the scheduler puts them).\n");
+                   "(default: wherever the scheduler puts them). --delay-us N holds every echo N us\n"
+                   "(spinning) before answering: a known delay added to the path.\n");
             return 0;
         } else if (!strcmp(argv[i], "--port") && i + 1 < argc) {
             port = (unsigned)osm_parse_u64("--port", argv[++i], 0, 65535);
@@ -261,6 +278,8 @@ int main(int argc, char **argv)
             cpu = (int)osm_parse_u64("--cpu", argv[++i], 0, CPU_SETSIZE - 1);
         } else if (!strcmp(argv[i], "--lifeline")) {
             use_lifeline = true;
+        } else if (!strcmp(argv[i], "--delay-us") && i + 1 < argc) {
+            delay_ns = osm_parse_u64("--delay-us", argv[++i], 0, 1000000) * 1000;
         } else {
             osm_usage_error("unknown or incomplete option '%s'", argv[i]);
         }

@@ -78,6 +78,7 @@ static void measure(const char *id, int fd, void (*rounds)(int, uint64_t), const
         osm_window_open_blocking(&w);
         rounds(fd, o->iterations);
         uint64_t t = osm_window_close(&w, true, &d);
+        osm_sample_ops(o->iterations);
         osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);
     }
     m.overhead_subtracted = osm_timer.overhead / (double)o->iterations;

@@ -93,6 +93,7 @@ struct shared {
     int pipe_fd[2];
     _Atomic uint64_t t_wake;  /* the waker's stamp */
     uint64_t t_woke;          /* the wakee's */
+    int wakee_tid;            /* whose time a sample is (kernel-path markers) */
     const char *err;
 };
 
@@ -116,6 +117,7 @@ static void *wakee(void *arg)
         futex(&s->ack, FUTEX_WAKE_PRIVATE, 1);
         return NULL;
     }
+    s->wakee_tid = osm_gettid();
     for (;;) {
         atomic_store_explicit(&s->asleep, 1, memory_order_release);
         if (s->v->mech == M_FUTEX) {
@@ -195,8 +197,10 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
         }
         while (atomic_load_explicit(&s.ack, memory_order_acquire) == 0)
             futex(&s.ack, FUTEX_WAIT_PRIVATE, 0);
-        if (i >= o->warmup)
+        if (i >= o->warmup) {
+            osm_sample_span(t0, s.t_woke, s.wakee_tid); /* the wakee's time: asleep, woken, running again */
             osm_meas_add(&m, (double)(s.t_woke - t0) - (v->cross ? offset : 0), false);
+        }
     }
     atomic_store(&s.stop, 1);
     atomic_store(&s.go, 1);

@@ -18,7 +18,7 @@ import sys
 from . import compare
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
-from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
 from .stats import spend_alpha
 
 SETUP_TIMEOUT = 600.0
@@ -90,7 +90,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     alpha = compare.ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
     try:
-        with peer_session(opts, p.bin_dir / "netpeer") as peer:
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
             p.peer = peer
             for k, order in enumerate(orders, 1):
                 if until_decided and k > 2 and looks and looks[-1]["decided"]:
@@ -141,6 +141,8 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
             # else the first signal already ends ab, and its status (130, 143, 129) stays the one reported
         finally:
             for camp in camps.values():
+                if "kernel_paths" in p.extra_conditions:  # the tracing session's end
+                    camp.doc["kernel_paths"] = p.extra_conditions["kernel_paths"]
                 try:
                     camp.save()
                 except OSError as e:

@@ -30,7 +30,7 @@ from .isolate import isolated
 from .results import kept_by_process, run_figure
 from .results import load as load_results
 from .results import write_json_atomic
-from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan
+from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
 from .stats import runs_needed, variance_split
 
 SCHEMA = "osmeter-campaign/1"
@@ -48,8 +48,8 @@ def _now() -> str:
 
 
 def options_doc(opts: RunOptions) -> dict:
-    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "remote_cpu", "fs_dir", "fs_remote",
-            "isolate")
+    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "remote_cpu", "fs_dir",
+            "fs_remote", "isolate", "kernel_paths")
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
 
 
@@ -120,7 +120,7 @@ def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
         print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
-        with peer_session(opts, p.bin_dir / "netpeer") as peer, \
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), \
                 (isolated(p.cpu) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json
@@ -142,6 +142,8 @@ def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
               f"run(s) and the finished probes of the last")
         raise
     finally:
+        if "kernel_paths" in p.extra_conditions:  # the tracing session's end: what it removed, tracefs as it was
+            camp.doc["kernel_paths"] = p.extra_conditions["kernel_paths"]
         camp.save()
         claim.release()
         _write_stability(out)

@@ -9,17 +9,46 @@ In the directories the file-system probes use, it removes their scratch
 files whose process is gone: osmeter-<probe>-<pid>..."""
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import shutil
+import stat
 import time
 from pathlib import Path
 
 LOCK = ".osmeter.lock"
 SCRATCH = re.compile(r"^osmeter-(?:fscache|contention|meta|fsread|pagefault)-(\d+)(?:-.*)?$")
 TEMP = re.compile(r"^\.[^/]+\.[A-Za-z0-9_]{8}\.tmp$")  # write_atomic's mkstemp names
+
+
+def private_lock(directory: Path, name: str, busy: str) -> int:
+    """The lock of a session that changes the machine (--isolate, --kernel-paths)
+    beside its state file: directory/name, in a directory private to this
+    user (made mode 0700 when missing, refused otherwise), flocked for as
+    long as the returned descriptor stays open (the lock dies with its
+    holder, even by SIGKILL), the holder's pid written in it. Held by
+    another: RunError(busy, with {pid} the holder's)."""
+    from .errors import RunError
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(directory, 0o700)
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise RunError(f"{directory} is not a private directory of this user's (mode 0700); remove it and run again")
+    fd = os.open(directory / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunError(busy.format(pid=holder)) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def _ours(p: Path) -> bool:

@@ -90,6 +90,11 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    "(default: the results directory)")
     r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
                    "adds fs.read.seq.remote and fs.read.rand.remote")
+    r.add_argument("--kernel-paths", action="store_true",
+                   help="(root, or tracefs access) after each probe's timed processes, run it once more with the "
+                        "kernel's tracer on and split each sample's time into user, system calls, interrupts, "
+                        "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed "
+                        "figures never come from the traced run); without the privilege, says why and runs the rest")
     r.add_argument("--seed", type=_seed, metavar="N",
                    help="seed of the probe order shuffle (and of ab's round order); default: drawn and recorded")
 
@@ -248,6 +253,16 @@ def build_parser() -> argparse.ArgumentParser:
     ei.add_argument("--out", type=Path, metavar="FILE", default=Path("estimates.toml"),
                     help="where to write it (default ./estimates.toml; never overwritten)")
 
+    kt = sub.add_parser("ktimers", help="the kernel timers of a run made with --kernel-paths (/proc/ktimers-like)",
+                        description="Kernel virtual timers: a named kernel path of each traced probe's threads, its "
+                                    "physical time and its virtual time (interrupts, softirqs and time off the CPU "
+                                    "taken out), read from the traces the run kept. Without --timer, the run's "
+                                    "ktimers.txt (each system call, every system call, page faults).")
+    kt.add_argument("dir", type=Path, help="a results directory of a run with --kernel-paths")
+    kt.add_argument("--timer", action="append", metavar="SPEC",
+                    help="syscall:NAME, syscalls, fault, or EV1..EV2 (tracepoints of a thread, e.g. "
+                         "irq:softirq_entry..irq:softirq_exit); repeatable")
+    kt.add_argument("--probe", metavar="NAME", help="only this traced probe (e.g. cpu.syscall)")
     ip = sub.add_parser("iogen-plot", help="figures from iogen's JSON lines: the size x queue depth heat map "
                         "(--cycle-size with --cycle-qd), throughput by offset (--zones)")
     ip.add_argument("results", type=Path, help="iogen's standard output, one JSON object per line")
@@ -455,6 +470,48 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_ktimers(args) -> int:
+    from . import kpaths, ktimers
+    from .runner import repo_root
+
+    raw = args.dir / "raw"
+    traced = sorted(p.name[:-len(".trace.task.gz")] for p in raw.glob("*.trace.task.gz")) if raw.is_dir() else []
+    if not traced:
+        raise RunError(f"{args.dir}: no kernel-path traces (raw/*.trace.task.gz): a run made with --kernel-paths "
+                       "keeps them")
+    if args.probe:
+        if args.probe not in traced:
+            raise RunError(f"--probe {args.probe}: not traced in this run (traced: {', '.join(traced)})")
+        traced = [args.probe]
+    if not args.timer and not args.probe and (args.dir / "ktimers.txt").exists():
+        sys.stdout.write((args.dir / "ktimers.txt").read_text())
+        return 0
+    try:
+        timers = [ktimers.parse_spec(t) for t in args.timer or []]
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    hz = _tsc_hz(args.dir)
+    sections = []
+    for name in traced:
+        tl = kpaths.load_timelines(raw, name, repo_root())
+        tids = sorted(tl.threads)
+        sections.append((name, ktimers.rows(tl, timers or ktimers.default_timers(tl, tids), tids, hz)))
+    sys.stdout.write(ktimers.table(sections))
+    return 0
+
+
+def _tsc_hz(run_dir: Path) -> float:
+    """The run's TSC rate (ticks per second of the trace clock), from its measurements."""
+    from .results import load
+
+    try:
+        doc = load(run_dir)
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    hz = next((m["tsc_hz"] for m in doc["measurements"] if m.get("tsc_hz")), None)
+    if not hz:
+        raise RunError(f"{run_dir}: no measurement gives the TSC rate the trace's ticks need")
+    return float(hz)
 def cmd_iogen_plot(args) -> int:
     import json
 
@@ -538,7 +595,7 @@ def _run_opts(args) -> RunOptions:
                       remote_cpu=args.remote_cpu, fs_dir=args.fs_dir, fs_remote=args.fs_remote,
                       allow_destroy_data=args.allow_destroy_data,
                       timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
-                      on_tree=getattr(args, "on_tree", None))
+                      on_tree=getattr(args, "on_tree", None), kernel_paths=args.kernel_paths)
 
 
 def cmd_run(args) -> int:
@@ -615,4 +672,5 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return guarded({"list": cmd_list, "run": cmd_run, "ab": cmd_ab, "report": cmd_report, "compare": cmd_compare,
                     "export": cmd_export, "iogen-plot": cmd_iogen_plot, "stability": cmd_stability,
-                    "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet}[args.cmd], args)
+                    "notebook": cmd_notebook, "estimates": cmd_estimates, "fleet": cmd_fleet,
+                    "ktimers": cmd_ktimers}[args.cmd], args)

@@ -30,13 +30,12 @@ import collections
 import contextlib
 import datetime as dt
 import errno
-import fcntl
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 
+from . import cleanup
 from .errors import Interrupted, RunError, shielded
 
 PF_NO_SETAFFINITY = 0x04000000  # include/linux/sched.h: the kernel does not let userspace move it
@@ -400,23 +399,8 @@ class Isolation:
 
     # ------------------------------------------------- state and lock
     def _take_lock(self) -> None:
-        self.dir.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(self.dir, 0o700)
-        st = os.lstat(self.dir)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o077:
-            raise RunError(f"{self.dir} is not a private directory of root's (mode 0700); remove it and run again")
-        fd = os.open(self.dir / "isolate.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise RunError(f"another `osmeter run --isolate` (pid {holder}) is isolating a CPU now: one at a time, "
-                           "or each would undo the other's settings") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock = fd
+        self._lock = cleanup.private_lock(self.dir, "isolate.lock", "another `osmeter run --isolate` (pid {pid}) is "
+                                          "isolating a CPU now: one at a time, or each would undo the other's settings")
 
     def _undo_stale(self) -> None:
         """A state file with nobody holding the lock: a run killed before it restored."""

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from . import plots, registry
 from .estimates import Estimate, EstimateError, Source, for_run
-from .present import (LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc, estimate_rows, interference_rows,
-                      known, lmbench_rows, machine_rows, spread_rows, tex_file_name)
+from .present import (KERNEL_HEAD, KERNEL_NOTE, LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc,
+                      estimate_rows, interference_rows, known, lmbench_rows, machine_rows, spread_rows, tex_file_name,
+                      traced)
 from .results import kept_samples, load
 
 def _machine(doc: dict) -> str:
@@ -34,10 +35,16 @@ def _table(ms: list[dict], est: dict[str, Estimate], curves: set[str], quote: st
     rows = estimate_rows(ms, est, curves, quote)
     if not rows:
         return ""
-    out = [r"{\footnotesize\setlength{\tabcolsep}{3pt}\begin{longtable}{@{}p{0.22\linewidth}lrrrrrrrr@{}}",
-           r"\toprule", " & ".join(esc(h) for h in REPORT_HEAD) + r" \\", r"\midrule", r"\endhead"]
-    out += [" & ".join(cell(c) for c in r.report_cells()) + r" \\" for r in rows]
+    kernel = traced(rows)
+    head = REPORT_HEAD + ((KERNEL_HEAD,) if kernel else ())
+    out = [r"{\footnotesize\setlength{\tabcolsep}{3pt}\begin{longtable}{@{}p{0.22\linewidth}lrrrrrrrr"
+           + ("r" if kernel else "") + "@{}}",
+           r"\toprule", " & ".join(esc(h) for h in head) + r" \\", r"\midrule", r"\endhead"]
+    out += [" & ".join(cell(c) for c in r.report_cells() + ((r.kernel_cell(),) if kernel else ())) + r" \\"
+            for r in rows]
     out += [r"\bottomrule", r"\end{longtable}}"]
+    if kernel:
+        out += [r"{\small " + esc(KERNEL_NOTE) + "}"]
     notes = []
     seen = set()
     for r in rows:  # the reasoning behind each estimate, once per text, and why an error is missing
@@ -231,6 +238,7 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
     ids = [i for p in probes for i in p.ids()]
     figures.append((plots.latency_ecdf,
                     lambda: plots.latency_ecdf(doc, ids, lambda i: kept_samples(run_dir, by_id[i]))))
+    figures.append((plots.kernel_breakdown, lambda: plots.kernel_breakdown(doc, est, ids)))
     for k, (fn, make) in enumerate(figures):
         fig = make()
         if fig is not None:

@@ -91,11 +91,13 @@ class Launcher:
         self.proc: subprocess.Popen | None = None
         self.scratch_dirs = list(scratch_dirs)
 
-    def _preexec(self):
+    def _preexec(self, before_exec: Callable[[], None] | None = None):
         _set_pdeathsig()
         os.sched_setaffinity(0, {self.cpu})
         if self.fifo:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
+        if before_exec is not None:
+            before_exec()
 
     def has(self, probe_binary: str) -> bool:
         return (self.bin_dir / probe_binary).exists()
@@ -107,12 +109,18 @@ class Launcher:
         return [str(self.bin_dir / probe_binary), "--cpu", str(self.cpu), *args]
 
     def run(self, argv: list[str], timeout: float,
-            progress: Callable[[str], None] | None = None) -> tuple[int | None, str, str]:
+            progress: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
+            before_exec: Callable[[], None] | None = None) -> tuple[int | None, str, str]:
         """(exit status or None when it timed out, stdout, stderr). With
         `progress`, the probe gets a pipe for its progress lines
-        (OSM_PROGRESS_FD) and each line is handed to progress() as it comes."""
+        (OSM_PROGRESS_FD) and each line is handed to progress() as it comes.
+        `env` adds to the environment; `before_exec` runs in the probe's
+        process, pinned and scheduled, just before it executes the probe."""
+        extra = env or {}
         env = dict(os.environ, LC_ALL="C")
         env.pop("OSM_PROGRESS_FD", None)
+        env.pop("OSM_TRACE_MARKER", None)  # markers only in a traced run, which names its own
+        env.update(extra)
         r = w = None
         if progress is not None:
             r, w = os.pipe()
@@ -120,7 +128,8 @@ class Launcher:
         try:
             with _deferred_signals():  # a signal here must not orphan a started probe: kill() needs self.proc
                 self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                             errors="surrogateescape", preexec_fn=self._preexec,
+                                             errors="surrogateescape",
+                                             preexec_fn=lambda: self._preexec(before_exec),
                                              start_new_session=True, env=env,
                                              pass_fds=(w,) if w is not None else ())
         finally:

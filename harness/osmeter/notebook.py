@@ -39,7 +39,7 @@ def area_tables(doc: dict, est: dict, quote: str = "mean") -> list[tuple[str, st
     """(area title, Markdown table) per area: the report's columns, numbers
     right-aligned, the reasoning of each estimate under its table."""
     from . import registry
-    from .present import REPORT_HEAD, estimate_rows, md
+    from .present import KERNEL_HEAD, KERNEL_NOTE, REPORT_HEAD, estimate_rows, md, traced
 
     curves = {m.id for _, m in registry.all_measures() if m.curve}
     by_id = {m["id"]: m for m in doc["measurements"]}
@@ -49,9 +49,13 @@ def area_tables(doc: dict, est: dict, quote: str = "mean") -> list[tuple[str, st
         rows = estimate_rows(ms, est, curves, quote)
         if not rows:
             continue
-        lines = ["| " + " | ".join(map(md, REPORT_HEAD)) + " |", "|:---|:---|" + "---:|" * (len(REPORT_HEAD) - 2)]
-        lines += ["| " + " | ".join(map(md, r.report_cells())) + " |" for r in rows]
+        kernel = traced(rows)
+        head = REPORT_HEAD + ((KERNEL_HEAD,) if kernel else ())
+        lines = ["| " + " | ".join(map(md, head)) + " |", "|:---|:---|" + "---:|" * (len(head) - 2)]
+        lines += ["| " + " | ".join(map(md, r.report_cells() + ((r.kernel_cell(),) if kernel else ()))) + " |"
+                  for r in rows]
         why = [f"- **{md(r.id)}**: {md(est[r.id].note)}" for r in rows if r.id in est and est[r.id].note]
+        why += [f"- *{md(KERNEL_NOTE)}*"] if kernel else []
         out.append((area.title, "\n".join(lines + ([""] + why if why else []))))
     return out
 

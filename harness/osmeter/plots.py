@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -333,6 +334,95 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
     ax.set_ylabel("fraction of events slower")
     ax.set_title("Distributions: the tail of each latency")
     ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    return fig
+
+
+# kernel-path groups (ktrace.GROUPS), one colour each
+GROUP_COLORS = {"user": "0.65", "syscall": "C0", "page fault": "C5", "hardirq": "C3", "softirq": "C1",
+                "preempted": "C6", "wake-up": "C8", "waiting": "C9", "device": "C4", "unknown": "white"}
+
+
+def _kernel_groups(kp: dict) -> dict[str, float]:
+    """A breakdown's groups in ns per operation; a disk id's (the I/O threads'
+    time per I/O) scaled to its latency figure, in the same shares."""
+    groups = dict(kp.get("groups") or {})
+    if kp.get("per") == "I/O" and kp.get("figure_ns") and kp.get("total_ns"):
+        k = kp["figure_ns"] / kp["total_ns"]
+        groups = {g: v * k for g, v in groups.items()}
+    return groups
+
+
+def kernel_breakdown(doc: dict, est=None, ids=None):
+    """Where the time goes (osmeter run --kernel-paths): per operation, the
+    traced run's time split into user, system calls, page faults,
+    interrupts, softirqs and time off the CPU (a disk latency in the I/O
+    thread's shares), the timed figure marked, and the estimate beside it
+    (hardware and software)."""
+    ms = [m for m in doc.get("measurements", []) if isinstance(m.get("kernel_paths"), dict)
+          and (ids is None or m["id"] in ids)]
+    if not ms:
+        return None
+    fig, axes = plt.subplots(len(ms), 1, figsize=(TEXT_WIDTH_IN, 0.55 + 0.62 * len(ms)), squeeze=False)
+    used: dict[str, str] = {}
+    for ax, m in zip(axes[:, 0], ms):
+        kp = m["kernel_paths"]
+        left = 0.0
+        for g, v in _kernel_groups(kp).items():
+            ax.barh(1, v, left=left, color=GROUP_COLORS.get(g, "0.3"), edgecolor="0.3", lw=0.3, height=0.7)
+            left += v
+            used[g] = GROUP_COLORS.get(g, "0.3")
+        e = (est or {}).get(m["id"])
+        if e is not None and getattr(e, "given", False) and e.unit == m.get("unit"):
+            parts = [(e.hw, "0.25"), (e.sw, "0.8")] if e.hw is not None or e.sw is not None else [(e.total, "0.5")]
+            x = 0.0
+            for v, c in parts:
+                if v:
+                    ax.barh(0, v, left=x, color=c, edgecolor="0.3", lw=0.3, height=0.7)
+                    x += v
+            used.setdefault("estimate: hardware", "0.25")
+            used.setdefault("estimate: software", "0.8")
+        if m.get("mean"):
+            ax.axvline(m["mean"], color="black", lw=1, ls="--")
+        ax.set_yticks([0, 1], ["estimate", "traced"], fontsize=7)
+        ax.set_ylim(-0.5, 1.5)
+        ax.set_title(lit(m["id"]), fontsize=8, loc="left")
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="y", alpha=0)
+    axes[-1, 0].set_xlabel("ns per operation (dashed: the timed figure, the mean across trials)")
+    handles = [matplotlib.patches.Patch(facecolor=c, edgecolor="0.3", label=g) for g, c in used.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(6, len(handles)), fontsize=6.5, frameon=False)
+    return fig
+
+
+def kernel_path_change(row, labels=("A", "B")):
+    """What moved: an id's kernel-path components on each side (the traced
+    runs' time per operation, the median over each side's runs), stacked;
+    the components whose change the comparison flagged are hatched."""
+    from .ktrace import group
+
+    parts = list(row.parts)
+    if not parts:
+        return None
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 1.9))
+    moved = {p.id for p in parts if p.verdict in ("faster", "slower", "higher", "lower")}
+    seen = set()
+    for y, side in ((1, "a"), (0, "b")):
+        left = 0.0
+        for k, p in enumerate(parts):
+            v = p.median_a if side == "a" else p.median_b
+            g = group(p.id)
+            ax.barh(y, v, left=left, color=GROUP_COLORS.get(g, "0.3"), edgecolor="black" if p.id in moved else "0.3",
+                    lw=0.8 if p.id in moved else 0.3, hatch="///" if p.id in moved else None, height=0.6,
+                    label=lit(p.id) if p.id in moved and p.id not in seen else None)
+            if p.id in moved:
+                seen.add(p.id)
+            left += v
+    ax.set_yticks([0, 1], [lit(labels[1]), lit(labels[0])])
+    ax.set_xlabel("ns per operation, traced (hatched: changed)")
+    ax.set_title(lit(row.id))
+    ax.grid(axis="y", alpha=0)
+    if seen:
+        ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
     return fig
 
 

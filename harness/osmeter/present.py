@@ -161,6 +161,7 @@ class EstimateRow:
     median: float | None = None
     p99: float | None = None
     quote: str = QUOTED        # which figure `measured` is: "median" or "mean"
+    kernel: dict | None = None  # the id's kernel_paths, from a traced run (--kernel-paths)
 
     def report_cells(self) -> tuple[str, ...]:
         """REPORT_HEAD's cells: every figure of the row in one display unit
@@ -178,6 +179,21 @@ class EstimateRow:
         err = f"{bound}{self.error:+.0f}%" if self.error is not None else "-"
         return (self.id, shown, hw, sw, f(e.predicted) if e else "no estimate", mean, f"{bound}{f(self.median)}",
                 f(self.p99), str(self.n) if self.n is not None else "-", err)
+
+    def kernel_cell(self) -> str:
+        """The measured kernel share (KERNEL_HEAD): the share of the traced
+        sample's time in the kernel (system calls, faults, interrupts,
+        softirqs), and, where the id names a kernel timer, that path's
+        virtual time per operation in the row's display unit."""
+        k = self.kernel or {}
+        if not isinstance(k.get("kernel_share"), (int, float)):
+            return "-"
+        out = f"{k['kernel_share']:.0%}"
+        sw = (k.get("software") or {}).get("virtual_ns")
+        if isinstance(sw, (int, float)) and self.unit == "ns" and k.get("per") != "I/O":
+            scale, _ = display_unit(self.mean if self.mean is not None else self.measured, self.unit)
+            out += f" ({num3(sw / scale)})"
+        return out
 
     def cells(self) -> tuple[str, ...]:
         """Measurement, HW est., SW est., Predicted, Measured, Std. dev., n, Error."""
@@ -198,6 +214,17 @@ class EstimateRow:
 ESTIMATE_HEAD = ("Measurement", "HW est.", "SW est.", "Predicted", "Measured", "Std. dev.", "n", "Error")
 REPORT_HEAD = ("Operation", "Unit", "HW est.", "SW est.", "Predicted", "Measured: mean ± std", "Median", "p99", "n",
                "Error")
+KERNEL_HEAD = "Kernel (traced)"  # the column a run with --kernel-paths adds: EstimateRow.kernel_cell
+KERNEL_NOTE = ("Kernel (traced): in a run of the probe with the kernel's tracer on (--kernel-paths), the share of a "
+               "sample's time spent in the kernel on its CPU (system calls, page faults, interrupts, softirqs); in "
+               "parentheses, for an operation that names its kernel path, that path's virtual time per operation "
+               "(interrupts, softirqs and time off the CPU taken out), in the row's unit: a measured counterpart of "
+               "the software estimate, inflated by the tracing itself (its overhead is in results.json).")
+
+
+def traced(rows: list["EstimateRow"]) -> bool:
+    """Whether any row has a kernel-path breakdown: its table gets KERNEL_HEAD."""
+    return any(r.kernel for r in rows)
 
 # a time shown in the unit its size calls for; every figure of a row in the same one
 _TIME_SCALES = ((1e9, "s"), (1e6, "ms"), (1e3, "us"), (1.0, "ns"))
@@ -263,7 +290,8 @@ def estimate_rows(measurements: list[dict], est: dict, curves: set[str] | None =
             err, note = None, "a lower bound below the estimate: not comparable"
         p99 = (m.get("tail") or {}).get("p99")
         rows.append(EstimateRow(m["id"], m["unit"], value, m.get("std"), m.get("n"), bound, e, err, note,
-                                m.get("mean"), m.get("median"), p99, quote))
+                                m.get("mean"), m.get("median"), p99, quote,
+                                m.get("kernel_paths") if isinstance(m.get("kernel_paths"), dict) else None))
     return rows
 
 

@@ -27,6 +27,9 @@ class Measure:
     # a series (a curve over sizes, depths, ...) rather than one figure: it
     # is plotted, and has no single estimate
     curve: bool = False
+    # the kernel path whose virtual time is this figure's measured software
+    # overhead in a traced run (ktimers.py: syscall:NAME, syscalls, fault, EV1..EV2)
+    ktimer: str = ""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,13 @@ class Probe:
     # processes per run: None takes PROCESSES[preset] where the preset's arguments give
     # --samples (shared among them), else 1; 1 for a probe whose setup dwarfs its samples
     processes: int | None = None
+    # what the probe's thread waits for when it sleeps, named so in a kernel-path
+    # breakdown in place of "waiting" (disk: "device"); "" keeps "waiting"
+    kernel_wait: str = ""
+    # extra arguments for the --kernel-paths traced pass (after the preset's), from the timed
+    # figures (id -> median) and the preset: a probe whose events would overflow the trace
+    # buffers over a whole run is traced over a shorter one
+    traced: Callable[[dict[str, float], str], tuple[str, ...]] | None = None
 
     def processes_in(self, preset: str) -> int:
         """How many processes of this probe one run of `preset` takes."""
@@ -124,5 +134,5 @@ class Area:
     order: int  # position in lists and the report
 
 
-def m(id: str, unit: str, description: str, curve: bool = False) -> Measure:
-    return Measure(id, unit, description, curve)
+def m(id: str, unit: str, description: str, curve: bool = False, ktimer: str = "") -> Measure:
+    return Measure(id, unit, description, curve, ktimer)

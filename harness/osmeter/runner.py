@@ -11,6 +11,7 @@ A campaign (campaign.py) is one plan and several executions.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -22,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import isolate, registry, sentinel
+from . import isolate, kpaths, ktimers, registry, sentinel, tracefs
 from .errors import Interrupted, RunError
 from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher, fifo_permission  # noqa: F401 (fifo_permission: its old home)
@@ -55,6 +56,7 @@ class RunOptions:
     on: str | None = None            # --on USER@HOST: a thin fleet host measured through its agent (onhost.py)
     on_tree: str | None = None       # --on-tree DIR: the built tree there
     isolate: bool = False            # --isolate: the pinned CPU cleared of other work, SMT siblings and boost off
+    kernel_paths: bool = False       # --kernel-paths: each probe run once more, traced (kpaths.py)
     # what to run and from where (tests pass their own)
     probes: tuple | None = None      # default registry.PROBES
     derived: tuple | None = None     # default registry.DERIVED
@@ -76,6 +78,7 @@ class Plan:
     sched: dict
     peer: str | None = None           # HOST:PORT, once the peer session has started
     extra_conditions: dict = field(default_factory=dict)
+    tracing: object | None = None     # the tracefs session of --kernel-paths (tracefs.Session), once open
     host: object = None               # the machine measured: onhost.Here, or onhost.OnHost (--on)
 
     @property
@@ -245,6 +248,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                      "cpu": opts.remote_cpu}} if p.peer else {}),
         **p.extra_conditions,
     })
+    if isinstance(conditions.get("kernel_paths"), dict):  # this run's own copy: its traced probes go there
+        conditions["kernel_paths"] = {k: v for k, v in conditions["kernel_paths"].items() if k != "probes"}
     # a --disk-target that does not exist yet is made by the disk probes: osmeter removes it after
     made_target = opts.disk_target is None or not host.exists(subst["{disk_target}"])
     conditions["disk_target"]["made_by_osmeter"] = made_target
@@ -377,6 +382,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             for probe, wanted in want:
                 one_process(probe, wanted, ran[probe.name] + 1, ran[probe.name] + 1)
         _precision(results, order, procs, ran, ended)
+        if p.tracing is not None:
+            _kernel_paths(p, launch, order, procs, subst, results, raw_dir, stopped, say, label)
         results.doc["interference"]["noise_end"] = _noise(launch)
         if sentinels:
             s = results.doc["sentinels"]
@@ -421,6 +428,93 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             file=sys.stderr)
         status = 1
     return status
+
+
+def _kernel_paths(p: Plan, launch: Launcher, order, procs: dict[str, int], subst: dict, results: Results,
+                  raw_dir: Path, stopped: set[str], say, label: str) -> None:
+    """--kernel-paths: after the timed processes, each probe once more,
+    traced (one process with one process's share of the samples); its
+    breakdown per id into the measurements' kernel_paths, the tracing
+    overhead beside it (the traced run's median over the timed one), the
+    kernel timers of each into ktimers.txt. The timed figures stay those of
+    the untraced processes."""
+    doc = results.doc["conditions"].setdefault("kernel_paths", {})
+    doc.setdefault("probes", {})
+    device = kpaths.block_device(str(subst["{disk_target}"]))
+    sections = []
+    by_id = {m["id"]: m for m in results.measurements}
+    for probe, wanted in order:
+        if probe.external or probe.name in stopped or not kpaths.traced_ids(probe, wanted, by_id):
+            continue  # only a time has a breakdown: a probe of rates alone is not run traced
+        extra = list(probe.traced({k: v.get("median") for k, v in by_id.items()}, p.opts.preset)) if probe.traced else []
+        args = _share_samples(_args(probe.presets[p.opts.preset], subst), procs[probe.name]) + extra
+        if p.opts.timer != "tsc" and probe.parse is None:
+            args = ["--timer", p.opts.timer, *args]
+        say(f"{label}[traced] {probe.name:<20}", end=" ", flush=True)
+        try:
+            rc, stdout, stderr, tl, stats, missing, secs = kpaths.traced_pass(
+                p.tracing, launch, launch.argv(probe.binary, args), probe.timeout, raw_dir, probe.name, p.root)
+        except OSError as e:
+            doc["probes"][probe.name] = {"error": f"tracing failed: {e.strerror or e}"}
+            say(f"tracing failed: {e.strerror or e}")
+            continue
+        write_text_atomic(raw_dir / f"{probe.name}.traced.out", stdout)
+        if stderr:
+            write_text_atomic(raw_dir / f"{probe.name}.traced.err", stderr)
+        info = {"seconds": round(secs, 3), "exit": rc, "threads": len(tl.threads),
+                "dropped_events": {f"{kind} cpu{c}": s.get("dropped_events", 0) for kind, per in stats.items()
+                                   for c, s in per.items() if s.get("dropped_events", 0)}}
+        if extra:
+            info["traced_args"] = extra
+        if missing:
+            info["events_missing"] = missing
+        doc["probes"][probe.name] = info
+        if rc != 0:
+            info["error"] = f"the traced run exited with status {rc}" + (f": {stderr.strip()[-300:]}" if stderr else "")
+            say(info["error"])
+            continue
+        try:
+            lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
+        except (ProbeOutputError, ValueError) as e:
+            info["error"] = f"bad output from the traced run: {e}"
+            say(info["error"])
+            continue
+        lines = [x for x in lines if "refused" not in x]
+        got = kpaths.analyze(tl, lines, probe, stats, device)
+        traced = {ln["id"]: ln for ln in lines}
+        for mid, entry in got.items():
+            m = by_id.get(mid)
+            if m is None or mid not in wanted:
+                continue
+            arrays = entry.pop("_arrays")
+            entry["samples_file"] = kpaths.save_arrays(results.dir, mid, arrays)
+            entry["overhead"] = _tracing_overhead(traced.get(mid), m)
+            m["kernel_paths"] = entry
+        tids = sorted(tl.threads)
+        sections.append((probe.name, ktimers.rows(tl, ktimers.default_timers(tl, tids), tids, _hz(lines))))
+        say(f"{len(got)} ids {secs:6.1f} s", flush=True)
+        results.save()
+    if sections:
+        write_text_atomic(results.dir / "ktimers.txt", ktimers.table(sections))
+
+
+def _hz(lines: list[dict]) -> float:
+    """The TSC rate a traced probe reported (ticks per second)."""
+    return next((float(ln["tsc_hz"]) for ln in lines if ln.get("tsc_hz")), 1e9)
+
+
+def _tracing_overhead(line: dict | None, m: dict) -> dict | None:
+    """The traced run's median against the timed figure's median."""
+    if not line:
+        return None
+    import numpy as np
+
+    v, bad, _ = line_values(line)
+    keep = ~bad & np.isfinite(v)
+    if not keep.any() or not m.get("median"):
+        return None
+    traced = float(np.median(v[keep]))
+    return {"traced_median": traced, "timed_median": m["median"], "ratio": traced / m["median"]}
 
 
 PRECISION = 0.01      # a figure is known when its 95% interval is within +-1% of it
@@ -538,7 +632,7 @@ def run(opts: RunOptions) -> int:
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
-        with peer_session(opts, p.bin_dir / "netpeer") as peer:
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
             p.peer = peer
             if not opts.isolate:
                 return execute(p, out)
@@ -547,6 +641,54 @@ def run(opts: RunOptions) -> int:
                 return execute(p, out)
     finally:
         p.host.close()
+        if "kernel_paths" in p.extra_conditions and opts.out_used is not None:
+            _record_kernel_paths(opts.out_used, p.extra_conditions["kernel_paths"])
+
+
+@contextlib.contextmanager
+def tracing(p: Plan):
+    """--kernel-paths for the block: a tracefs session in p.tracing, or,
+    where this user or machine cannot trace, the reason in the run's
+    conditions and a line on stderr, and the run goes on without it. Before
+    and after, a snapshot of tracefs's settings: the run records whether it
+    left them exactly as they were."""
+    if not p.opts.kernel_paths:
+        yield None
+        return
+    why = (f"--on {p.opts.on}: the traces are of this machine's kernel, not the host's" if p.opts.on
+           else tracefs.refusal())
+    if why:
+        print(f"osmeter: --kernel-paths refused: {why}; running everything else", file=sys.stderr)
+        p.extra_conditions["kernel_paths"] = {"requested": True, "refused": why}
+        yield None
+        return
+    before = tracefs.snapshot()
+    doc = p.extra_conditions["kernel_paths"] = {"requested": True, "tracefs_before": before}
+    try:
+        with tracefs.session() as s:
+            doc.update(s.doc)
+            p.tracing = s
+            yield s
+    finally:
+        p.tracing = None
+        doc["tracefs_unchanged"] = tracefs.snapshot() == before
+
+
+def _record_kernel_paths(out: Path, doc: dict) -> None:
+    """The tracing session's end (what it removed, whether tracefs is as it
+    was) into the run's results.json."""
+    path = out / "results.json"
+    try:
+        res = json.loads(path.read_text())
+        res["conditions"].setdefault("kernel_paths", {}).update(doc)
+        write_json_atomic(path, res)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"osmeter: error: cannot add the tracing session's end to {path}: {e}", file=sys.stderr)
+    if doc.get("tracefs_unchanged") is False:
+        print("osmeter: warning: tracefs's settings differ from before the run (see conditions.kernel_paths)",
+              file=sys.stderr)
 
 
 def _record_isolation(out: Path, doc: dict) -> None:

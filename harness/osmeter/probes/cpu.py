@@ -61,12 +61,14 @@ PROBES = (
     Probe(
         name="cpu.syscall", binary="cpu_syscall", area="cpu",
         measures=(
-            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)"),
-            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)"),
-            m("cpu.syscall.getppid.libc", "ns", "getppid() through libc (lmbench's null call)"),
-            m("cpu.syscall.getcwd", "ns", "getcwd() into a buffer"),
-            m("cpu.syscall.read", "ns", "read() of 1 byte from /dev/zero"),
-            m("cpu.syscall.write", "ns", "write() of 1 byte to /dev/null"),
+            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
+              ktimer="syscall:getppid"),
+            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)", ktimer="syscall:gettid"),
+            m("cpu.syscall.getppid.libc", "ns", "getppid() through libc (lmbench's null call)",
+              ktimer="syscall:getppid"),
+            m("cpu.syscall.getcwd", "ns", "getcwd() into a buffer", ktimer="syscall:getcwd"),
+            m("cpu.syscall.read", "ns", "read() of 1 byte from /dev/zero", ktimer="syscall:read"),
+            m("cpu.syscall.write", "ns", "write() of 1 byte to /dev/null", ktimer="syscall:write"),
             m("cpu.syscall.null_io", "ns", "mean of the 1-byte read and write (lmbench's null I/O)"),
         ),
         methodology=(

@@ -93,13 +93,16 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     out = []
     lat = o["lat_ns"]  # every I/O of the measured part of the run, in iogen's histogram
     keys = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99_9"}
+    done = [i for i in iv if i["iops"] > 0]  # an interval without a completion has no latency (a throttle's gap)
+    if len(done) < len(iv):
+        p = dict(p, intervals_without_io=len(iv) - len(done))
     per_io = tail_of(int(lat["count"]), lambda q: float(lat[keys[q]]), float(lat["max"]))
     per_io["source"] = "every I/O, from iogen's histogram"
     for suffix, unit, vals in (
         ("iops", "IOPS", [i["iops"] for i in iv]),
         ("mbps", "MB/s", [i["mbps"] for i in iv]),
-        ("lat_mean", "ns", [i["lat_ns"]["mean"] for i in iv]),
-        ("lat_p99", "ns", [i["lat_ns"]["p99"] for i in iv]),
+        ("lat_mean", "ns", [i["lat_ns"]["mean"] for i in done]),
+        ("lat_p99", "ns", [i["lat_ns"]["p99"] for i in done]),
     ):
         line = {"id": f"{base}.{suffix}", "unit": unit, "params": p, "overhead_subtracted": 0,
                 "samples": vals, "disturbed": []}
@@ -186,6 +189,23 @@ ZONES_METHOD = (" The run also bins its throughput by offset into {arg:--zones=1
                 "value per zone). The offsets are the target's: a block device's own, a file's as the file "
                 "system placed it, so only a device shows the disk's zones.")
 
+# The --kernel-paths pass: every I/O makes about ten events on the two trace instances, and a fast
+# device does hundreds of thousands a second, more than the buffers hold over a preset's run. The
+# traced run is cut to about TRACED_IOS I/Os at the timed run's IOPS (never longer than the
+# preset's run, never under TRACED_MIN_S), in ten intervals after a short ramp: its samples.
+TRACED_IOS = 100_000
+TRACED_MIN_S = 0.3
+
+
+def traced_args(workload: str, preset_secs: dict[str, float], preset_qd: dict[str, int]):
+    def args(medians: dict[str, float], preset: str) -> tuple[str, ...]:
+        full = preset_secs.get(preset, min(preset_secs.values()))
+        lat = medians.get(f"disk.{workload}.lat_mean") or 0  # without the IOPS: Little's law, one worker
+        iops = medians.get(f"disk.{workload}.iops") or (preset_qd.get(preset, 1) / (lat * 1e-9) if lat > 0 else 0)
+        secs = min(full, max(TRACED_MIN_S, TRACED_IOS / iops)) if iops > 0 else TRACED_MIN_S
+        return "--time", f"{secs:.3g}", "--ramp", "0.2", "--interval", f"{secs / 10:.3g}"
+    return args
+
 # a few tenths of a second in place of the presets' times: a function test of the probe and its parse
 SMOKE = ("--time", "0.2", "--ramp", "0", "--interval", "0.02")
 
@@ -197,13 +217,14 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", workload,
                 "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10),
                 *(("--zones", str(zones[preset == "full"])) if zones else ()))
-    presets = {"full": args(full_qd, 10, "full")}
+    secs = {"full": 10, **({"quick": 2} if quick_qd else {})}  # each preset's run, seconds
+    presets = {"full": args(full_qd, secs["full"], "full")}
     if quick_qd:
-        presets["quick"] = args(quick_qd, 2, "quick")
+        presets["quick"] = args(quick_qd, secs["quick"], "quick")
     measures = (
         m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
         m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
-        m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency"),
+        m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
         m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
     )
     if zones:
@@ -218,9 +239,11 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
                     + (ZONES_METHOD if zones else ""),
         presets=presets,
         smoke=SMOKE,
+        traced=traced_args(workload, secs, {"full": full_qd, "quick": quick_qd or full_qd}),
         expect={"quick": 3.5, "full": 12},
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
+        kernel_wait="device",
     )
 
 

@@ -179,8 +179,9 @@ PROBES = (
     Probe(
         name="mem.pagefault", binary="mem_pagefault", area="mem",
         measures=(
-            m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page"),
-            m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault"),
+            m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page", ktimer="fault"),
+            m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault",
+              ktimer="fault"),
         ),
         methodology=(
             "Minor faults: a fresh anonymous mapping (4 KiB pages) is written once per page; the "
