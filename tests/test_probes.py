@@ -109,6 +109,82 @@ def test_loop_series_shape_and_slope():
 def test_fixed_iteration_probes_refuse_batches():
     r = probe("cpu_proc", "--iterations", "10")
     assert r.returncode == 2 and "one fork" in r.stderr
+    # the probes whose sample is one event say so in their declaration; args.c refuses for them all
+    for binary, event in (("cpu_thread", "one thread creation"), ("cpu_exec", "one program start"),
+                          ("net_conn", "one connection"), ("fs_reread", "one pass over the file")):
+        r = probe(binary, "--iterations", "2")
+        assert r.returncode == 2 and f"--iterations: a sample is {event}; only 1 is allowed" in r.stderr, r.stderr
+        assert probe(binary, "--iterations", "1", "--help").returncode == 0
+
+
+# An option given before --help is parsed (and refused when bad) before the help exits: a cheap way to
+# try a row's limits without measuring anything.
+@pytest.mark.parametrize("binary, args, error", [
+    ("cpu_ctxring", ("--switches", "16"), None),
+    ("cpu_ctxring", ("--switches", "15"), "--switches: expected a whole number from 16 to 16777216, got '15'"),
+    ("cpu_ctxring", ("--switches", "16777217"), "--switches: expected a whole number from 16 to 16777216"),
+    ("cpu_ctxring", ("--procs", ",".join(["64"] * 16)), None),
+    ("cpu_ctxring", ("--procs", ",".join(["2"] * 17)), "--procs: at most 16 values"),
+    ("cpu_ctxring", ("--procs", "2,65"), "--procs: expected a whole number from 2 to 64, got '65'"),
+    ("mem_loaded", ("--delays", ","), "--delays: give a comma-separated list"),
+    ("mem_loaded", ("--delays", ",".join(["0"] * 16)), "--delays: at most 15 values"),
+    ("fs_contention", ("--block", "512"), None),
+    ("fs_contention", ("--block", "511"), "--block: 511 is outside 512 .. 67108864 bytes"),
+    ("fs_read", ("--sizes", "4K,64M"), None),
+    ("fs_read", ("--sizes", "4K,2K"), "--sizes: 2K is outside 4096 .. 1099511627776 bytes"),
+    ("sched_timer", ("--seconds", "86400"), None),
+    ("sched_timer", ("--seconds", "86401"), "--seconds: expected a number above 0, at most 86400; got '86401'"),
+    ("sched_timer", ("--seconds", "nan"), "--seconds: expected a number above 0"),
+    ("mem_lat", ("--pages", "thp", "--chain", "sequential"), None),
+    ("mem_lat", ("--pages", "2m"), "--pages: expected one of 4k|thp, got '2m'"),
+    ("mem_lat", ("--max", "auto"), None),
+    ("sched_wakeup", ("--other-cpu", "-1"), "--other-cpu: expected a whole number from 0"),
+    ("cpu_c2c", ("--list-pairs=yes",), "--list-pairs takes no value"),
+    ("net_rtt", ("--timeout", "0"), "--timeout: expected a whole number from 1 to 600000, got '0'"),
+])
+def test_option_rows_keep_their_limits(binary, args, error):
+    r = probe(binary, *args, "--help")
+    if error is None:
+        assert r.returncode == 0 and "usage:" in r.stdout, r.stderr
+    else:
+        assert r.returncode == 2 and error in r.stderr and r.stdout == "", r.stderr
+
+
+def _own_options(helptext: str) -> dict[str, str]:
+    """A probe's own options in its --help (after the shared ones): name -> the rest of the line."""
+    own = helptext.split("--help           this text\n", 1)[1]
+    return {m.group(1): m.group(2) for m in re.finditer(r"^  --([a-z0-9-]+)(.*)$", own, re.M)}
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_help_lists_every_option_the_harness_passes_with_its_default(binary):
+    """Every option a preset or the smoke test passes is a row of the probe (parsed, within its limits:
+    it and --help exit 0), listed in --help with the default it had before parsing."""
+    given = [a for p in registry.PROBES if p.binary == binary
+             for a in (*p.smoke, *(x for args in p.presets.values() for x in args))]
+    given = ["/tmp" if a == "{fs_dir}" else a for a in given]
+    before = _own_options(probe(binary, "--help").stdout)
+    for i, a in enumerate(given):
+        if a.startswith("--") and a.split("=")[0][2:] not in ("samples", "iterations", "warmup", "cpu", "timer"):
+            name = a.split("=")[0][2:]
+            assert name in before, f"{binary}: {a} is not in --help"
+            takes = i + 1 < len(given) and not given[i + 1].startswith("--") and "=" not in a
+            assert "(default" in before[name] or not takes, (binary, a)  # a flag has none
+    r = probe(binary, *given, "--help")
+    assert r.returncode == 0, (binary, given, r.stderr)
+    assert _own_options(r.stdout) == before  # the defaults, not the values just given
+
+
+def test_help_says_each_rows_default():
+    assert _own_options(probe("cpu_ctxring", "--help").stdout) == {
+        "procs": " N,N..    processes in the ring, a list (default 2,8,16)",
+        "sizes": " N,N..    KiB of working set per process, a list (default 0,16,64)",
+        "switches": " N     switches per sample (default 2000)"}
+    fs = _own_options(probe("fs_contention", "--size", "1G", "--method", "evict", "--help").stdout)
+    assert fs["size"].endswith("(default 32M)") and fs["block"].endswith("(default 4K)")
+    assert fs["method"].startswith(" direct|evict ") and fs["method"].endswith("(default direct)")
+    assert _own_options(probe("sched_timer", "--help").stdout)["seconds"].endswith("how long to measure (default 5)")
+    assert _own_options(probe("net_bw", "--help").stdout)["sndbuf"].endswith("(default: autotuned)")
 
 
 def test_call_probe_subtracts_loop_and_timer():

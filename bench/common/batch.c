@@ -44,7 +44,7 @@ static void one_sample(struct osm_meas *m, osm_body body, void *ctx, uint64_t it
     bool dist;
     osm_window_open(&w);
     body(ctx, iters);
-    uint64_t t = osm_window_close(&w, false, &dist);
+    uint64_t t = osm_window_close(&w, &dist);
     osm_sample_ops(iters);
     osm_meas_add(m, ((double)t - osm_timer.overhead) / (double)iters - per_iter_subtract, dist);
 }

@@ -23,17 +23,6 @@ void *osm_fs_buffer(size_t size)
     return p;
 }
 
-int osm_fs_parse_method(const char *v, enum osm_nocache *m)
-{
-    if (!strcmp(v, "direct"))
-        *m = OSM_NOCACHE_DIRECT;
-    else if (!strcmp(v, "evict"))
-        *m = OSM_NOCACHE_EVICT;
-    else
-        return -1;
-    return 0;
-}
-
 int osm_fs_make_file(const char *path, uint64_t size, char *err, size_t errlen)
 {
     int fd = open(path, O_WRONLY | O_CREAT, 0644);

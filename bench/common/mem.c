@@ -1,42 +1,11 @@
-/* mem.c - sizes, sysfs cache sizes, free memory, aligned buffers. */
+/* mem.c - sysfs cache sizes, free memory, aligned buffers. */
 #include "osm.h"
 #include "osmmem.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-uint64_t osm_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max)
-{
-    if (!s || !*s || !isdigit((unsigned char)*s))
-        osm_usage_error("%s: expected a size such as 4096, 64K, 16M or 1G, got '%s'", opt, s ? s : "");
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    uint64_t mult = 1;
-    if (*end) {
-        switch (toupper((unsigned char)*end)) {
-        case 'K': mult = 1ull << 10; break;
-        case 'M': mult = 1ull << 20; break;
-        case 'G': mult = 1ull << 30; break;
-        default: mult = 0;
-        }
-        end++;
-        if (*end == 'i' || *end == 'I')
-            end++;
-        if (*end == 'B' || *end == 'b')
-            end++;
-    }
-    if (errno || *end || mult == 0 || v > UINT64_MAX / mult)
-        osm_usage_error("%s: expected a size such as 4096, 64K, 16M or 1G, got '%s'", opt, s);
-    uint64_t b = v * mult;
-    if (b < min || b > max)
-        osm_usage_error("%s: %s is outside %llu .. %llu bytes", opt, s, (unsigned long long)min,
-                        (unsigned long long)max);
-    return b;
-}
 
 static uint64_t read_cache(int index, int *level, char *type, size_t tlen)
 {

@@ -247,17 +247,17 @@ static inline void osm_window_open_blocking(struct osm_window *w)
 
 /* Closes the window; returns elapsed ticks (raw, nothing subtracted) and
  * sets *disturbed when the window began and ended on different CPUs, or,
- * for an operation that never gives up the CPU by itself (switches = false),
- * when the thread was switched out at all (preempted or slept). Operations
- * whose work is switching (fork, wake-ups, ping-pong) pass switches = true:
- * then only a migration counts. */
-static inline uint64_t osm_window_close(struct osm_window *w, bool switches, bool *disturbed)
+ * for a window opened with osm_window_open (an operation that never gives up
+ * the CPU by itself), when the thread was switched out at all (preempted or
+ * slept). A window opened with osm_window_open_blocking (its work is
+ * switching: fork, wake-ups, ping-pong) counts only a migration. */
+static inline uint64_t osm_window_close(struct osm_window *w, bool *disturbed)
 {
     uint32_t cpu1;
     uint64_t t1 = osm_end(&cpu1);
     bool switched = false;
-    volatile uint32_t *seq = w->blocking || switches ? NULL : osm_switch_seq();
-    if (w->blocking || switches) {
+    volatile uint32_t *seq = w->blocking ? NULL : osm_switch_seq();
+    if (w->blocking) {
         /* switching is the operation: only a migration counts */
     } else if (seq) {
         switched = *seq != w->seq0;
@@ -266,7 +266,7 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool switches, boo
         osm_window_counters(&nv, &niv);
         switched = niv != w->nivcsw0 || nv != w->nvcsw0;
     }
-    *disturbed = cpu1 != w->cpu0 || (!switches && switched);
+    *disturbed = cpu1 != w->cpu0 || switched;
     osm_span_note(w->t0, t1);
     return t1 - w->t0;
 }
@@ -366,13 +366,64 @@ struct osm_opts {
     enum osm_timer_kind timer;
 };
 
-/* A probe's own options: name (without --), whether it takes a value, help. */
-struct osm_extra_opt {
-    const char *name;
-    bool has_arg;
-    const char *help;
+/* A probe's own options: one row each, declared once. osm_init parses each
+ * into its variable (checking the row's limits; a bad value exits with status
+ * 2 and a message naming the option) and --help lists each with its default:
+ * the variable's value before parsing, or the row's `def` text where that
+ * value is a stand-in (0 = "chosen from the machine"). Declare rows with the
+ * OSM_OPT_* macros below: each names the variable's type, so a row whose
+ * variable has another type does not compile. */
+enum osm_opt_type {
+    OSM_OPT_U64,    /* uint64_t: a whole number from min to max */
+    OSM_OPT_UINT,   /* unsigned: the same */
+    OSM_OPT_INT,    /* int: the same (min >= 0; a negative default is a stand-in) */
+    OSM_OPT_SIZE,   /* uint64_t bytes: 4096, 64K, 16M, 1G (osm_parse_size), from min to max */
+    OSM_OPT_DOUBLE, /* double: a number above lo, up to hi */
+    OSM_OPT_STR,    /* const char *: the text as given */
+    OSM_OPT_FLAG,   /* bool: set by the option, which takes no value */
+    OSM_OPT_CHOICE, /* int: the index of the value in choices, "a|b|c" */
+    OSM_OPT_LIST,   /* uint64_t[cap] and its count: whole numbers from min to max, comma-separated */
+    OSM_OPT_SIZE_LIST, /* the same, of sizes */
+    OSM_OPT_FUNC,   /* parse(value): 0, or -1 for a bad value */
 };
-typedef int (*osm_extra_fn)(const char *name, const char *value); /* 0 ok, -1 bad */
+
+struct osm_opt {
+    const char *name; /* without -- */
+    enum osm_opt_type type;
+    union {
+        uint64_t *u64;
+        unsigned *uint;
+        int *i;
+        double *d;
+        const char **s;
+        bool *flag;
+        int (*parse)(const char *value);
+    } var;
+    uint64_t min, max; /* whole numbers, sizes, list items */
+    double lo, hi;     /* doubles: lo < x <= hi */
+    const char *choices;
+    size_t *count, cap; /* lists */
+    const char *help;
+    const char *def;    /* the default in words, where the variable's value does not say it */
+    const char *arg;    /* the value's name in --help ("DIR"), where the type's ("N", "SIZE") says too little */
+};
+
+/* The last argument is the help text; designated `.def = "words"` and `.arg = "NAME"` may follow it. */
+#define OSM_OPT_U64(n, v, mn, mx, ...) { .name = n, .type = OSM_OPT_U64, .var.u64 = &(v), .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_UINT(n, v, mn, mx, ...) { .name = n, .type = OSM_OPT_UINT, .var.uint = &(v), .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_INT(n, v, mn, mx, ...) { .name = n, .type = OSM_OPT_INT, .var.i = &(v), .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_SIZE(n, v, mn, mx, ...) { .name = n, .type = OSM_OPT_SIZE, .var.u64 = &(v), .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_DOUBLE(n, v, l, u, ...) { .name = n, .type = OSM_OPT_DOUBLE, .var.d = &(v), .lo = l, .hi = u, .help = __VA_ARGS__ }
+#define OSM_OPT_STR(n, v, ...) { .name = n, .type = OSM_OPT_STR, .var.s = &(v), .help = __VA_ARGS__ }
+#define OSM_OPT_FLAG(n, v, ...) { .name = n, .type = OSM_OPT_FLAG, .var.flag = &(v), .help = __VA_ARGS__ }
+#define OSM_OPT_CHOICE(n, v, c, ...) { .name = n, .type = OSM_OPT_CHOICE, .var.i = &(v), .choices = c, .help = __VA_ARGS__ }
+#define OSM_OPT_LIST(n, arr, cnt, mn, mx, ...)                                                                  \
+    { .name = n, .type = OSM_OPT_LIST, .var.u64 = (arr), .count = &(cnt), .cap = sizeof(arr) / sizeof((arr)[0]), \
+      .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_SIZE_LIST(n, arr, cnt, mn, mx, ...)                                                                  \
+    { .name = n, .type = OSM_OPT_SIZE_LIST, .var.u64 = (arr), .count = &(cnt), .cap = sizeof(arr) / sizeof((arr)[0]), \
+      .min = mn, .max = mx, .help = __VA_ARGS__ }
+#define OSM_OPT_FUNC(n, f, ...) { .name = n, .type = OSM_OPT_FUNC, .var.parse = (f), .help = __VA_ARGS__ }
 
 struct osm_probe_info {
     const char *name;        /* binary name */
@@ -380,8 +431,9 @@ struct osm_probe_info {
     size_t default_samples;
     const char *samples_from;    /* non-NULL: the count comes from elsewhere (said here), --samples is refused */
     uint64_t default_iterations; /* 0 = auto */
-    const struct osm_extra_opt *extra; /* NULL-terminated by name, or NULL */
-    osm_extra_fn on_extra;
+    const char *one_event;   /* non-NULL: one sample is one event, named here ("one fork"): --iterations
+                                is 1 and nothing else (osm_init refuses another count) */
+    const struct osm_opt *opts;  /* the probe's own options, ended by a row without a name; or NULL */
 };
 
 /* Parses the command line, pins, sets up the timer. Exits with a message on
@@ -390,6 +442,8 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
 
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
+/* Bytes, as 4096, 64K, 16M or 1G (KiB, MiB, GiB also), from min to max. */
+uint64_t osm_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max);
 /* The whole number from min to max that s starts with (decimal digits, no
  * sign or space), for values within a larger text ("1:64:x2"): 0 with *out
  * and *end just past it, or -1 (no digits, beyond 2^64 - 1, or out of range). */

@@ -10,9 +10,8 @@
 #include <stdint.h>
 
 enum osm_nocache { OSM_NOCACHE_DIRECT, OSM_NOCACHE_EVICT };
-
-/* --method: "direct" or "evict". 0, or -1 for anything else. */
-int osm_fs_parse_method(const char *v, enum osm_nocache *m);
+/* --method's values, in the enum's order (an OSM_OPT_CHOICE row) */
+#define OSM_NOCACHE_CHOICES "direct|evict"
 /* Creates (or extends) path to size bytes of pseudo-random data, synced.
  * 0, or -1 with a message. */
 int osm_fs_make_file(const char *path, uint64_t size, char *err, size_t errlen);

@@ -1,15 +1,11 @@
-/* osmmem.h - what the memory, file-system and disk probes share: sizes with
- * suffixes, cache sizes from sysfs, free memory, page-aligned buffers. */
+/* osmmem.h - what the memory, file-system and disk probes share: cache sizes
+ * from sysfs, free memory, page-aligned buffers. */
 #ifndef OSMMEM_H
 #define OSMMEM_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* "4096", "64K", "1M", "2G" (powers of 1024). Exits with a message naming
- * the option on anything else, or outside [min, max]. */
-uint64_t osm_parse_size(const char *opt, const char *s, uint64_t min, uint64_t max);
 
 /* sysfs: data or unified cache of a level on CPU 0, in bytes; 0 if unknown. */
 uint64_t osm_cache_size(int level);

@@ -37,26 +37,11 @@ static const char *cpus_arg;
 static bool list_pairs;
 static uint64_t seed = 221;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "c2c-pairs"))
-        max_pairs = (unsigned)osm_parse_u64("--c2c-pairs", v, 1, 1u << 20);
-    else if (!strcmp(name, "cpus"))
-        cpus_arg = v;
-    else if (!strcmp(name, "list-pairs"))
-        list_pairs = true;
-    else if (!strcmp(name, "seed"))
-        seed = osm_parse_u64("--seed", v, 0, UINT64_MAX);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "c2c-pairs", true, "ordered pairs to measure (default 64; all when there are fewer)" },
-    { "cpus", true, "the CPUs, as a list such as 0-7,16 (default: every online CPU)" },
-    { "list-pairs", false, "print the pairs that would be measured, as JSON, and exit" },
-    { "seed", true, "seed of the pair choice (default 221)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_UINT("c2c-pairs", max_pairs, 1, 1u << 20, "ordered pairs to measure (all when there are fewer)"),
+    OSM_OPT_STR("cpus", cpus_arg, "the CPUs, as a list such as 0-7,16", .def = "every online CPU", .arg = "LIST"),
+    OSM_OPT_FLAG("list-pairs", list_pairs, "print the pairs that would be measured, as JSON, and exit"),
+    OSM_OPT_U64("seed", seed, 0, UINT64_MAX, "seed of the pair choice"),
     { 0 },
 };
 
@@ -65,8 +50,7 @@ static const struct osm_probe_info info = {
     .summary = "Core-to-core latency: a cache line bounced between two CPUs (compare-and-swap ping-pong).",
     .default_samples = 7,
     .default_iterations = 2000,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 /* "0-3,8" -> CPUs; returns how many, or -1. */

@@ -96,7 +96,7 @@ static void sample(struct osm_meas *m, struct pair *p, uint64_t rts, double pipe
     roundtrips(p, WARM_RTS);
     osm_window_open_blocking(&w);
     roundtrips(p, rts);
-    uint64_t t = osm_window_close(&w, true, &dist);
+    uint64_t t = osm_window_close(&w, &dist);
     double rt = ((double)t - osm_timer.overhead) / (double)rts;
     *rt_out = rt;
     osm_sample_ops(2 * rts); /* the window per switch (the figure also takes out the pipe's cost) */

@@ -33,38 +33,10 @@ static uint64_t procs[16] = { 2, 8, 16 }, sizes_kib[16] = { 0, 16, 64 };
 static size_t nprocs = 3, nsizes = 3;
 static uint64_t switches_per_sample = 2000;
 
-static size_t parse_list(const char *opt, const char *v, uint64_t *out, uint64_t min, uint64_t max)
-{
-    char *copy = strdup(v), *save = NULL;
-    size_t n = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == 16)
-            osm_usage_error("%s: at most 16 values", opt);
-        out[n++] = osm_parse_u64(opt, t, min, max);
-    }
-    free(copy);
-    if (!n)
-        osm_usage_error("%s: give a comma-separated list", opt);
-    return n;
-}
-
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "procs"))
-        nprocs = parse_list("--procs", v, procs, 2, MAXP);
-    else if (!strcmp(name, "sizes"))
-        nsizes = parse_list("--sizes", v, sizes_kib, 0, 1 << 20);
-    else if (!strcmp(name, "switches"))
-        switches_per_sample = osm_parse_u64("--switches", v, 16, 1u << 24);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "procs", true, "processes in the ring, a list (default 2,8,16)" },
-    { "sizes", true, "KiB of working set per process, a list (default 0,16,64)" },
-    { "switches", true, "switches per sample (default 2000)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_LIST("procs", procs, nprocs, 2, MAXP, "processes in the ring, a list"),
+    OSM_OPT_LIST("sizes", sizes_kib, nsizes, 0, 1 << 20, "KiB of working set per process, a list"),
+    OSM_OPT_U64("switches", switches_per_sample, 16, 1u << 24, "switches per sample"),
     { 0 },
 };
 
@@ -72,9 +44,8 @@ static const struct osm_probe_info info = {
     .name = "cpu_ctxring",
     .summary = "Context switches in a ring of N processes, each touching its own working set (lat_ctx -s).",
     .default_samples = 15,
-    .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .one_event = "one round of --switches switches",
+    .opts = opts,
 };
 
 static uint64_t sum_set(const uint64_t *w, size_t words)
@@ -172,8 +143,6 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     osm_switch_check_off();
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: give --switches instead");
     if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0)
         osm_die("cannot pin to the current CPU: %m");
     signal(SIGPIPE, SIG_IGN);
@@ -216,10 +185,10 @@ int main(int argc, char **argv)
             bool d1, d2;
             osm_window_open_blocking(&w);
             alone(own[x], r->set, r->words, k[x]);
-            uint64_t th = osm_window_close(&w, true, &d1);
+            uint64_t th = osm_window_close(&w, &d1);
             osm_window_open_blocking(&w);
             trips(r, k[x]);
-            uint64_t tr = osm_window_close(&w, true, &d2);
+            uint64_t tr = osm_window_close(&w, &d2);
             double hop_cost = ((double)th - osm_timer.overhead) / (double)k[x];
             double trip = ((double)tr - osm_timer.overhead) / (double)k[x];
             hops[x * o.samples + i] = hop_cost;

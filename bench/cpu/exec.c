@@ -21,18 +21,9 @@
 
 static const char *program;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (strcmp(name, "program"))
-        return -1;
-    if (access(v, X_OK) != 0)
-        osm_usage_error("--program %s: not an executable file", v);
-    program = v;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "program", true, "the program to start (default: this binary with --hello, which prints a line and exits)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("program", program, "the program to start",
+                .def = "this binary with --hello, which prints a line and exits", .arg = "PATH"),
     { 0 },
 };
 
@@ -40,9 +31,8 @@ static const struct osm_probe_info info = {
     .name = "cpu_exec",
     .summary = "fork+execve+wait of a small program, directly and through /bin/sh -c.",
     .default_samples = 100,
-    .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .one_event = "one program start",
+    .opts = opts,
 };
 
 static char *argv_prog[3], cmd[PATH_MAX + 16];
@@ -66,7 +56,7 @@ static void start(bool sh, struct osm_meas *m, bool keep)
     int st;
     if (waitpid(pid, &st, 0) != pid)
         osm_die("waitpid: %m");
-    uint64_t t = osm_window_close(&w, true, &dist);
+    uint64_t t = osm_window_close(&w, &dist);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         osm_die("%s did not run to a clean exit (status %d)", sh ? cmd : argv_prog[0], st);
     if (keep)
@@ -109,8 +99,8 @@ int main(int argc, char **argv)
     }
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: a sample is one program start; only 1 is allowed");
+    if (program && access(program, X_OK) != 0)
+        osm_usage_error("--program %s: not an executable file", program);
     static char self[PATH_MAX];
     if (!program) {
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -19,17 +19,8 @@ static OSM_NOINLINE void empty_loop(void *ctx, uint64_t n)
 
 static uint64_t series_max = 4096;
 
-static int on_extra(const char *name, const char *value)
-{
-    if (strcmp(name, "series-max") == 0) {
-        series_max = osm_parse_u64("--series-max", value, 1, 1u << 24);
-        return 0;
-    }
-    return -1;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "series-max", true, "largest loop count of the series (default 4096)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_U64("series-max", series_max, 1, 1u << 24, "largest loop count of the series"),
     { 0 },
 };
 
@@ -37,8 +28,7 @@ static const struct osm_probe_info info = {
     .name = "cpu_loop",
     .summary = "Loop overhead per iteration, and whole-loop time over loop counts 0..N.",
     .default_samples = 200,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 int main(int argc, char **argv)

@@ -27,23 +27,10 @@
 static uint64_t parent_mb[16];
 static size_t nparent;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (strcmp(name, "parent-mb") != 0)
-        return -1;
-    char *copy = strdup(v), *save = NULL;
-    nparent = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (nparent == 16)
-            osm_usage_error("--parent-mb: at most 16 sizes");
-        parent_mb[nparent++] = osm_parse_u64("--parent-mb", t, 0, 65536);
-    }
-    free(copy);
-    return nparent ? 0 : -1;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "parent-mb", true, "also time fork+exit+wait from parents grown by these MiB, e.g. 1,16,256 (a series)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_LIST("parent-mb", parent_mb, nparent, 0, 65536,
+                 "also time fork+exit+wait from parents grown by these MiB, e.g. 1,16,256 (a series)",
+                 .def = "none"),
     { 0 },
 };
 
@@ -87,17 +74,14 @@ static const struct osm_probe_info info = {
     .name = "cpu_proc",
     .summary = "Process creation: fork until first run, and fork+exit+wait.",
     .default_samples = 100,
-    .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .one_event = "one fork",
+    .opts = opts,
 };
 
 int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: a process creation sample is one fork; only 1 is allowed");
 
     struct osm_meas m;
     osm_meas_init(&m, "cpu.proc_create", o.samples);
@@ -187,7 +171,7 @@ static void fork_wait_samples(struct osm_meas *m, size_t warmup, size_t samples,
         if (pid < 0)
             osm_die("fork: %m");
         reap(pid);
-        uint64_t t = osm_window_close(&w, true, &dist);
+        uint64_t t = osm_window_close(&w, &dist);
         if (i < warmup)
             continue;
         double v = (double)t - osm_timer.overhead;

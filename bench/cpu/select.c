@@ -25,16 +25,8 @@
 
 static uint64_t nfds_want = 100;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (strcmp(name, "fds"))
-        return -1;
-    nfds_want = osm_parse_u64("--fds", v, 1, FD_SETSIZE - 16);
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "fds", true, "descriptors in each set (default 100)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_U64("fds", nfds_want, 1, FD_SETSIZE - 16, "descriptors in each set"),
     { 0 },
 };
 
@@ -42,8 +34,7 @@ static const struct osm_probe_info info = {
     .name = "cpu_select",
     .summary = "select() over 100 descriptors of a TCP socket and of a file.",
     .default_samples = 100,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct set {

@@ -32,15 +32,13 @@ static const struct osm_probe_info info = {
     .name = "cpu_thread",
     .summary = "Thread creation: pthread_create until first run, and create+join.",
     .default_samples = 200,
-    .default_iterations = 1,
+    .one_event = "one thread creation",
 };
 
 int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: a thread creation sample is one creation; only 1 is allowed");
 
     struct osm_meas m;
     osm_meas_init(&m, "cpu.thread_create", o.samples);
@@ -79,7 +77,7 @@ int main(int argc, char **argv)
         if (err)
             osm_die("pthread_create: %s", strerror(err));
         pthread_join(th, NULL);
-        uint64_t t = osm_window_close(&w, true, &dist);
+        uint64_t t = osm_window_close(&w, &dist);
         if (i >= o.warmup)
             osm_meas_add(&m, (double)t - osm_timer.overhead, dist);
     }

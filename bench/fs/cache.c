@@ -35,31 +35,12 @@ static uint64_t min_size = 16ull << 20, max_size;
 static double time_limit = 120;
 static unsigned bisect_steps = 3;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "dir"))
-        dir = v;
-    else if (!strcmp(name, "min"))
-        min_size = osm_parse_size("--min", v, 1 << 20, 1ull << 44);
-    else if (!strcmp(name, "max"))
-        max_size = osm_parse_size("--max", v, 1 << 20, 1ull << 44);
-    else if (!strcmp(name, "time-limit")) {
-        char *end;
-        time_limit = strtod(v, &end);
-        return *end || time_limit <= 0 ? -1 : 0;
-    } else if (!strcmp(name, "bisect"))
-        bisect_steps = (unsigned)osm_parse_u64("--bisect", v, 0, 10);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "directory for the test file (default /var/tmp; not tmpfs)" },
-    { "min", true, "first file size (default 16M)" },
-    { "max", true, "largest file size (default: 2 x memory, at most half the free disk)" },
-    { "time-limit", true, "seconds before the search stops with a lower bound (default 120)" },
-    { "bisect", true, "bisection steps once the cache is bracketed (default 3)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "directory for the test file (not tmpfs)", .arg = "DIR"),
+    OSM_OPT_SIZE("min", min_size, 1 << 20, 1ull << 44, "first file size"),
+    OSM_OPT_SIZE("max", max_size, 1 << 20, 1ull << 44, "largest file size", .def = "2 x memory, at most half the free disk"),
+    OSM_OPT_DOUBLE("time-limit", time_limit, 0, HUGE_VAL, "seconds before the search stops with a lower bound"),
+    OSM_OPT_UINT("bisect", bisect_steps, 0, 10, "bisection steps once the cache is bracketed"),
     { 0 },
 };
 
@@ -68,8 +49,7 @@ static const struct osm_probe_info info = {
     .summary = "File cache size: files of growing size read twice; where the second read stops being fast.",
     .default_samples = 1,
     .samples_from = "one point per file size, each read twice",
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct point {

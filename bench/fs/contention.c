@@ -26,30 +26,14 @@
 static const char *dir = "/var/tmp";
 static uint64_t size = 32ull << 20, block = 4096;
 static unsigned max_procs = 8;
-static enum osm_nocache method = OSM_NOCACHE_DIRECT;
+static int method = OSM_NOCACHE_DIRECT; /* enum osm_nocache */
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "dir"))
-        dir = v;
-    else if (!strcmp(name, "size"))
-        size = osm_parse_size("--size", v, 1 << 20, 1ull << 40);
-    else if (!strcmp(name, "block"))
-        block = osm_parse_size("--block", v, 512, 64u << 20);
-    else if (!strcmp(name, "max-procs"))
-        max_procs = (unsigned)osm_parse_u64("--max-procs", v, 1, 256);
-    else if (!strcmp(name, "method"))
-        return osm_fs_parse_method(v, &method); else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "directory for the files (default /var/tmp; not tmpfs)" },
-    { "size", true, "bytes each process reads (default 32M)" },
-    { "block", true, "bytes per read (default 4K)" },
-    { "max-procs", true, "largest number of readers, reached by doubling (default 8)" },
-    { "method", true, "direct (default) or evict" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "directory for the files (not tmpfs)", .arg = "DIR"),
+    OSM_OPT_SIZE("size", size, 1 << 20, 1ull << 40, "bytes each process reads"),
+    OSM_OPT_SIZE("block", block, 512, 64u << 20, "bytes per read"),
+    OSM_OPT_UINT("max-procs", max_procs, 1, 256, "largest number of readers, reached by doubling"),
+    OSM_OPT_CHOICE("method", method, OSM_NOCACHE_CHOICES, "O_DIRECT, or buffered reads of evicted pages"),
     { 0 },
 };
 
@@ -57,8 +41,7 @@ static const struct osm_probe_info info = {
     .name = "fs_contention",
     .summary = "Read time per block as 1, 2, 4 ... processes each read their own file at once.",
     .default_samples = 3,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 /* A reader: waits for the start byte, reads its file once, reports ns/block. */

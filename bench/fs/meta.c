@@ -22,20 +22,9 @@
 static const char *dir = "/var/tmp";
 static unsigned nfiles = 1000;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "dir"))
-        dir = v;
-    else if (!strcmp(name, "files"))
-        nfiles = (unsigned)osm_parse_u64("--files", v, 1, 1000000);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "where to make the test directory (default /var/tmp)" },
-    { "files", true, "files per sample (default 1000)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "where to make the test directory", .arg = "DIR"),
+    OSM_OPT_UINT("files", nfiles, 1, 1000000, "files per sample"),
     { 0 },
 };
 
@@ -43,8 +32,7 @@ static const struct osm_probe_info info = {
     .name = "fs_meta",
     .summary = "Small-file create and delete rates (files/s) for 0, 1, 4 and 10 KiB files.",
     .default_samples = 5,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 /* One round: nfiles files of `bytes` made in the fresh directory `sub`

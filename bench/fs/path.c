@@ -21,16 +21,8 @@
 
 static const char *dir = "/var/tmp";
 
-static int on_extra(const char *name, const char *v)
-{
-    if (strcmp(name, "dir"))
-        return -1;
-    dir = v;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "where to make the test directory (default /var/tmp)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "where to make the test directory", .arg = "DIR"),
     { 0 },
 };
 
@@ -38,8 +30,7 @@ static const struct osm_probe_info info = {
     .name = "fs_path",
     .summary = "stat() and open()+close() of a file by its full path.",
     .default_samples = 100,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static void body_stat(void *ctx, uint64_t n)

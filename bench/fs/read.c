@@ -27,46 +27,18 @@
 
 static const char *dir = "/var/tmp";
 static uint64_t block = 4096;
-static uint64_t sizes[32];
-static size_t nsizes;
-static enum osm_nocache method = OSM_NOCACHE_DIRECT;
+static uint64_t sizes[32] = { 4u << 20, 16u << 20, 64u << 20, 256u << 20 };
+static size_t nsizes = 4;
+static int method = OSM_NOCACHE_DIRECT; /* enum osm_nocache */
 static bool remote;
 
-static int parse_sizes(const char *v)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", v);
-    nsizes = 0;
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-        if (nsizes == 32)
-            return -1;
-        sizes[nsizes++] = osm_parse_size("--sizes", t, 4096, 1ull << 40);
-    }
-    return nsizes ? 0 : -1;
-}
-
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "dir"))
-        dir = v;
-    else if (!strcmp(name, "block"))
-        block = osm_parse_size("--block", v, 512, 64u << 20);
-    else if (!strcmp(name, "sizes"))
-        return parse_sizes(v);
-    else if (!strcmp(name, "method"))
-        return osm_fs_parse_method(v, &method); else if (!strcmp(name, "remote"))
-        remote = true;
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "directory for the test files (default /var/tmp; not tmpfs)" },
-    { "sizes", true, "file sizes, comma-separated (default 4M,16M,64M,256M)" },
-    { "block", true, "bytes per read (default 4K)" },
-    { "method", true, "direct (O_DIRECT, default; falls back to evict where refused) or evict" },
-    { "remote", false, "name the ids .remote (the directory is on another machine)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "directory for the test files (not tmpfs)", .arg = "DIR"),
+    OSM_OPT_SIZE_LIST("sizes", sizes, nsizes, 4096, 1ull << 40, "file sizes"),
+    OSM_OPT_SIZE("block", block, 512, 64u << 20, "bytes per read"),
+    OSM_OPT_CHOICE("method", method, OSM_NOCACHE_CHOICES,
+                   "O_DIRECT (falls back to evict where refused), or buffered reads of evicted pages"),
+    OSM_OPT_FLAG("remote", remote, "name the ids .remote (the directory is on another machine)"),
     { 0 },
 };
 
@@ -74,8 +46,7 @@ static const struct osm_probe_info info = {
     .name = "fs_read",
     .summary = "File read time per block, sequential and random, below the page cache, against file size.",
     .default_samples = 3,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 /* One pass; returns ns per block (ticks converted by the caller). */
@@ -99,15 +70,13 @@ static double pass(int fd, enum osm_nocache used, uint64_t size, const uint64_t 
             osm_die("%s: reading block %llu: %s", path, (unsigned long long)b,
                     r < 0 ? strerror(errno) : "short read");
     }
-    uint64_t t = osm_window_close(&w, true, dist);
+    uint64_t t = osm_window_close(&w, dist);
     return ((double)t - osm_timer.overhead) / (double)nblocks;
 }
 
 int main(int argc, char **argv)
 {
     struct osm_opts o;
-    if (!nsizes)
-        parse_sizes("4M,16M,64M,256M");
     osm_init(argc, argv, &info, &o);
     char fsname[32], dev[160];
     bool tmpfs;

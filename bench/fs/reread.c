@@ -27,20 +27,9 @@
 static uint64_t size = 64ull << 20;
 static const char *dir = "/var/tmp";
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "size"))
-        size = osm_parse_size("--size", v, PIECE, 1ull << 40) / PIECE * PIECE;
-    else if (!strcmp(name, "dir"))
-        dir = v;
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "size", true, "file size (default 64M)" },
-    { "dir", true, "where to make the file (default /var/tmp)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("size", size, PIECE, 1ull << 40, "file size (rounded down to a whole number of pieces)"),
+    OSM_OPT_STR("dir", dir, "where to make the file", .arg = "DIR"),
     { 0 },
 };
 
@@ -48,9 +37,8 @@ static const struct osm_probe_info info = {
     .name = "fs_reread",
     .summary = "Bandwidth of rereading a cached file with read() and through mmap.",
     .default_samples = 10,
-    .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .one_event = "one pass over the file",
+    .opts = opts,
 };
 
 static int fd;
@@ -78,8 +66,7 @@ int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: a sample is one pass over the file; only 1 is allowed");
+    size = size / PIECE * PIECE;
     static char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/osmeter-reread-%d", dir, (int)getpid());
     char err[256];
@@ -108,7 +95,7 @@ int main(int argc, char **argv)
             bool d;
             osm_window_open(&w);
             pass[k]();
-            uint64_t t = osm_window_close(&w, false, &d);
+            uint64_t t = osm_window_close(&w, &d);
             osm_meas_add(&m[k], (double)size / (((double)t - osm_timer.overhead) / osm_timer.hz) / 1e6, d);
         }
     char fsname[64], dev[64];

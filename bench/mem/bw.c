@@ -265,7 +265,7 @@ static void measure_single(struct osm_meas *m, enum kernel k, size_t size, size_
         osm_window_open(&win);
         for (uint64_t p = 0; p < passes; p++)
             off = next_pass(k, dst, src, size, stretch, off);
-        uint64_t t = osm_window_close(&win, false, &d);
+        uint64_t t = osm_window_close(&win, &d);
         double secs = ((double)t - osm_timer.overhead) / osm_timer.hz;
         osm_meas_add(m, (double)(passes * stretch) / secs / 1e6, d);
     }
@@ -384,23 +384,11 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
 
 /* ---------------------------------------------------------------- main */
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "size"))
-        big_size = osm_parse_size("--size", v, 4096, 1ull << 40);
-    else if (!strcmp(name, "cache-size"))
-        cache_size = osm_parse_size("--cache-size", v, 4096, 1ull << 30);
-    else if (!strcmp(name, "no-mt"))
-        no_mt = true;
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "size", true, "out-of-cache buffer per thread (default 8 x the last cache, within 256M..max(1G, 2 x the cache))" },
-    { "cache-size", true, "in-cache buffer (default half the L1 data cache)" },
-    { "no-mt", false, "skip the one-thread-per-CPU measurements" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("size", big_size, 4096, 1ull << 40, "out-of-cache buffer per thread",
+                 .def = "8 x the last cache, within 256M..max(1G, 2 x the cache)"),
+    OSM_OPT_SIZE("cache-size", cache_size, 4096, 1ull << 30, "in-cache buffer", .def = "half the L1 data cache"),
+    OSM_OPT_FLAG("no-mt", no_mt, "skip the one-thread-per-CPU measurements"),
     { 0 },
 };
 
@@ -408,8 +396,7 @@ static const struct osm_probe_info info = {
     .name = "mem_bw",
     .summary = "Memory bandwidth (MB/s): read, write, non-temporal write, copy; in and out of cache; all CPUs.",
     .default_samples = 10,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static void emit_one(const char *id, enum kernel k, size_t size, size_t samples, int mt_cpu)

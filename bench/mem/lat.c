@@ -27,55 +27,30 @@
 
 static uint64_t min_size = 1024, max_size = 512ull << 20, stride = 64;
 static unsigned steps_per_octave = 4;
-static bool sequential, thp_compare = true, max_auto;
+static bool no_thp, max_auto;
+static int sequential, pages_thp; /* --chain random|sequential, --pages 4k|thp: the index */
 static uint64_t stride_walk = 128;
-static enum osm_pages curve_pages = OSM_PAGES_SMALL;
+static enum osm_pages curve_pages;
 
-static int on_extra(const char *name, const char *v)
+static int parse_max(const char *v)
 {
-    if (!strcmp(name, "min"))
-        min_size = osm_parse_size("--min", v, 128, 1ull << 40);
-    else if (!strcmp(name, "max")) {
-        if (!strcmp(v, "auto"))
-            max_auto = true;
-        else
-            max_size = osm_parse_size("--max", v, 128, 1ull << 40);
-    } else if (!strcmp(name, "stride"))
-        stride = osm_parse_size("--stride", v, sizeof(void *), 1 << 20);
-    else if (!strcmp(name, "steps"))
-        steps_per_octave = (unsigned)osm_parse_u64("--steps", v, 1, 16);
-    else if (!strcmp(name, "chain")) {
-        if (!strcmp(v, "random"))
-            sequential = false;
-        else if (!strcmp(v, "sequential"))
-            sequential = true;
-        else
-            return -1;
-    } else if (!strcmp(name, "pages")) {
-        if (!strcmp(v, "4k"))
-            curve_pages = OSM_PAGES_SMALL;
-        else if (!strcmp(v, "thp"))
-            curve_pages = OSM_PAGES_HUGE;
-        else
-            return -1;
-    } else if (!strcmp(name, "stride-walk"))
-        stride_walk = osm_parse_size("--stride-walk", v, 0, 1 << 20);
-    else if (!strcmp(name, "no-thp"))
-        thp_compare = false;
+    if (!strcmp(v, "auto"))
+        max_auto = true;
     else
-        return -1;
+        max_size = osm_parse_size("--max", v, 128, 1ull << 40);
     return 0;
 }
 
-static const struct osm_extra_opt extra[] = {
-    { "min", true, "smallest working set (default 1K)" },
-    { "max", true, "largest working set (default 512M, at least 4x the last cache); 'auto' = 4x the last cache" },
-    { "stride", true, "bytes per chain element (default 64)" },
-    { "steps", true, "sizes per doubling (default 4)" },
-    { "chain", true, "random (default) or sequential (a prefetcher can follow it; for comparison)" },
-    { "pages", true, "pages of the curve's buffers: 4k (default, MADV_NOHUGEPAGE) or thp (MADV_HUGEPAGE)" },
-    { "stride-walk", true, "stride of mem.lat.stride's in-order walk at the largest size (default 128; 0: none)" },
-    { "no-thp", false, "skip the huge-page measurement (mem.lat.dram.thp)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("min", min_size, 128, 1ull << 40, "smallest working set"),
+    OSM_OPT_FUNC("max", parse_max, "largest working set, at least 4x the last cache; 'auto' = 4x the last cache",
+                 .def = "512M", .arg = "SIZE|auto"),
+    OSM_OPT_SIZE("stride", stride, sizeof(void *), 1 << 20, "bytes per chain element"),
+    OSM_OPT_UINT("steps", steps_per_octave, 1, 16, "sizes per doubling"),
+    OSM_OPT_CHOICE("chain", sequential, "random|sequential", "sequential: a prefetcher can follow it (for comparison)"),
+    OSM_OPT_CHOICE("pages", pages_thp, "4k|thp", "pages of the curve's buffers: MADV_NOHUGEPAGE or MADV_HUGEPAGE"),
+    OSM_OPT_SIZE("stride-walk", stride_walk, 0, 1 << 20, "stride of mem.lat.stride's in-order walk at the largest size (0: none)"),
+    OSM_OPT_FLAG("no-thp", no_thp, "skip the huge-page measurement (mem.lat.dram.thp)"),
     { 0 },
 };
 
@@ -83,8 +58,7 @@ static const struct osm_probe_info info = {
     .name = "mem_lat",
     .summary = "Memory latency by dependent pointer chasing over working-set sizes.",
     .default_samples = 15,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct chase {
@@ -124,7 +98,7 @@ static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, ui
         bool d;
         osm_window_open(&win);
         chase_body(&c, iters);
-        uint64_t t = osm_window_close(&win, false, &d);
+        uint64_t t = osm_window_close(&win, &d);
         out[i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
         disturbed[i] = d;
     }
@@ -137,6 +111,7 @@ int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
+    curve_pages = pages_thp ? OSM_PAGES_HUGE : OSM_PAGES_SMALL;
 
     uint64_t llc = osm_cache_size(osm_cache_levels());
     if (max_auto)
@@ -205,7 +180,7 @@ int main(int argc, char **argv)
     osm_emit(&m);
     osm_meas_free(&m);
 
-    if (thp_compare) {
+    if (!no_thp) {
         uint64_t size = (uint64_t)sizes[cap - 1];
         double *v = malloc(o.samples * sizeof *v);
         long thp_kib = 0;

@@ -29,36 +29,15 @@
 #define CHUNK (64 * 1024)
 #define STRIDE 64
 static uint64_t size = 256ull << 20, load_size = 256ull << 20;
-static uint64_t delays[16] = { 65536, 8192, 1024, 128, 0 };
+static uint64_t delays[15] = { 65536, 8192, 1024, 128, 0 };
 static size_t ndelays = 5;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "size"))
-        size = osm_parse_size("--size", v, 64 * STRIDE, 1ull << 40);
-    else if (!strcmp(name, "load-size"))
-        load_size = osm_parse_size("--load-size", v, CHUNK, 1ull << 40) / CHUNK * CHUNK;
-    else if (!strcmp(name, "delays")) {
-        char *copy = strdup(v), *save = NULL;
-        ndelays = 0;
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            if (ndelays == 15)
-                osm_usage_error("--delays: at most 15");
-            delays[ndelays++] = osm_parse_u64("--delays", t, 0, 1ull << 32);
-        }
-        free(copy);
-        if (!ndelays)
-            return -1;
-    } else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "size", true, "the chain's working set (default 256M)" },
-    { "load-size", true, "each load thread's buffer (default 256M)" },
-    { "delays", true, "empty-loop turns after each 64 KiB a load thread reads, one per level, "
-                      "lightest first (default 65536,8192,1024,128,0); level 0 is always no load" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("size", size, 64 * STRIDE, 1ull << 40, "the chain's working set"),
+    OSM_OPT_SIZE("load-size", load_size, CHUNK, 1ull << 40, "each load thread's buffer (rounded down to whole chunks)"),
+    OSM_OPT_LIST("delays", delays, ndelays, 0, 1ull << 32,
+                 "empty-loop turns after each 64 KiB a load thread reads, one per level, lightest first; "
+                 "level 0 is always no load"),
     { 0 },
 };
 
@@ -66,8 +45,7 @@ static const struct osm_probe_info info = {
     .name = "mem_loaded",
     .summary = "Memory latency on one CPU while the other CPUs draw rising bandwidth.",
     .default_samples = 9,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct loader {
@@ -113,6 +91,7 @@ int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
+    load_size = load_size / CHUNK * CHUNK;
     int me = o.cpu >= 0 ? o.cpu : (int)osm_current_cpu();
     if (o.cpu < 0 && osm_pin(me) != 0)
         osm_die("cannot pin to the current CPU: %m");
@@ -167,7 +146,7 @@ int main(int argc, char **argv)
             bool d;
             osm_window_open(&w);
             chase(&p, iters);
-            uint64_t t = osm_window_close(&w, false, &d);
+            uint64_t t = osm_window_close(&w, &d);
             m.sx[lv] = (double)lv;
             m.sy[lv * o.samples + i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
             m.sd[lv * o.samples + i] = d;

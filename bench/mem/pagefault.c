@@ -35,23 +35,10 @@
 static const char *dir = "/var/tmp";
 static uint64_t minor_pages = 4096, file_size = 64ull << 20;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "dir"))
-        dir = v;
-    else if (!strcmp(name, "pages"))
-        minor_pages = osm_parse_u64("--pages", v, 1, 1u << 24);
-    else if (!strcmp(name, "file-size"))
-        file_size = osm_parse_size("--file-size", v, 1 << 20, 1ull << 40);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "dir", true, "directory for the major-fault file (default /var/tmp; not tmpfs)" },
-    { "pages", true, "pages per minor-fault sample (default 4096)" },
-    { "file-size", true, "size of the major-fault file (default 64M)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_STR("dir", dir, "directory for the major-fault file (not tmpfs)", .arg = "DIR"),
+    OSM_OPT_U64("pages", minor_pages, 1, 1u << 24, "pages per minor-fault sample"),
+    OSM_OPT_SIZE("file-size", file_size, 1 << 20, 1ull << 40, "size of the major-fault file"),
     { 0 },
 };
 
@@ -59,8 +46,7 @@ static const struct osm_probe_info info = {
     .name = "mem_pagefault",
     .summary = "Page fault cost: minor (anonymous first touch) and major (evicted file page).",
     .default_samples = 30,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static long majflt(void)
@@ -97,7 +83,7 @@ static void minor_faults(const struct osm_opts *o, size_t page)
         osm_window_open_blocking(&w);
         for (size_t k = 0; k < len; k += page)
             p[k] = 1;
-        uint64_t t = osm_window_close(&w, true, &d);
+        uint64_t t = osm_window_close(&w, &d);
         munmap(p, len);
         if (i >= o->warmup) {
             osm_sample_ops(minor_pages);
@@ -203,7 +189,7 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
         bool d;
         osm_window_open_blocking(&w);
         char c = *q;
-        uint64_t t = osm_window_close(&w, true, &d);
+        uint64_t t = osm_window_close(&w, &d);
         OSM_USE(c);
         bool major = majflt() - f0 == 1;
         not_major += !major && i >= o->warmup;

@@ -25,28 +25,10 @@
 static uint64_t sizes[16], mem_size = 256ull << 20;
 static size_t nsizes;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "mem-size")) {
-        mem_size = osm_parse_size("--mem-size", v, 64 * STRIDE, 1ull << 40);
-        return 0;
-    }
-    if (strcmp(name, "sizes"))
-        return -1;
-    char *copy = strdup(v), *save = NULL;
-    nsizes = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (nsizes == 16)
-            osm_usage_error("--sizes: at most 16");
-        sizes[nsizes++] = osm_parse_size("--sizes", t, 64 * STRIDE, 1ull << 40);
-    }
-    free(copy);
-    return nsizes ? 0 : -1;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "sizes", true, "working sets, a list (default: half of each cache level sysfs names up to 32M, and --mem-size)" },
-    { "mem-size", true, "the largest default working set, for memory (default 256M)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE_LIST("sizes", sizes, nsizes, 64 * STRIDE, 1ull << 40, "working sets, a list",
+                      .def = "half of each cache level sysfs names up to 32M, and --mem-size"),
+    OSM_OPT_SIZE("mem-size", mem_size, 64 * STRIDE, 1ull << 40, "the largest default working set, for memory"),
     { 0 },
 };
 
@@ -54,8 +36,7 @@ static const struct osm_probe_info info = {
     .name = "mem_par",
     .summary = "Memory-level parallelism: loads served at once, per working-set size.",
     .default_samples = 9,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct walk {
@@ -138,7 +119,7 @@ int main(int argc, char **argv)
                 bool d;
                 osm_window_open(&win);
                 chase[a](&w[a], iters[a]);
-                uint64_t t = osm_window_close(&win, false, &d);
+                uint64_t t = osm_window_close(&win, &d);
                 dist |= d;
                 per_load[a] = ((double)t - osm_timer.overhead) / (double)(iters[a] * STEPS * (uint64_t)ks[a]);
             }

@@ -28,20 +28,9 @@
 static uint64_t size = 64ull << 20;
 static const char *dir = "/var/tmp";
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "size"))
-        size = osm_parse_size("--size", v, 10 * TOUCH_STRIDE, 1ull << 40);
-    else if (!strcmp(name, "dir"))
-        dir = v;
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "size", true, "size of the mapped file (default 64M)" },
-    { "dir", true, "where to make the file (default /var/tmp)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("size", size, 10 * TOUCH_STRIDE, 1ull << 40, "size of the mapped file"),
+    OSM_OPT_STR("dir", dir, "where to make the file", .arg = "DIR"),
     { 0 },
 };
 
@@ -49,8 +38,7 @@ static const struct osm_probe_info info = {
     .name = "mem_vm",
     .summary = "mmap+touch+munmap of a file, and a write-protection fault caught as SIGSEGV.",
     .default_samples = 30,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static int fd;

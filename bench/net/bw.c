@@ -18,37 +18,12 @@
 static double seconds = 1.0;
 static uint64_t wsize = 128 * 1024, sndbuf, rcvbuf;
 
-static int on_extra(const char *name, const char *v)
-{
-    int r = net_common_opt(name, v);
-    if (r <= 0)
-        return r;
-    if (!strcmp(name, "seconds")) {
-        char *end;
-        seconds = strtod(v, &end);
-        return *end || seconds <= 0 || seconds > 3600 ? -1 : 0;
-    }
-    if (!strcmp(name, "write-size")) {
-        wsize = osm_parse_u64("--write-size", v, 1, 64u << 20);
-        return 0;
-    }
-    if (!strcmp(name, "sndbuf")) {
-        sndbuf = osm_parse_u64("--sndbuf", v, 4096, 1u << 30);
-        return 0;
-    }
-    if (!strcmp(name, "rcvbuf")) {
-        rcvbuf = osm_parse_u64("--rcvbuf", v, 4096, 1u << 30);
-        return 0;
-    }
-    return -1;
-}
-
-static const struct osm_extra_opt extra[] = {
-    NET_EXTRA_OPTS,
-    { "seconds", true, "length of one transfer (default 1)" },
-    { "write-size", true, "bytes per write/read call (default 131072)" },
-    { "sndbuf", true, "SO_SNDBUF in bytes (default: autotuned)" },
-    { "rcvbuf", true, "SO_RCVBUF in bytes (default: autotuned)" },
+static const struct osm_opt opts[] = {
+    NET_OPTS,
+    OSM_OPT_DOUBLE("seconds", seconds, 0, 3600, "length of one transfer"),
+    OSM_OPT_U64("write-size", wsize, 1, 64u << 20, "bytes per write/read call"),
+    OSM_OPT_U64("sndbuf", sndbuf, 4096, 1u << 30, "SO_SNDBUF in bytes", .def = "autotuned"),
+    OSM_OPT_U64("rcvbuf", rcvbuf, 4096, 1u << 30, "SO_RCVBUF in bytes", .def = "autotuned"),
     { 0 },
 };
 
@@ -56,8 +31,7 @@ static const struct osm_probe_info info = {
     .name = "net_bw",
     .summary = "TCP bulk bandwidth to and from netpeer (MB/s).",
     .default_samples = 3,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static void set_bufs(int fd)

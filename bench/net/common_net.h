@@ -15,28 +15,13 @@ static const char *net_peer_arg;
 static unsigned net_timeout_ms = 3000;
 static unsigned net_peer_delay_us; /* --peer-delay-us: the local netpeer holds each echo this long */
 
-/* Options for osm_probe_info.extra: every probe lists these first. */
-#define NET_EXTRA_OPTS                                                                              \
-    { "peer", true, "HOST:PORT of a running netpeer (default: start one on 127.0.0.1)" },          \
-    { "timeout", true, "give up on the peer after this many ms without an answer (default 3000)" },           \
-    { "peer-delay-us", true, "the local netpeer holds each echo this many us, spinning, before answering (default 0)" }
-
-static inline int net_common_opt(const char *name, const char *v)
-{
-    if (!strcmp(name, "peer")) {
-        net_peer_arg = v;
-        return 0;
-    }
-    if (!strcmp(name, "timeout")) {
-        net_timeout_ms = (unsigned)osm_parse_u64("--timeout", v, 1, 600000);
-        return 0;
-    }
-    if (!strcmp(name, "peer-delay-us")) {
-        net_peer_delay_us = (unsigned)osm_parse_u64("--peer-delay-us", v, 0, 1000000);
-        return 0;
-    }
-    return 1; /* not ours */
-}
+/* The rows of osm_probe_info.opts every network probe lists first. */
+#define NET_OPTS                                                                                              \
+    OSM_OPT_STR("peer", net_peer_arg, "HOST:PORT of a running netpeer", .def = "start one on 127.0.0.1", \
+                .arg = "HOST:PORT"), \
+    OSM_OPT_UINT("timeout", net_timeout_ms, 1, 600000, "give up on the peer after this many ms without an answer"), \
+    OSM_OPT_UINT("peer-delay-us", net_peer_delay_us, 0, 1000000,                                            \
+                 "the local netpeer holds each echo this many us, spinning, before answering")
 
 struct net_target {
     struct osm_addr addr;

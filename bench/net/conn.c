@@ -17,29 +17,20 @@
 #include <netinet/tcp.h>
 #include <unistd.h>
 
-static int on_extra(const char *name, const char *v)
-{
-    int r = net_common_opt(name, v);
-    return r <= 0 ? r : -1;
-}
-
-static const struct osm_extra_opt extra[] = { NET_EXTRA_OPTS, { 0 } };
+static const struct osm_opt opts[] = { NET_OPTS, { 0 } };
 
 static const struct osm_probe_info info = {
     .name = "net_conn",
     .summary = "TCP connect until established, and teardown until the peer has closed too.",
     .default_samples = 100,
-    .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .one_event = "one connection",
+    .opts = opts,
 };
 
 int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
-    if (o.iterations != 1)
-        osm_usage_error("--iterations: a sample is one connection; only 1 is allowed");
     struct net_target t;
     net_target_open(&t);
     struct osm_meas mc, mx;
@@ -61,7 +52,7 @@ int main(int argc, char **argv)
         bool d1, d2;
         osm_window_open_blocking(&w);
         int r = connect(fd, (struct sockaddr *)&t.addr.ss, t.addr.len);
-        uint64_t tc = osm_window_close(&w, true, &d1);
+        uint64_t tc = osm_window_close(&w, &d1);
         if (r != 0) {
             net_target_close(&t);
             osm_die("connecting to %s: %s", t.addr.text, osm_net_why(errno, (int)net_timeout_ms));
@@ -74,7 +65,7 @@ int main(int argc, char **argv)
         osm_window_open_blocking(&w);
         shutdown(fd, SHUT_WR);
         ssize_t n = read(fd, &c, 1);
-        uint64_t tx = osm_window_close(&w, true, &d2);
+        uint64_t tx = osm_window_close(&w, &d2);
         close(fd);
         if (n != 0)
             osm_die("teardown: expected the peer's end of stream, got %s",

@@ -25,16 +25,8 @@
 #define CHUNK (64 * 1024)
 static uint64_t bytes = 8u << 20;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (strcmp(name, "bytes"))
-        return -1;
-    bytes = osm_parse_size("--bytes", v, CHUNK, 1ull << 34);
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "bytes", true, "bytes per bandwidth sample (default 8M)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_SIZE("bytes", bytes, CHUNK, 1ull << 34, "bytes per bandwidth sample"),
     { 0 },
 };
 
@@ -43,8 +35,7 @@ static const struct osm_probe_info info = {
     .summary = "Pipe and AF_UNIX socket round trip and bandwidth between two processes on one CPU.",
     .default_samples = 40,
     .default_iterations = 1000,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 /* a channel: the parent writes to[1]... or, for a socket, both ends are one fd */
@@ -162,7 +153,7 @@ int main(int argc, char **argv)
             roundtrips(&ch[k], 16);
             osm_window_open_blocking(&w);
             roundtrips(&ch[k], o.iterations);
-            uint64_t t = osm_window_close(&w, true, &d);
+            uint64_t t = osm_window_close(&w, &d);
             osm_meas_add(&lat[k], ((double)t - osm_timer.overhead) / (double)o.iterations, d);
         }
     for (int k = 0; k < 2; k++) {
@@ -192,7 +183,7 @@ int main(int argc, char **argv)
             bool d;
             osm_window_open_blocking(&w);
             drain(&ch[k], buf, bytes);
-            uint64_t t = osm_window_close(&w, true, &d);
+            uint64_t t = osm_window_close(&w, &d);
             double sec = ((double)t - osm_timer.overhead) / osm_timer.hz;
             osm_meas_add(&bw[k], (double)bytes / sec / 1e6, d);
         }

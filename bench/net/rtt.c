@@ -18,21 +18,9 @@
 
 static uint64_t msg_size = 1;
 
-static int on_extra(const char *name, const char *v)
-{
-    int r = net_common_opt(name, v);
-    if (r <= 0)
-        return r;
-    if (!strcmp(name, "size")) {
-        msg_size = osm_parse_u64("--size", v, 1, 65000);
-        return 0;
-    }
-    return -1;
-}
-
-static const struct osm_extra_opt extra[] = {
-    NET_EXTRA_OPTS,
-    { "size", true, "message size in bytes (default 1; UDP at most 65000)" },
+static const struct osm_opt opts[] = {
+    NET_OPTS,
+    OSM_OPT_U64("size", msg_size, 1, 65000, "message size in bytes (UDP at most 65000)"),
     { 0 },
 };
 
@@ -41,8 +29,7 @@ static const struct osm_probe_info info = {
     .summary = "TCP and UDP round-trip time to netpeer (loopback, or --peer HOST:PORT).",
     .default_samples = 50,
     .default_iterations = 100,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static char *buf;
@@ -77,7 +64,7 @@ static void measure(const char *id, int fd, void (*rounds)(int, uint64_t), const
         bool d;
         osm_window_open_blocking(&w);
         rounds(fd, o->iterations);
-        uint64_t t = osm_window_close(&w, true, &d);
+        uint64_t t = osm_window_close(&w, &d);
         osm_sample_ops(o->iterations);
         osm_meas_add(&m, ((double)t - osm_timer.overhead) / (double)o->iterations, d);
     }

@@ -20,21 +20,10 @@
 static unsigned quantum_us = 10000;
 static unsigned threshold_ns = 1000;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "quantum-us")) {
-        quantum_us = (unsigned)osm_parse_u64("--quantum-us", v, 100, 10000000);
-    } else if (!strcmp(name, "threshold-ns")) {
-        threshold_ns = (unsigned)osm_parse_u64("--threshold-ns", v, 50, 100000000);
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "quantum-us", true, "one sample's length, us (default 10000)" },
-    { "threshold-ns", true, "a gap between two timer reads longer than this is an interruption (default 1000)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_UINT("quantum-us", quantum_us, 100, 10000000, "one sample's length, us"),
+    OSM_OPT_UINT("threshold-ns", threshold_ns, 50, 100000000,
+                 "a gap between two timer reads longer than this is an interruption"),
     { 0 },
 };
 
@@ -43,8 +32,7 @@ static const struct osm_probe_info info = {
     .summary = "Noise: the share of a pinned spinning thread's time lost to interruptions, and their lengths.",
     .default_samples = 100,
     .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 #define BUCKETS 40

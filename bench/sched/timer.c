@@ -26,30 +26,13 @@
 
 static double seconds = 5;
 static unsigned period_us = 1000;
-static long long slack_ns = 1;
+static uint64_t slack_ns = 1;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "seconds")) {
-        char *end;
-        seconds = strtod(v, &end);
-        if (*end || !(seconds > 0) || seconds > 86400)
-            return -1;
-    } else if (!strcmp(name, "period-us")) {
-        period_us = (unsigned)osm_parse_u64("--period-us", v, 50, 1000000);
-    } else if (!strcmp(name, "timer-slack-ns")) {
-        slack_ns = (long long)osm_parse_u64("--timer-slack-ns", v, 0, 1000000000);
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "seconds", true, "how long to measure (default 5)" },
-    { "period-us", true, "the timer's period, us (default 1000)" },
-    { "timer-slack-ns", true, "the thread's timer slack while measuring, ns (default 1, the least; 0 keeps "
-                              "the inherited slack)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_DOUBLE("seconds", seconds, 0, 86400, "how long to measure"),
+    OSM_OPT_UINT("period-us", period_us, 50, 1000000, "the timer's period, us"),
+    OSM_OPT_U64("timer-slack-ns", slack_ns, 0, 1000000000,
+                "the thread's timer slack while measuring, ns (1 is the least; 0 keeps the inherited slack)"),
     { 0 },
 };
 
@@ -59,8 +42,7 @@ static const struct osm_probe_info info = {
     .default_samples = 1,
     .samples_from = "one sample per tick over --seconds (--period-us apart)",
     .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 static int64_t ns_of(const struct timespec *t)
@@ -104,7 +86,7 @@ int main(int argc, char **argv)
     int policy = sched_getscheduler(0);
     long inherited_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     if (slack_ns > 0 && prctl(PR_SET_TIMERSLACK, (unsigned long)slack_ns, 0, 0, 0) != 0)
-        osm_die("prctl(PR_SET_TIMERSLACK, %lld): %m", slack_ns);
+        osm_die("prctl(PR_SET_TIMERSLACK, %llu): %m", (unsigned long long)slack_ns);
     struct timespec next, now;
     clock_gettime(CLOCK_MONOTONIC, &next);
     int64_t period = (int64_t)period_us * 1000;

@@ -57,20 +57,9 @@ static const struct variant variants[] = {
 static unsigned gap_us = 200;
 static int other_cpu = -1;
 
-static int on_extra(const char *name, const char *v)
-{
-    if (!strcmp(name, "gap-us"))
-        gap_us = (unsigned)osm_parse_u64("--gap-us", v, 0, 1000000);
-    else if (!strcmp(name, "other-cpu"))
-        other_cpu = (int)osm_parse_u64("--other-cpu", v, 0, CPU_SETSIZE - 1);
-    else
-        return -1;
-    return 0;
-}
-
-static const struct osm_extra_opt extra[] = {
-    { "gap-us", true, "sleep between wake-ups, us (default 200)" },
-    { "other-cpu", true, "the wakee's CPU for .cross (default: another online CPU)" },
+static const struct osm_opt opts[] = {
+    OSM_OPT_UINT("gap-us", gap_us, 0, 1000000, "sleep between wake-ups, us"),
+    OSM_OPT_INT("other-cpu", other_cpu, 0, CPU_SETSIZE - 1, "the wakee's CPU for .cross", .def = "another online CPU"),
     { 0 },
 };
 
@@ -79,8 +68,7 @@ static const struct osm_probe_info info = {
     .summary = "Wake-up latency: a blocked thread woken on the same or another CPU (futex, pipe).",
     .default_samples = 1000,
     .default_iterations = 1,
-    .extra = extra,
-    .on_extra = on_extra,
+    .opts = opts,
 };
 
 struct shared {

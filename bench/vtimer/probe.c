@@ -48,18 +48,18 @@ int main(int argc, char **argv)
             osm_window_open(&w);
             for (int i = 0; i < NT; i++)
                 vt_start(t[k][i]);
-            ticks[0] = osm_window_close(&w, false, &dist[0]);
+            ticks[0] = osm_window_close(&w, &dist[0]);
             uint64_t ns;
             if (k) {
                 osm_window_open(&w);
                 for (int i = 0; i < NT; i++)
                     vt_read(t[k][i], &ns);
-                ticks[2] = osm_window_close(&w, false, &dist[2]);
+                ticks[2] = osm_window_close(&w, &dist[2]);
             }
             osm_window_open(&w);
             for (int i = 0; i < NT; i++)
                 vt_stop(t[k][i]);
-            ticks[1] = osm_window_close(&w, false, &dist[1]);
+            ticks[1] = osm_window_close(&w, &dist[1]);
             if (s < o.warmup)
                 continue;
             for (int c = 0; c < (k ? 3 : 2); c++)

@@ -132,18 +132,18 @@ int main(void)
         bool dist;
         osm_window_open_blocking(&w);
         osm_pin(b); /* the kernel moves us before returning */
-        osm_window_close(&w, true, &dist);
+        osm_window_close(&w, &dist);
         check(dist, "migration flagged", "window from CPU %d to CPU %d (a blocking window)", a, b);
         osm_pin(a);
         osm_window_open(&w);
         osm_pin(b);
-        osm_window_close(&w, false, &dist);
+        osm_window_close(&w, &dist);
         check(dist, "migration flagged 2", "window from CPU %d to CPU %d (a busy window)", a, b);
         bool clean = false;
         for (int k = 0; k < 5 && !clean; k++) {
             osm_window_open(&w);
             busy(NULL, 1000);
-            osm_window_close(&w, false, &dist);
+            osm_window_close(&w, &dist);
             clean = !dist;
         }
         check(clean, "pinned window clean", "a short busy window on one CPU is not flagged");
@@ -154,11 +154,11 @@ int main(void)
     bool dist;
     osm_window_open(&w);
     usleep(2000);
-    osm_window_close(&w, false, &dist);
+    osm_window_close(&w, &dist);
     check(dist, "sleep flagged", "usleep inside a window that must not switch");
     osm_window_open_blocking(&w);
     usleep(2000);
-    osm_window_close(&w, true, &dist);
+    osm_window_close(&w, &dist);
     check(!dist, "sleep allowed", "usleep inside a window whose operation blocks");
 
     /* 6. The clock fallback works and says so. */
