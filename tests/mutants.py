@@ -463,6 +463,9 @@ MUTANTS = [
            "        return fmt_value(None if secs is None else secs * 1e9, \"ns\")",
            "        return fmt_value(secs, \"s\")",
            "tests/test_fleet.py::test_a_hosts_status_is_kept_on_this_machines_clock"),
+    Mutant("tracefs-orphan-instances-kept", "harness/osmeter/tracefs.py",
+           "                orphans = sweep_orphans(self.mount)\n", "                orphans = []\n",
+           "tests/test_kpaths.py::test_instances_of_a_run_that_is_gone_are_removed_even_without_its_state_file"),
 ]
 
 
