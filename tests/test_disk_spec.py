@@ -83,3 +83,31 @@ def test_the_documented_option_list_is_the_programs():
     for line in r.stdout.splitlines():
         if line.startswith("| `--"):
             assert line.split("`")[1].split()[0] in helptext
+
+
+IOGEN = ROOT / "build" / "bin" / "iogen"
+
+
+def test_an_engines_options_live_in_its_engine(tmp_path):
+    """io_uring's options are in engine_uring.c's own table: --help lists
+    them under the uring engine (not among iogen's options), and given with
+    another engine they are refused once, naming whose they are."""
+    helptext = subprocess.run([str(IOGEN), "--help"], capture_output=True, text=True).stdout
+    lines = helptext.splitlines()
+    engines = lines.index(next(line for line in lines if line.startswith("Engines")))
+    uring = next(i for i, line in enumerate(lines) if line.startswith("  uring "))
+    aio = next(i for i, line in enumerate(lines) if line.startswith("  aio "))
+    for name in ("--sqpoll", "--iopoll", "--register-ring", "--batch-complete", "--taskrun", "--async"):
+        at = [i for i, line in enumerate(lines) if line.split()[:1] == [name]]
+        assert len(at) == 1 and engines < uring < at[0] < aio, (name, at)
+    target = tmp_path / "t.dat"
+    for opts in (("--sqpoll", "0"), ("--iopoll", "--async", "on")):
+        r = subprocess.run([str(IOGEN), "--engine", "psync", *opts, "--workload", "4k-random-read", "--target",
+                            str(target)], capture_output=True, text=True, timeout=30)
+        errors = [line for line in r.stderr.splitlines() if "error" in line]
+        assert r.returncode == 2 and r.stdout == "" and len(errors) == 1, r.stderr
+        assert "are io_uring's: not for --engine psync" in errors[0] and "--sqpoll" in errors[0], errors
+    assert not target.exists()
+    r = subprocess.run([str(IOGEN), "--engine", "nop", "--taskrun", "plain", "--workload", "4k-random-read",
+                        "--dump-spec"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr  # nop shares uring's table

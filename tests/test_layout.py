@@ -221,3 +221,133 @@ def test_the_c_parts_have_no_circles():
         assert _cycle(graph) is None, f"bench/{area}: " + " -> ".join(_cycle(graph))
     common = _object_graph(sorted((ROOT / "build" / "obj" / "common").glob("*.o")))
     assert common["msg"] == set() and common["json"] == set()
+
+
+ALLOWED_EXTERN_STATE = {("interrupt.h", "extern volatile sig_atomic_t interrupted;")}
+
+
+def _iogen_shared_state(obj_dir: Path) -> tuple[set[str], set[str]]:
+    """Of iogen's objects: those that read a symbol iogen.o (main) defines,
+    and the writable globals (objdump: a global object outside read-only
+    data) one object defines and another reads."""
+    objs = sorted(obj_dir.glob("*.o"))
+    assert objs, obj_dir
+    graph = _object_graph(objs)
+    data, needs = {}, {}
+    for o in objs:
+        for line in subprocess.run(["nm", str(o)], capture_output=True, text=True, check=True).stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == "U":
+                needs.setdefault(o.stem, set()).add(parts[1])
+        for line in subprocess.run(["objdump", "-t", str(o)], capture_output=True, text=True,
+                                   check=True).stdout.splitlines():
+            m = re.match(r"[0-9a-f]+ g +O (\S+)\s+[0-9a-f]+ (\S+)$", line)
+            if m and not m.group(1).startswith((".rodata", ".data.rel.ro")):
+                data[m.group(2)] = o.stem
+    readers_of_main = {o for o, deps in graph.items() if "iogen" in deps}
+    shared = {s for o, syms in needs.items() for s in syms if s in data and data[s] != o}
+    return readers_of_main, shared
+
+
+def test_iogen_passes_its_job_instead_of_sharing_globals():
+    """iogen.c (main) holds the config and the runs' state and hands them
+    down: no other object of bench/disk reads a symbol of iogen.o, the one
+    writable global two objects share is the signal flag (interrupt.h), and
+    no header of bench/disk declares other extern state (an extern const
+    table, such as engine_default, is no state)."""
+    readers_of_main, shared = _iogen_shared_state(ROOT / "build" / "obj" / "disk")
+    assert readers_of_main == set(), readers_of_main
+    assert shared == {"interrupted"}, shared
+    found = set()
+    for h in sorted((ROOT / "bench" / "disk").glob("*.h")):
+        for line in h.read_text().splitlines():
+            if re.match(r"\s*extern\s+(?!const\s)[^(]*;", line):
+                found.add((h.name, line.strip()))
+    assert found == ALLOWED_EXTERN_STATE, found
+
+
+ECHO_ENGINE = r"""/* engine_echo.c - every request done at once, without I/O; its one
+ * option names what it set up. */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *word = "quiet";
+
+static void set_word(const char *name, const char *v) { (void)name; word = v; }
+static bool word_set(void) { return strcmp(word, "quiet") != 0; }
+
+static const struct engine_option table[] = {
+    { "--echo-word", "WORD", "what engine_setup says", set_word },
+    { NULL, NULL, NULL, NULL },
+};
+static const struct engine_options options = { .owner = "echo", .table = table, .set = word_set };
+
+static int e_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned n, size_t bufsize,
+                  char *err, size_t errlen)
+{
+    (void)fds, (void)nfds, (void)slots, (void)n, (void)bufsize, (void)err, (void)errlen;
+    e->priv = calloc(1, sizeof(struct io *));
+    snprintf(e->setup, sizeof e->setup, "echo %s", word);
+    return e->priv ? 0 : -1;
+}
+static void e_queue(struct engine *e, struct io *io) { io->res = io->len; *(struct io **)e->priv = io; }
+static int e_submit_reap(struct engine *e, unsigned min, struct io **done, unsigned max, char *err, size_t errlen)
+{
+    (void)min, (void)err, (void)errlen;
+    struct io **q = e->priv;
+    if (!*q || !max)
+        return 0;
+    done[0] = *q;
+    *q = NULL;
+    return 1;
+}
+static void e_exit(struct engine *e) { free(e->priv); }
+
+const struct engine_ops engine_echo = {
+    .name = "echo",
+    .summary = "every request done at once, no I/O (a test's)",
+    .sync = true,
+    .no_target = true,
+    .options = &options,
+    .init = e_init,
+    .queue = e_queue,
+    .submit_reap = e_submit_reap,
+    .exit = e_exit,
+};
+"""
+
+
+def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
+    """An engine owns its options: a new one with an option is its
+    engine_<name>.c (the option a row of its table) and its name in
+    engine.c's ENGINES line; iogen then lists it, takes its option, and
+    refuses the option with any other engine."""
+    tree = tmp_path / "tree"
+    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for f in filter(None, files):
+        if f.startswith(("bench/", "Makefile")) and (ROOT / f).is_file():
+            (tree / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, tree / f)
+    (tree / "bench" / "disk" / "engine_echo.c").write_text(ECHO_ENGINE)
+    engine_c = tree / "bench" / "disk" / "engine.c"
+    text = engine_c.read_text()
+    assert text.count(" X(nop)\n") == 1
+    engine_c.write_text(text.replace(" X(nop)\n", " X(nop) X(echo)\n"))
+    r = subprocess.run(["make", "-s", "-j2", "-C", str(tree), "build/bin/iogen"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    iogen = tree / "build" / "bin" / "iogen"
+    lines = subprocess.run([str(iogen), "--help"], capture_output=True, text=True).stdout.splitlines()
+    echo = next(i for i, line in enumerate(lines) if line.startswith("  echo "))
+    assert lines[echo + 1].split()[:2] == ["--echo-word", "WORD"]
+    r = subprocess.run([str(iogen), "--engine", "echo", "--echo-word", "hello", "--workload", "4k-random-read",
+                        "--qd", "2", "--time", "0.2", "--ramp", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    o = json.loads(r.stdout.splitlines()[0])
+    assert o["engine"] == "echo" and o["engine_setup"] == "echo hello" and o["reads"] > 0
+    r = subprocess.run([str(iogen), "--engine", "nop", "--echo-word", "hello", "--workload", "4k-random-read"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--echo-word is echo's: not for --engine nop" in r.stderr, r.stderr

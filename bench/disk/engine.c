@@ -1,12 +1,16 @@
 /* engine.c - the engines iogen knows, by name. A new engine is its
- * engine_<name>.c and one line here. */
+ * engine_<name>.c (with its options' table, if any) and its name in the
+ * ENGINES line here. */
 #include "engine.h"
 
 #include <string.h>
 
-extern const struct engine_ops engine_uring, engine_aio, engine_psync, engine_nop;
+#define ENGINES(X) X(uring) X(aio) X(psync) X(nop)
 
-static const struct engine_ops *const engines[] = { &engine_uring, &engine_aio, &engine_psync, &engine_nop, NULL };
+#define DECLARE(name) extern const struct engine_ops engine_##name;
+#define ENTRY(name) &engine_##name,
+ENGINES(DECLARE)
+static const struct engine_ops *const engines[] = { ENGINES(ENTRY) NULL };
 
 const struct engine_ops *const engine_default = &engine_uring;
 
@@ -59,11 +63,18 @@ const char *engine_names(void)
     return buf;
 }
 
-void engine_list(FILE *f, bool markdown)
+const struct engine_ops *engine_at(size_t i)
 {
-    if (markdown)
-        fprintf(f, "| engine | how |\n|---|---|\n");
+    return i < sizeof engines / sizeof engines[0] ? engines[i] : NULL;
+}
+
+const struct engine_option *engine_option_find(const char *name, size_t len, const struct engine_options **table)
+{
     for (const struct engine_ops *const *e = engines; *e; e++)
-        fprintf(f, markdown ? "| `%s` | %s%s |\n" : "  %-8s %s%s\n", (*e)->name, (*e)->summary,
-                *e == engine_default ? " (default)" : "");
+        for (const struct engine_option *o = (*e)->options ? (*e)->options->table : NULL; o && o->name; o++)
+            if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
+                *table = (*e)->options;
+                return o;
+            }
+    return NULL;
 }

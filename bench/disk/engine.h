@@ -33,20 +33,37 @@ struct io {
     uint64_t verify_seq; /* --verify: its blocks' write counts at its issue */
 };
 
-/* How to drive the kernel, where an engine offers a choice (io_uring's
- * engines do; others refuse these). */
-struct engine_opts {
-    int sqpoll_cpu;          /* >= 0: a kernel thread on this CPU polls the submissions */
-    bool iopoll;             /* completions polled from the device */
-    bool register_ring;      /* io_uring_enter through a registered ring descriptor */
-    unsigned batch_complete; /* wait for at least this many completions (default 1) */
-    int taskrun;             /* io_uring's completion work: 0 deferred (default), 1 cooperative, 2 plain */
-    int async;               /* requests straight to io-wq: 0 auto (where the target refuses nowait reads), 1 on, 2 off */
+/* An option an engine owns, as fio's engines do: it sits in the engine's
+ * own table (engine_<name>.c), iogen's option loop finds it there, --help
+ * lists it under the engine, and given with another engine it is refused
+ * (options.c says which engine's it is, once). set stores the value in the
+ * engine's file, read-only once the options are parsed; a bad value is a
+ * usage error naming `name`. */
+struct engine_option {
+    const char *name;    /* "--sqpoll" */
+    const char *metavar; /* "CPU"; NULL: a flag */
+    const char *help;
+    void (*set)(const char *name, const char *v);
+};
+
+struct target;
+
+/* An engine's options: their table and what follows from their values. */
+struct engine_options {
+    const char *owner;                 /* whose they are, in messages: "... are io_uring's" */
+    const struct engine_option *table; /* ended by a row without a name */
+    bool (*set)(void);                 /* any set from its default: then their engine runs, and no other */
+    /* Optional (NULL: nothing to say or check). The completions one call
+     * waits for (the report's batch_complete; NULL: 1). A refusal of the
+     * values with the job's I/O (direct: O_DIRECT), as a message. A refusal
+     * of one target, before any I/O: -1 with a message in err. */
+    unsigned (*batch_complete)(void);
+    const char *(*refuse)(bool direct);
+    int (*refuse_target)(const struct target *t, char *err, size_t errlen);
 };
 
 struct engine {
     const struct engine_ops *ops;
-    const struct engine_opts *opts;
     void *priv;
     uint64_t syscalls; /* system calls the engine made */
     char setup[160];   /* what the engine set up, for the report */
@@ -57,7 +74,6 @@ struct engine_ops {
     const char *alias;   /* another name it answers to, or NULL */
     const char *summary; /* one line for --help */
     bool sync;           /* the I/O happens in queue: one request per stream */
-    bool tunable;        /* takes engine_opts (--sqpoll, --iopoll, --register-ring, --batch-complete) */
     bool no_target;      /* does no I/O: needs no --target (nop) */
     unsigned max_qd;     /* the most requests one instance can hold (0 = no limit of its own) */
     /* fds: the worker's targets (io->target indexes them); slots: n requests whose buffers are bufsize bytes each */
@@ -71,14 +87,19 @@ struct engine_ops {
     /* NULL where the kernel offers this engine, else why not ("io_uring_setup:
      * Function not implemented": qemu-user, or kernel.io_uring_disabled) */
     const char *(*unavailable)(void);
+    /* its own options, or NULL (engines of one file may share them) */
+    const struct engine_options *options;
 };
 
 /* The engine called name (or its alias), or NULL. */
 const struct engine_ops *engine_find(const char *name);
 /* "uring, aio or psync": the names, for messages. */
 const char *engine_names(void);
-/* One line per engine: "  name  summary", or a Markdown table. */
-void engine_list(FILE *f, bool markdown);
+/* The engines in order, i from 0; NULL past the last. */
+const struct engine_ops *engine_at(size_t i);
+/* The engine option called name (of length len: "--sqpoll" of
+ * "--sqpoll=1"), and the options it is one of; NULL when no engine has it. */
+const struct engine_option *engine_option_find(const char *name, size_t len, const struct engine_options **of);
 extern const struct engine_ops *const engine_default;
 /* The default engine, or the first of the others the kernel offers when it
  * does not (uring, then aio, then psync); *why says what was passed over

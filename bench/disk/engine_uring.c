@@ -8,19 +8,23 @@
  *
  * The ring is set up single-issuer with deferred task work where the kernel
  * has it (6.1+): completions are run when the stream asks for them, not by
- * interrupting it. Options (engine_opts): --sqpoll CPU (a kernel thread on
- * CPU polls the submission queue: no system call to submit), --iopoll
- * (completions polled from the device, where its driver has poll queues),
- * --register-ring (io_uring_enter through a registered ring descriptor).
+ * interrupting it. Its options (the table below, also engine_nop's):
+ * --sqpoll CPU (a kernel thread on CPU polls the submission queue: no
+ * system call to submit), --iopoll (completions polled from the device,
+ * where its driver has poll queues), --register-ring (io_uring_enter
+ * through a registered ring descriptor), --batch-complete, --taskrun,
+ * --async.
  *
  * engine_nop is the same machinery with every request an IORING_OP_NOP: no
  * device at all, so it measures iogen's own cost per request.
  */
 #include "engine.h"
+#include "osm.h"
 #include "target.h"
 
 #include <errno.h>
 #include <linux/io_uring.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +33,79 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+/* ------------------------------------------------------------ options */
+
+/* How to drive the kernel: set while iogen parses its options, read-only after. */
+static struct uring_opts {
+    int sqpoll_cpu;          /* >= 0: a kernel thread on this CPU polls the submissions */
+    bool iopoll;             /* completions polled from the device */
+    bool register_ring;      /* io_uring_enter through a registered ring descriptor */
+    unsigned batch_complete; /* wait for at least this many completions (default 1) */
+    int taskrun;             /* io_uring's completion work: 0 deferred (default), 1 cooperative, 2 plain */
+    int async;               /* requests straight to io-wq: 0 auto (where the target refuses nowait reads), 1 on, 2 off */
+} opts = { .sqpoll_cpu = -1, .batch_complete = 1 };
+
+static void set_sqpoll(const char *n, const char *v) { opts.sqpoll_cpu = (int)osm_parse_u64(n, v, 0, CPU_SETSIZE - 1); }
+static void set_iopoll(const char *n, const char *v) { (void)n, (void)v; opts.iopoll = true; }
+static void set_register_ring(const char *n, const char *v) { (void)n, (void)v; opts.register_ring = true; }
+static void set_batch_complete(const char *n, const char *v) { opts.batch_complete = (unsigned)osm_parse_u64(n, v, 1, 65536); }
+/* The index of v among three choices, or a usage error naming them. */
+static int choice(const char *n, const char *v, const char *const names[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i]))
+            return i;
+    osm_usage_error("%s: expected %s, %s or %s, got '%s'", n, names[0], names[1], names[2], v);
+}
+static void set_taskrun(const char *n, const char *v) { opts.taskrun = choice(n, v, (const char *const[3]){ "defer", "coop", "plain" }); }
+static void set_async(const char *n, const char *v) { opts.async = choice(n, v, (const char *const[3]){ "auto", "on", "off" }); }
+
+static const struct engine_option options[] = {
+    { "--sqpoll", "CPU", "a kernel thread on CPU polls the submissions (io_uring's SQPOLL)", set_sqpoll },
+    { "--iopoll", NULL, "poll the device for completions (drivers with poll queues, such as NVMe)", set_iopoll },
+    { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
+    { "--batch-complete", "N", "wait for at least N completions per call (default 1; more inflates latency)",
+      set_batch_complete },
+    { "--taskrun", "MODE", "io_uring's completion work: defer (default: run when iogen waits), coop, plain",
+      set_taskrun },
+    { "--async", "MODE", "hand requests straight to io_uring's workers: auto (default: where the target refuses "
+      "nowait reads), on, off", set_async },
+    { NULL, NULL, NULL, NULL },
+};
+
+static bool u_options_set(void)
+{
+    return opts.sqpoll_cpu >= 0 || opts.iopoll || opts.register_ring || opts.batch_complete > 1 || opts.taskrun ||
+           opts.async;
+}
+
+static unsigned u_batch_complete(void) { return opts.batch_complete; }
+
+static const char *u_refuse_options(bool direct)
+{
+    return opts.iopoll && !direct ? "--iopoll needs O_DIRECT: not with --buffered" : NULL;
+}
+
+static int u_refuse_target(const struct target *t, char *err, size_t errlen)
+{
+    char why[512];
+    if (!opts.iopoll || target_pollable(t, why, sizeof why))
+        return 0;
+    snprintf(err, errlen, "--iopoll: %s", why);
+    return -1;
+}
+
+static const struct engine_options uring_options = {
+    .owner = "io_uring",
+    .table = options,
+    .set = u_options_set,
+    .batch_complete = u_batch_complete,
+    .refuse = u_refuse_options,
+    .refuse_target = u_refuse_target,
+};
+
+/* --------------------------------------------------------------- rings */
 
 struct uring {
     int ring_fd;
@@ -67,7 +144,7 @@ static int sys_register(int fd, unsigned op, void *arg, unsigned n)
 }
 
 /* The ring, with the best task-work mode this kernel accepts. */
-static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, struct io_uring_params *p, char *setup,
+static int setup(struct uring *u, unsigned qd, const struct uring_opts *o, struct io_uring_params *p, char *setup,
                  size_t setuplen)
 {
     struct { unsigned flags; const char *name; } modes[] = {
@@ -105,7 +182,7 @@ static int setup(struct uring *u, unsigned qd, const struct engine_opts *o, stru
 static int init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
                 bool nop, char *err, size_t errlen)
 {
-    const struct engine_opts *o = e->opts;
+    const struct uring_opts *o = &opts;
     struct uring *u = calloc(1, sizeof *u);
     if (!u)
         return snprintf(err, errlen, "out of memory"), -1;
@@ -196,7 +273,7 @@ fail:
 static int u_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned qd, size_t bufsize,
                   char *err, size_t errlen)
 {
-    const struct engine_opts *o = e->opts;
+    const struct uring_opts *o = &opts;
     /* auto: IOSQE_ASYNC where the target refuses nowait, which hands each request to io-wq at once (fio's
      * force_async) instead of trying it inline, failing, and handing it over then */
     int mode = o ? o->async : 0;
@@ -351,7 +428,7 @@ const struct engine_ops engine_uring = {
     .name = "uring",
     .alias = "io_uring",
     .summary = "io_uring, registered file and buffers, one system call per batch",
-    .tunable = true,
+    .options = &uring_options,
     .max_qd = 32768, /* IORING_MAX_ENTRIES */
     .init = u_init,
     .queue = u_queue,
@@ -363,7 +440,7 @@ const struct engine_ops engine_nop = {
     .name = "nop",
     .summary = "io_uring NOP requests, no device: iogen's own cost per I/O (no --target needed)",
     .no_target = true,
-    .tunable = true,
+    .options = &uring_options,
     .max_qd = 32768,
     .init = n_init,
     .queue = u_queue,

@@ -7,26 +7,27 @@
  * queue depth when cycling). See `iogen --help`, docs/iogen.md and
  * docs/DESIGN.md (contract 7).
  *
- * The parts: options.c (the option table and the job), run.c (workers,
- * streams, the measured window), verify.c (--verify and its state), report.c (the JSON result, the
- * log), engine.c and engine_<name>.c (the engines), spec*.c (workloads and
- * .icf import), target.c (what is read and written, and what must never be),
- * hist.c (latency histograms), prober.c (the system's view meanwhile).
+ * The parts: options.c (the option table, the config and the job:
+ * config.h), rs.c and stream.c (workers, streams, the measured window),
+ * precondition.c, status.c, verify.c (--verify and its state), report.c
+ * (the JSON result, the log), results_csv.c, live.c (rs.h), engine.c and
+ * engine_<name>.c (the engines, each with its own options: engine.h),
+ * spec*.c (workloads and .icf import), target.c (what is read and written,
+ * and what must never be), hist.c (latency histograms), prober.c (the
+ * system's view meanwhile), interrupt.c (the signal flag). main holds the
+ * config and the runs' state and passes them down: no part reads them as
+ * globals.
  */
-#include "iogen.h"
+#include "config.h"
+#include "interrupt.h"
 #include "osm.h"
+#include "run.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    interrupted = 1;
-}
 
 static bool spec_writes(const struct job *job)
 {
@@ -97,18 +98,19 @@ static void close_targets(struct target *ts, int n)
 int main(int argc, char **argv)
 {
     osm_progname = "iogen";
-    options_parse(argc, argv);
+    static struct iogen_config cfg;
+    options_parse(argc, argv, &cfg);
     osm_trace_setup();
     static struct job job;
-    options_build_job(&job);
-    if (opt.save_icf) {
+    options_build_job(&cfg, &job);
+    if (cfg.save_icf) {
         char err[512];
-        FILE *f = open_out(opt.save_icf, "--save-icf");
+        FILE *f = open_out(cfg.save_icf, "--save-icf");
         if (!f)
             return 2;
-        int rc = icf_write(&job, opt.ntargets ? opt.targets : NULL, opt.ntargets, f, err, sizeof err);
+        int rc = icf_write(&job, cfg.ntargets ? cfg.targets : NULL, cfg.ntargets, f, err, sizeof err);
         if (fclose(f) != 0 && !rc) {
-            snprintf(err, sizeof err, "writing %s: %s", opt.save_icf, strerror(errno));
+            snprintf(err, sizeof err, "writing %s: %s", cfg.save_icf, strerror(errno));
             rc = -1;
         }
         if (rc) {
@@ -117,66 +119,59 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    if (opt.dump_spec) {
+    if (cfg.dump_spec) {
         job_print_json(&job, stdout);
         return 0;
     }
     static struct target ts[IOGEN_MAX_TARGETS];
     int nt = 0;
-    bool writes = spec_writes(&job) || opt.precondition;
-    struct target_opts to = { .size = opt.size, .writes = writes,
-                              .direct = !opt.buffered,
-                              .allow_destroy = opt.allow_destroy, .allow_signature = opt.allow_signature };
+    bool writes = spec_writes(&job) || cfg.precondition;
+    struct target_opts to = { .size = cfg.size, .writes = writes,
+                              .direct = !cfg.buffered,
+                              .allow_destroy = cfg.allow_destroy, .allow_signature = cfg.allow_signature };
     char err[1024];
-    if (opt.engine->no_target) {
-        target_none(&ts[nt++], opt.size);
+    if (cfg.engine->no_target) {
+        target_none(&ts[nt++], cfg.size);
     } else {
         /* every refusal (a mounted device, a signature, tmpfs ...) applies to every target */
-        for (; nt < opt.ntargets; nt++)
-            if (target_open(&ts[nt], opt.targets[nt], &to, err, sizeof err) != 0) {
+        for (; nt < cfg.ntargets; nt++)
+            if (target_open(&ts[nt], cfg.targets[nt], &to, err, sizeof err) != 0) {
                 fprintf(stderr, "iogen: error: %s\n", err);
                 close_targets(ts, nt);
                 return 2;
             }
     }
     for (int i = 0; i < nt; i++)
-        if (opt.eng.iopoll && !target_pollable(&ts[i], err, sizeof err)) {
-            fprintf(stderr, "iogen: error: --iopoll: %s\n", err);
+        if (cfg.engine->options && cfg.engine->options->refuse_target &&
+            cfg.engine->options->refuse_target(&ts[i], err, sizeof err) != 0) {
+            fprintf(stderr, "iogen: error: %s\n", err);
             close_targets(ts, nt);
             return 2;
         }
-    options_engine_for_target(&job, &ts[0]);
+    options_engine_for_target(&cfg, &job, &ts[0]);
     uint64_t sizes[64];
     int nsizes = cycle_values(&job.cycle_size, 0, 0, sizes, 64);
     for (int i = 0; i < nt; i++)
         for (int k = 0; k < nsizes; k++)
             check_fit(&job, &ts[i], sizes[k]);
-    if (opt.cpu >= 0 && osm_pin(opt.cpu) != 0)
-        osm_die("cannot pin to CPU %d", opt.cpu);
-#if defined(__x86_64__)
-    tick_hz = osm_calibrate_hz();
-#else
-    tick_hz = 1e9;
-#endif
-    tick_ns = 1e9 / tick_hz;
+    if (cfg.cpu >= 0 && osm_pin(cfg.cpu) != 0)
+        osm_die("cannot pin to CPU %d", cfg.cpu);
+    osm_timer_setup(OSM_TIMER_TSC); /* the generator's stamps: osm_stamp() */
     unsigned lbs = 0;
     for (int i = 0; i < nt; i++)
         lbs = ts[i].lbs > lbs ? ts[i].lbs : lbs;
-    run.lbs = lbs < 16 ? 512 : lbs;
-    run.verify = opt.verify;
-    run.transactions = job.transactions;
-    run.log = opt.log_file != NULL;
-    run.zones = opt.zones;
+    static struct run_state rs;
+    run_init(&rs, &cfg, lbs);
     FILE *logf = NULL, *csvf = NULL;
-    if (opt.log_file) {
-        if (!(logf = open_out(opt.log_file, "--log"))) {
+    if (cfg.log_file) {
+        if (!(logf = open_out(cfg.log_file, "--log"))) {
             close_targets(ts, nt);
             return 2;
         }
         fputs("start_ns,offset,size,op,latency_ns,worker,qd,run,target\n", logf);
     }
-    if (opt.results_csv) {
-        if (!(csvf = open_out(opt.results_csv, "--results-csv"))) {
+    if (cfg.results_csv) {
+        if (!(csvf = open_out(cfg.results_csv, "--results-csv"))) {
             if (logf)
                 fclose(logf);
             close_targets(ts, nt);
@@ -184,7 +179,7 @@ int main(int argc, char **argv)
         }
     }
     /* the last refusal before anything is written: it saves the state, unfinished, when this process writes */
-    if (run.verify && verify_open(&ts[0], writes, err, sizeof err) != 0) {
+    if (rs.verify && verify_open(&cfg, &ts[0], rs.lbs, writes, err, sizeof err) != 0) {
         fprintf(stderr, "iogen: error: %s\n", err);
         if (logf)
             fclose(logf);
@@ -193,22 +188,18 @@ int main(int argc, char **argv)
         close_targets(ts, nt);
         return 2;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    interrupt_catch();
 
     struct precondition pre, *prep = NULL;
-    if (opt.precondition) {
-        if (opt.engine->no_target) {
-            fprintf(stderr, "iogen: error: --precondition writes the target: --engine %s has none\n", opt.engine->name);
+    if (cfg.precondition) {
+        if (cfg.engine->no_target) {
+            fprintf(stderr, "iogen: error: --precondition writes the target: --engine %s has none\n", cfg.engine->name);
             return 2;
         }
         for (int i = 0; i < nt; i++)
-            if (precondition(&ts[i], &pre, err, sizeof err) != 0) {
+            if (precondition(&ts[i], cfg.seed, &pre, err, sizeof err) != 0) {
                 fprintf(stderr, "iogen: error: %s\n", interrupted ? "--precondition: interrupted" : err);
-                if (run.verify && verify_close(err, sizeof err) != 0) /* the region now holds no pattern */
+                if (rs.verify && verify_close(err, sizeof err) != 0) /* the region now holds no pattern */
                     fprintf(stderr, "iogen: error: %s\n", err);
                 close_targets(ts, nt);
                 return interrupted ? 130 : 1;
@@ -239,38 +230,38 @@ int main(int argc, char **argv)
                             continue; /* no worker of these has a spec at this step */
                         const char *sname = job.specs[job.workers[0].nspec > st ? job.workers[0].spec[st] : 0].name;
                         osm_progress("run %d of %d: %s%s, %d workers, %d targets%s, qd %u, %g s", done, runs,
-                                     opt.workload ? opt.workload : sname, steps > 1 ? " (test list)" : "",
+                                     cfg.workload ? cfg.workload : sname, steps > 1 ? " (test list)" : "",
                                      p.nworkers, p.ntargets, p.size ? " (sized)" : "",
                                      p.qd ? p.qd : job.workers[0].outstanding, job.run_s);
                         struct run_result res;
-                        rc = one_run(&job, ts, &p, &res);
+                        rc = one_run(&rs, &job, ts, &p, &res);
                         if (rc == 0 || rc == 3) {
-                            report(stdout, &res, opt.workload ? opt.workload : sname, prep);
+                            report(stdout, &res, cfg.workload ? cfg.workload : sname, prep);
                             if (csvf)
                                 results_csv_run(csvf, &res);
                         }
                         if (logf)
-                            write_log(logf, res.ws, res.nw);
+                            write_log(logf, &res);
                         run_free(&res); /* a failure or a --verify mismatch (3) ends the list */
                     }
     if (logf && fclose(logf) != 0) {
-        fprintf(stderr, "iogen: error: writing --log %s: %s\n", opt.log_file, strerror(errno));
+        fprintf(stderr, "iogen: error: writing --log %s: %s\n", cfg.log_file, strerror(errno));
         rc = rc ? rc : 1;
     }
     if (csvf && fclose(csvf) != 0) {
-        fprintf(stderr, "iogen: error: writing --results-csv %s: %s\n", opt.results_csv, strerror(errno));
+        fprintf(stderr, "iogen: error: writing --results-csv %s: %s\n", cfg.results_csv, strerror(errno));
         rc = rc ? rc : 1;
     }
-    if (run.verify && verify_close(err, sizeof err) != 0) {
+    if (rs.verify && verify_close(err, sizeof err) != 0) {
         fprintf(stderr, "iogen: error: %s\n", err);
         rc = rc ? rc : 1;
     }
     close_targets(ts, nt);
     if (rc == 3)
         fprintf(stderr, "iogen: error: --verify found blocks that do not hold what was written\n");
-    if (!rc && run.verify && run.vread_all && !run.vchecked_all) { /* never a success that checked nothing */
+    if (!rc && rs.verify && rs.vread_all && !rs.vchecked_all) { /* never a success that checked nothing */
         fprintf(stderr, "iogen: error: --verify could check none of the %llu blocks read: none was written under "
-                "the verify state, or each raced a write\n", (unsigned long long)run.vread_all);
+                "the verify state, or each raced a write\n", (unsigned long long)rs.vread_all);
         rc = 1;
     }
     return interrupted && !rc ? 130 : rc;

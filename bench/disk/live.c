@@ -3,7 +3,7 @@
  * and mean latency over the last second, each bar scaled to the largest
  * worker's. The frame is drawn in place (the cursor moves back up over it);
  * run.c calls it only when standard error is a terminal. */
-#include "iogen.h"
+#include "run.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ static void bar(FILE *f, double v, double most)
     fputc(']', f);
 }
 
-void live_frame(FILE *f, struct worker *ws, int nw, uint64_t *last_ios, uint64_t *last_bytes, uint64_t *last_lat,
+void live_frame(FILE *f, struct worker *ws, int nw, int qd, uint64_t *last_ios, uint64_t *last_bytes, uint64_t *last_lat,
                 double dt, double t, double total)
 {
     static int drawn; /* lines of the frame on the screen */
@@ -48,7 +48,7 @@ void live_frame(FILE *f, struct worker *ws, int nw, uint64_t *last_ios, uint64_t
         for (int k = 0; k < 3; k++)
             most[k] = v[3 * i + k] > most[k] ? v[3 * i + k] : most[k];
     }
-    fprintf(f, "\033[K[qd %d] %.0f/%.0f s   %-*s IOPS %*s MB/s %*s mean latency\n", run.qd, t, total, 14 + BAR, "",
+    fprintf(f, "\033[K[qd %d] %.0f/%.0f s   %-*s IOPS %*s MB/s %*s mean latency\n", qd, t, total, 14 + BAR, "",
             4 + BAR, "", 4 + BAR, "");
     for (int i = 0; i < nw; i++) {
         fprintf(f, "\033[K%-12.12s %10.0f ", ws[i].cfg->name, v[3 * i]);

@@ -2,7 +2,7 @@
  * parsing, --help and the option list in docs/iogen.md (iogen
  * --options-markdown prints it; a test keeps the two equal); and the job
  * built from the options and the workload file. */
-#include "iogen.h"
+#include "config.h"
 #include "osm.h"
 #include "osmmem.h"
 
@@ -17,7 +17,7 @@
  * four requests per submission gave the most I/Os per second, where every
  * free slot at once let a virtual disk serve them in rounds and one at a
  * time cost a system call per I/O (docs/iogen.md) */
-struct iogen_opts opt = { .cpu = -1, .seed = 0x5eed, .batch = 4, .eng = { .sqpoll_cpu = -1, .batch_complete = 1 } };
+static const struct iogen_config defaults = { .cpu = -1, .seed = 0x5eed, .batch = 4 };
 
 #define MAX_RUN_S 1e7 /* about 116 days: far beyond any run, and well inside the tick arithmetic */
 
@@ -35,97 +35,83 @@ static double parse_num(const char *v, const char *what, double lo, double hi)
     return d;
 }
 
-static void set_target(const char *v)
+static void set_target(struct iogen_config *c, const char *v)
 {
-    if (opt.ntargets == IOGEN_MAX_TARGETS)
+    if (c->ntargets == IOGEN_MAX_TARGETS)
         osm_usage_error("--target: at most %d targets", IOGEN_MAX_TARGETS);
-    for (int i = 0; i < opt.ntargets; i++)
-        if (!strcmp(opt.targets[i], v))
+    for (int i = 0; i < c->ntargets; i++)
+        if (!strcmp(c->targets[i], v))
             osm_usage_error("--target %s is given twice", v);
-    opt.targets[opt.ntargets++] = v;
-    opt.target = opt.targets[0];
+    c->targets[c->ntargets++] = v;
+    c->target = c->targets[0];
 }
-static void set_source(const char *v)
+static void set_source(struct iogen_config *c, const char *v)
 {
-    if (opt.workload || opt.spec_file || opt.icf_file)
+    if (c->workload || c->spec_file || c->icf_file)
         osm_usage_error("give exactly one of --workload, --spec or --icf, once");
-    *(!strcmp(cur, "--workload") ? &opt.workload : !strcmp(cur, "--spec") ? &opt.spec_file : &opt.icf_file) = v;
+    *(!strcmp(cur, "--workload") ? &c->workload : !strcmp(cur, "--spec") ? &c->spec_file : &c->icf_file) = v;
 }
-static void set_spec_name(const char *v) { opt.spec_name = v; }
-static void set_engine(const char *v)
+static void set_spec_name(struct iogen_config *c, const char *v) { c->spec_name = v; }
+static void set_engine(struct iogen_config *c, const char *v)
 {
-    opt.engine = engine_find(v);
-    opt.engine_set = true;
-    if (!opt.engine)
+    c->engine = engine_find(v);
+    c->engine_set = true;
+    if (!c->engine)
         osm_usage_error("--engine: expected %s, got '%s'", engine_names(), v);
 }
-static void set_qd(const char *v) { opt.qd = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
-static void set_cycle(const char *v)
+static void set_qd(struct iogen_config *c, const char *v) { c->qd = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
+static void set_cycle(struct iogen_config *c, const char *v)
 {
-    *(!strcmp(cur, "--cycle-qd") ? &opt.cycle : !strcmp(cur, "--cycle-workers") ? &opt.cycle_workers
-      : !strcmp(cur, "--cycle-targets") ? &opt.cycle_targets : &opt.cycle_size) = v;
+    *(!strcmp(cur, "--cycle-qd") ? &c->cycle : !strcmp(cur, "--cycle-workers") ? &c->cycle_workers
+      : !strcmp(cur, "--cycle-targets") ? &c->cycle_targets : &c->cycle_size) = v;
 }
-static void set_save_icf(const char *v) { opt.save_icf = v; }
-static void set_results_csv(const char *v) { opt.results_csv = v; }
-static void set_live(const char *v) { (void)v; opt.live = true; }
-static void set_status(const char *v) { (void)v; opt.status = true; }
-static void set_ramp_ios(const char *v) { opt.ramp_ios = osm_parse_u64(cur, v, 1, UINT64_MAX / 2); }
-static void set_zones(const char *v) { opt.zones = (unsigned)osm_parse_u64(cur, v, 1, 100000); }
-static void set_workers(const char *v) { opt.workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
-static void set_size(const char *v) { opt.size = osm_parse_size(cur, v, 4096, 1ull << 50); }
-static void set_time(const char *v) { opt.time_s = parse_num(v, "seconds", 0, MAX_RUN_S); opt.time_set = true; }
-static void set_ramp(const char *v) { opt.ramp_s = parse_num(v, "seconds", 0, MAX_RUN_S); opt.ramp_set = true; }
-static void set_transactions(const char *v) { opt.transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
-static void set_interval(const char *v) { opt.interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
-static void set_rate(const char *v) { opt.rate = parse_num(v, "I/Os per second", 0, 1e9); }
-static void set_start_at(const char *v)
+static void set_save_icf(struct iogen_config *c, const char *v) { c->save_icf = v; }
+static void set_results_csv(struct iogen_config *c, const char *v) { c->results_csv = v; }
+static void set_live(struct iogen_config *c, const char *v) { (void)v; c->live = true; }
+static void set_status(struct iogen_config *c, const char *v) { (void)v; c->status = true; }
+static void set_ramp_ios(struct iogen_config *c, const char *v) { c->ramp_ios = osm_parse_u64(cur, v, 1, UINT64_MAX / 2); }
+static void set_zones(struct iogen_config *c, const char *v) { c->zones = (unsigned)osm_parse_u64(cur, v, 1, 100000); }
+static void set_workers(struct iogen_config *c, const char *v) { c->workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
+static void set_size(struct iogen_config *c, const char *v) { c->size = osm_parse_size(cur, v, 4096, 1ull << 50); }
+static void set_time(struct iogen_config *c, const char *v) { c->time_s = parse_num(v, "seconds", 0, MAX_RUN_S); c->time_set = true; }
+static void set_ramp(struct iogen_config *c, const char *v) { c->ramp_s = parse_num(v, "seconds", 0, MAX_RUN_S); c->ramp_set = true; }
+static void set_transactions(struct iogen_config *c, const char *v) { c->transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
+static void set_interval(struct iogen_config *c, const char *v) { c->interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
+static void set_rate(struct iogen_config *c, const char *v) { c->rate = parse_num(v, "I/Os per second", 0, 1e9); }
+static void set_start_at(struct iogen_config *c, const char *v)
 {
-    opt.start_at = parse_num(v, "a Unix time in seconds", 1e9, 1e11);
+    c->start_at = parse_num(v, "a Unix time in seconds", 1e9, 1e11);
     /* a start instant is for hosts started together: a day away is a mistake, not a plan */
-    double away = opt.start_at - (double)time(NULL);
+    double away = c->start_at - (double)time(NULL);
     if (away > 86400 || away < -3600)
         osm_usage_error("--start-at %s is %.0f s from now: expected a time within the next day", v, away);
 }
-static void set_log(const char *v) { opt.log_file = v; }
-static void set_verify(const char *v) { (void)v; opt.verify = true; }
-static void set_verify_state(const char *v) { opt.verify_state = v; }
-static void set_buffered(const char *v) { (void)v; opt.buffered = true; }
-static void set_destroy(const char *v) { (void)v; opt.allow_destroy = true; }
-static void set_signature(const char *v) { (void)v; opt.allow_signature = true; }
-static void set_cpu(const char *v) { opt.cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
-static void set_seed(const char *v) { opt.seed = osm_parse_u64(cur, v, 0, UINT64_MAX); opt.seed_set = true; }
-static void set_batch(const char *v) { opt.batch = (unsigned)osm_parse_u64(cur, v, 0, 65536); }
-static void set_dump(const char *v) { (void)v; opt.dump_spec = true; }
-static void set_sqpoll(const char *v) { opt.eng.sqpoll_cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
-static void set_iopoll(const char *v) { (void)v; opt.eng.iopoll = true; }
-static void set_register_ring(const char *v) { (void)v; opt.eng.register_ring = true; }
-static void set_batch_complete(const char *v) { opt.eng.batch_complete = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
-static void set_steady(const char *v)
+static void set_log(struct iogen_config *c, const char *v) { c->log_file = v; }
+static void set_verify(struct iogen_config *c, const char *v) { (void)v; c->verify = true; }
+static void set_verify_state(struct iogen_config *c, const char *v) { c->verify_state = v; }
+static void set_buffered(struct iogen_config *c, const char *v) { (void)v; c->buffered = true; }
+static void set_destroy(struct iogen_config *c, const char *v) { (void)v; c->allow_destroy = true; }
+static void set_signature(struct iogen_config *c, const char *v) { (void)v; c->allow_signature = true; }
+static void set_cpu(struct iogen_config *c, const char *v) { c->cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
+static void set_seed(struct iogen_config *c, const char *v) { c->seed = osm_parse_u64(cur, v, 0, UINT64_MAX); c->seed_set = true; }
+static void set_batch(struct iogen_config *c, const char *v) { c->batch = (unsigned)osm_parse_u64(cur, v, 0, 65536); }
+static void set_dump(struct iogen_config *c, const char *v) { (void)v; c->dump_spec = true; }
+static void set_steady(struct iogen_config *c, const char *v)
 {
     char err[256];
-    if (steady_parse(v, &opt.steady, err, sizeof err) != 0)
+    if (steady_parse(v, &c->steady, err, sizeof err) != 0)
         osm_usage_error("%s", err);
 }
-static void set_precondition(const char *v) { (void)v; opt.precondition = true; }
-/* The index of v among three choices, or a usage error naming them. */
-static int choice(const char *v, const char *const names[3])
-{
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(v, names[i]))
-            return i;
-    osm_usage_error("%s: expected %s, %s or %s, got '%s'", cur, names[0], names[1], names[2], v);
-}
-static void set_taskrun(const char *v) { opt.eng.taskrun = choice(v, (const char *const[3]){ "defer", "coop", "plain" }); }
-static void set_async(const char *v) { opt.eng.async = choice(v, (const char *const[3]){ "auto", "on", "off" }); }
-static void do_help(const char *v);
-static void do_list(const char *v) { (void)v; spec_list_builtins(stdout); exit(0); }
-static void do_markdown(const char *v);
+static void set_precondition(struct iogen_config *c, const char *v) { (void)v; c->precondition = true; }
+static void do_help(struct iogen_config *c, const char *v);
+static void do_list(struct iogen_config *c, const char *v) { (void)c, (void)v; spec_list_builtins(stdout); exit(0); }
+static void do_markdown(struct iogen_config *c, const char *v);
 
 struct option_def {
     const char *name;    /* "--target" */
     const char *metavar; /* "PATH"; NULL: a flag */
     const char *help;
-    void (*set)(const char *v);
+    void (*set)(struct iogen_config *c, const char *v);
 };
 
 static const struct option_def options[] = {
@@ -174,15 +160,6 @@ static const struct option_def options[] = {
     { "--cpu", "N", "pin every worker thread to CPU N", set_cpu },
     { "--seed", "N", "random seed (default fixed; a .icf fixed seed wins)", set_seed },
     { "--batch", "N", "submit at most N requests per system call (default 4; 0: every free slot)", set_batch },
-    { "--batch-complete", "N", "wait for at least N completions per call (default 1; more inflates latency)",
-      set_batch_complete },
-    { "--sqpoll", "CPU", "a kernel thread on CPU polls the submissions (io_uring's SQPOLL)", set_sqpoll },
-    { "--iopoll", NULL, "poll the device for completions (drivers with poll queues, such as NVMe)", set_iopoll },
-    { "--register-ring", NULL, "enter io_uring through a registered ring descriptor", set_register_ring },
-    { "--taskrun", "MODE", "io_uring's completion work: defer (default: run when iogen waits), coop, plain",
-      set_taskrun },
-    { "--async", "MODE", "hand requests straight to io_uring's workers: auto (default: where the target refuses "
-      "nowait reads), on, off", set_async },
     { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
     { "--list-workloads", NULL, "the shipped workloads", do_list },
     { "--options-markdown", NULL, "this option list as a Markdown table (docs/iogen.md)", do_markdown },
@@ -191,41 +168,108 @@ static const struct option_def options[] = {
 
 #define NOPTS (sizeof options / sizeof options[0])
 
-static void do_help(const char *v)
+/* One option's line of --help (indent: its table's) or its Markdown row. */
+static void print_option(const char *indent, const char *name, const char *metavar, const char *help, bool markdown)
 {
-    (void)v;
+    char flag[64];
+    snprintf(flag, sizeof flag, "%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+    if (markdown)
+        printf("| `%s` | %s |\n", flag, help);
+    else if (strlen(flag) <= 20)
+        printf("%s%-20s %s\n", indent, flag, help);
+    else
+        printf("%s%s\n%s%-20s %s\n", indent, flag, indent, "", help);
+}
+
+/* The engines, each with its own options (once per table: an engine that shares another's says whose). */
+static void print_engines(bool markdown)
+{
+    if (markdown)
+        printf("| engine | how |\n|---|---|\n");
+    else
+        printf("\nEngines, each with its own options:\n");
+    for (size_t i = 0; engine_at(i); i++) {
+        const struct engine_ops *e = engine_at(i);
+        printf(markdown ? "| `%s` | %s%s |\n" : "  %-8s %s%s\n", e->name, e->summary,
+               e == engine_default ? " (default)" : "");
+        const struct engine_ops *first = e;
+        for (size_t k = 0; e->options && k < i; k++)
+            if (engine_at(k)->options == e->options && first == e)
+                first = engine_at(k);
+        if (!markdown && first != e)
+            printf("    the options of %s\n", first->name);
+        else if (!markdown)
+            for (const struct engine_option *o = e->options ? e->options->table : NULL; o && o->name; o++)
+                print_option("    ", o->name, o->metavar, o->help, false);
+    }
+    if (!markdown)
+        return;
+    for (size_t i = 0; engine_at(i); i++) {
+        const struct engine_ops *e = engine_at(i);
+        bool first = true;
+        for (size_t k = 0; k < i; k++)
+            first = first && engine_at(k)->options != e->options;
+        if (!e->options || !first)
+            continue;
+        printf("\nThe options of `%s`", e->name);
+        for (size_t k = i + 1; engine_at(k); k++)
+            if (engine_at(k)->options == e->options)
+                printf(" and `%s`", engine_at(k)->name);
+        printf(":\n\n| option | meaning |\n|---|---|\n");
+        for (const struct engine_option *o = e->options->table; o->name; o++)
+            print_option("", o->name, o->metavar, o->help, true);
+    }
+}
+
+static void do_help(struct iogen_config *c, const char *v)
+{
+    (void)c, (void)v;
     printf("usage: iogen --target PATH (--workload NAME | --spec FILE | --icf FILE) [options]\n"
            "Raw I/O generator: Iometer access specifications on a file or block device.\n"
            "Prints one JSON object per run (docs/DESIGN.md, contract 7).\n\n");
-    for (size_t i = 0; i < NOPTS; i++) {
-        char flag[64];
-        snprintf(flag, sizeof flag, "%s%s%s", options[i].name, options[i].metavar ? " " : "",
-                 options[i].metavar ? options[i].metavar : "");
-        if (strlen(flag) <= 20)
-            printf("  %-20s %s\n", flag, options[i].help);
-        else
-            printf("  %s\n  %-20s %s\n", flag, "", options[i].help);
-    }
-    printf("\nEngines:\n");
-    engine_list(stdout, false);
+    for (size_t i = 0; i < NOPTS; i++)
+        print_option("  ", options[i].name, options[i].metavar, options[i].help, false);
+    print_engines(false);
     exit(0);
 }
 
-static void do_markdown(const char *v)
+static void do_markdown(struct iogen_config *c, const char *v)
 {
-    (void)v;
+    (void)c, (void)v;
     printf("| option | meaning |\n|---|---|\n");
     for (size_t i = 0; i < NOPTS; i++)
-        printf("| `%s%s%s` | %s |\n", options[i].name, options[i].metavar ? " " : "",
-               options[i].metavar ? options[i].metavar : "", options[i].help);
+        print_option("", options[i].name, options[i].metavar, options[i].help, true);
     printf("\n");
-    engine_list(stdout, true);
+    print_engines(true);
     exit(0);
 }
 
-void options_parse(int argc, char **argv)
+/* The engine whose own options were set (from their defaults), or NULL. */
+static const struct engine_ops *engine_options_set(void)
 {
-    opt.engine = engine_default;
+    for (size_t i = 0; engine_at(i); i++)
+        if (engine_at(i)->options && engine_at(i)->options->set())
+            return engine_at(i);
+    return NULL;
+}
+
+/* "--a, --b and --c": the options of table, for a message. */
+static const char *option_names(const struct engine_option *table)
+{
+    static char buf[512];
+    size_t n = 0;
+    buf[0] = 0;
+    for (const struct engine_option *o = table; o->name && n < sizeof buf; o++) {
+        int w = snprintf(buf + n, sizeof buf - n, "%s%s", o == table ? "" : !o[1].name ? " and " : ", ", o->name);
+        n = w > 0 ? n + (size_t)w : n;
+    }
+    return buf;
+}
+
+void options_parse(int argc, char **argv, struct iogen_config *c)
+{
+    *c = defaults;
+    c->engine = engine_default;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *eq = strchr(a, '=');
@@ -234,60 +278,66 @@ void options_parse(int argc, char **argv)
         for (size_t k = 0; k < NOPTS && !d; k++)
             if (strlen(options[k].name) == len && !strncmp(options[k].name, a, len))
                 d = &options[k];
-        if (!d)
+        const struct engine_options *of;
+        const struct engine_option *eo = d ? NULL : engine_option_find(a, len, &of);
+        if (!d && !eo)
             osm_usage_error("unknown option '%s'", a);
-        cur = d->name;
+        cur = d ? d->name : eo->name;
+        const char *metavar = d ? d->metavar : eo->metavar;
         const char *val = NULL;
-        if (d->metavar) {
+        if (metavar) {
             if (eq)
                 val = eq + 1;
             else if (i + 1 < argc)
                 val = argv[++i];
             else
-                osm_usage_error("%s needs a value (%s)", d->name, d->metavar);
+                osm_usage_error("%s needs a value (%s)", cur, metavar);
         } else if (eq) {
-            osm_usage_error("%s takes no value", d->name);
+            osm_usage_error("%s takes no value", cur);
         }
-        d->set(val);
+        if (d)
+            d->set(c, val);
+        else
+            eo->set(eo->name, val);
     }
-    if (!!opt.workload + !!opt.spec_file + !!opt.icf_file != 1)
+    if (!!c->workload + !!c->spec_file + !!c->icf_file != 1)
         osm_usage_error("give exactly one of --workload, --spec or --icf");
-    bool tuned_uring = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring ||
-                       opt.eng.batch_complete > 1 || opt.eng.taskrun || opt.eng.async;
-    opt.engine_auto = !opt.engine_set && !opt.dump_spec && !tuned_uring;
-    if (opt.engine_auto) {
+    /* the one check of the engines' own options: any set keeps their engine, and no other engine takes them */
+    const struct engine_ops *tuned = engine_options_set();
+    c->engine_auto = !c->engine_set && !c->dump_spec && !tuned;
+    if (c->engine_auto) {
         /* where the kernel (or qemu-user) offers no io_uring, the next engine, said in the results */
-        opt.engine = engine_usable_default(&opt.engine_fallback);
-        if (opt.engine_fallback)
-            fprintf(stderr, "iogen: warning: the kernel offers no faster engine here (%s); using --engine %s\n", opt.engine_fallback,
-                    opt.engine->name);
+        c->engine = engine_usable_default(&c->engine_fallback);
+        if (c->engine_fallback)
+            fprintf(stderr, "iogen: warning: the kernel offers no faster engine here (%s); using --engine %s\n", c->engine_fallback,
+                    c->engine->name);
     }
-    if (!opt.target && !opt.dump_spec && !opt.engine->no_target)
+    if (!c->target && !c->dump_spec && !c->engine->no_target)
         osm_usage_error("--target PATH is required");
-    if (opt.target && opt.engine->no_target)
+    if (c->target && c->engine->no_target)
         osm_usage_error("--engine %s does no I/O: give no --target (--size sets the region it pretends to use)",
-                        opt.engine->name);
-    bool tuned = opt.eng.sqpoll_cpu >= 0 || opt.eng.iopoll || opt.eng.register_ring || opt.eng.batch_complete > 1 ||
-                 opt.eng.taskrun || opt.eng.async;
-    if (tuned && !opt.engine->tunable)
-        osm_usage_error("--sqpoll, --iopoll, --register-ring, --batch-complete, --taskrun and --async are io_uring's: "
-                        "not for --engine %s",
-                        opt.engine->name);
-    if (opt.verify_state && !opt.verify)
+                        c->engine->name);
+    if (tuned && tuned->options != c->engine->options)
+        osm_usage_error("%s %s %s's: not for --engine %s", option_names(tuned->options->table),
+                        tuned->options->table[1].name ? "are" : "is", tuned->options->owner,
+                        c->engine->name);
+    if (c->verify_state && !c->verify)
         osm_usage_error("--verify-state goes with --verify");
-    if (opt.verify && opt.engine->no_target)
-        osm_usage_error("--verify checks what the target holds: --engine %s has none", opt.engine->name);
-    if (opt.ramp_ios && opt.ramp_set)
+    if (c->verify && c->engine->no_target)
+        osm_usage_error("--verify checks what the target holds: --engine %s has none", c->engine->name);
+    if (c->ramp_ios && c->ramp_set)
         osm_usage_error("give --ramp SECONDS or --ramp-ios N, not both");
-    if (opt.eng.iopoll && opt.buffered)
-        osm_usage_error("--iopoll needs O_DIRECT: not with --buffered");
+    const struct engine_options *eo = c->engine->options;
+    const char *refused = eo && eo->refuse ? eo->refuse(!c->buffered) : NULL;
+    if (refused)
+        osm_usage_error("%s", refused);
 }
 
 /* ---------------------------------------------------------------- the job */
 
 /* The most requests any worker keeps outstanding, over every queue depth the job cycles through, on all its
  * targets (Iometer's outstanding I/Os are per target). */
-static unsigned most_outstanding(const struct job *job)
+static unsigned most_outstanding(const struct iogen_config *c, const struct job *job)
 {
     unsigned most = 0;
     for (int i = 0; i < job->nworkers; i++)
@@ -295,7 +345,7 @@ static unsigned most_outstanding(const struct job *job)
             most = job->workers[i].outstanding;
     if (job->cycle_qd && job->qd_end > most)
         most = job->qd_end;
-    unsigned nt = opt.ntargets > 1 ? (unsigned)opt.ntargets : 1;
+    unsigned nt = c->ntargets > 1 ? (unsigned)c->ntargets : 1;
     return most > UINT32_MAX / nt ? UINT32_MAX : most * nt;
 }
 
@@ -322,15 +372,15 @@ static void parse_cycle_text(const char *name, const char *text, uint64_t most, 
 }
 
 /* --cycle-qd into the job's queue depth cycling fields. */
-static void parse_cycle(struct job *job)
+static void parse_cycle(const struct iogen_config *c, struct job *job)
 {
-    struct cycle c;
-    parse_cycle_text("--cycle-qd", opt.cycle, 65536, &c);
+    struct cycle q;
+    parse_cycle_text("--cycle-qd", c->cycle, 65536, &q);
     job->cycle_qd = true;
-    job->qd_start = (unsigned)c.start;
-    job->qd_end = (unsigned)c.end;
-    job->qd_step = (unsigned)c.step;
-    job->qd_exponential = c.exponential;
+    job->qd_start = (unsigned)q.start;
+    job->qd_end = (unsigned)q.end;
+    job->qd_step = (unsigned)q.step;
+    job->qd_exponential = q.exponential;
 }
 
 static void one_worker(struct job *job, int spec)
@@ -343,27 +393,27 @@ static void one_worker(struct job *job, int spec)
     job->workers[0].outstanding = 1;
 }
 
-void options_build_job(struct job *job)
+void options_build_job(const struct iogen_config *c, struct job *job)
 {
     char err[512];
     job_init(job);
-    if (opt.workload) {
-        if (spec_builtin(opt.workload, &job->specs[0]) != 0)
-            osm_usage_error("--workload: no shipped workload named '%s' (iogen --list-workloads)", opt.workload);
+    if (c->workload) {
+        if (spec_builtin(c->workload, &job->specs[0]) != 0)
+            osm_usage_error("--workload: no shipped workload named '%s' (iogen --list-workloads)", c->workload);
         job->nspecs = 1;
-    } else if (opt.spec_file ? spec_parse_file(opt.spec_file, job, err, sizeof err)
-                             : icf_parse_file(opt.icf_file, job, err, sizeof err)) {
+    } else if (c->spec_file ? spec_parse_file(c->spec_file, job, err, sizeof err)
+                             : icf_parse_file(c->icf_file, job, err, sizeof err)) {
         osm_usage_error("%s", err);
     }
     if (job->nspecs == 0)
-        osm_usage_error("%s defines no access specification", opt.spec_file ? opt.spec_file : opt.icf_file);
-    if (opt.spec_name) { /* one spec by name: the workers all use it */
+        osm_usage_error("%s defines no access specification", c->spec_file ? c->spec_file : c->icf_file);
+    if (c->spec_name) { /* one spec by name: the workers all use it */
         int k = -1;
         for (int i = 0; i < job->nspecs; i++)
-            if (!strcmp(job->specs[i].name, opt.spec_name))
+            if (!strcmp(job->specs[i].name, c->spec_name))
                 k = i;
         if (k < 0)
-            osm_usage_error("--spec-name: no access specification named '%s' in the file", opt.spec_name);
+            osm_usage_error("--spec-name: no access specification named '%s' in the file", c->spec_name);
         for (int i = 0; i < job->nworkers; i++) {
             job->workers[i].spec[0] = k;
             job->workers[i].nspec = 1;
@@ -377,26 +427,26 @@ void options_build_job(struct job *job)
                             job->nspecs);
         one_worker(job, 0);
     }
-    if (opt.workers) {
-        for (unsigned i = (unsigned)job->nworkers; i < opt.workers; i++) {
+    if (c->workers) {
+        for (unsigned i = (unsigned)job->nworkers; i < c->workers; i++) {
             job->workers[i] = job->workers[0];
             snprintf(job->workers[i].name, sizeof job->workers[i].name, "worker %u", i + 1);
         }
-        job->nworkers = (int)opt.workers;
+        job->nworkers = (int)c->workers;
     }
-    if (opt.qd) {
+    if (c->qd) {
         for (int i = 0; i < job->nworkers; i++)
-            job->workers[i].outstanding = opt.qd;
+            job->workers[i].outstanding = c->qd;
         job->cycle_qd = false;
     }
-    if (opt.cycle)
-        parse_cycle(job);
-    if (opt.cycle_workers)
-        parse_cycle_text("--cycle-workers", opt.cycle_workers, SPEC_MAX_WORKERS, &job->cycle_workers);
-    if (opt.cycle_targets)
-        parse_cycle_text("--cycle-targets", opt.cycle_targets, IOGEN_MAX_TARGETS, &job->cycle_targets);
-    if (opt.cycle_size)
-        parse_cycle_text("--cycle-size", opt.cycle_size, 1ull << 30, &job->cycle_size);
+    if (c->cycle)
+        parse_cycle(c, job);
+    if (c->cycle_workers)
+        parse_cycle_text("--cycle-workers", c->cycle_workers, SPEC_MAX_WORKERS, &job->cycle_workers);
+    if (c->cycle_targets)
+        parse_cycle_text("--cycle-targets", c->cycle_targets, IOGEN_MAX_TARGETS, &job->cycle_targets);
+    if (c->cycle_size)
+        parse_cycle_text("--cycle-size", c->cycle_size, 1ull << 30, &job->cycle_size);
     /* cycling workers up to more than the file has: copies of the first, as --workers makes */
     if (job->cycle_workers.on && job->cycle_workers.end > (uint64_t)job->nworkers) {
         for (int i = job->nworkers; i < (int)job->cycle_workers.end; i++) {
@@ -405,21 +455,21 @@ void options_build_job(struct job *job)
         }
         job->nworkers = (int)job->cycle_workers.end;
     }
-    if (job->cycle_targets.on && !opt.dump_spec && !opt.engine->no_target &&
-        (job->cycle_targets.end ? job->cycle_targets.end : job->cycle_targets.start) > (uint64_t)opt.ntargets)
+    if (job->cycle_targets.on && !c->dump_spec && !c->engine->no_target &&
+        (job->cycle_targets.end ? job->cycle_targets.end : job->cycle_targets.start) > (uint64_t)c->ntargets)
         osm_usage_error("cycling targets up to %llu: give that many --target",
                         (unsigned long long)(job->cycle_targets.end ? job->cycle_targets.end : job->cycle_targets.start));
     /* an end at all there are is Iometer's (an .icf gives no end): said as 0 */
     if (job->cycle_workers.end == (uint64_t)job->nworkers)
         job->cycle_workers.end = 0;
-    if (job->cycle_targets.end && job->cycle_targets.end == (uint64_t)opt.ntargets)
+    if (job->cycle_targets.end && job->cycle_targets.end == (uint64_t)c->ntargets)
         job->cycle_targets.end = 0;
     if (job->cycle_workers.on && job->cycle_workers.start > (uint64_t)job->nworkers)
         osm_usage_error("cycling workers from %llu: the job has %d", (unsigned long long)job->cycle_workers.start,
                         job->nworkers);
-    if (opt.verify && opt.ntargets > 1)
+    if (c->verify && c->ntargets > 1)
         osm_usage_error("--verify checks one target: give one --target");
-    if (opt.zones)
+    if (c->zones)
         for (int i = 0; i < job->nworkers; i++)
             for (int k = 0; k < job->workers[i].nspec; k++) {
                 const struct spec *s = &job->specs[job->workers[i].spec[k]];
@@ -430,14 +480,14 @@ void options_build_job(struct job *job)
             }
     /* a time and a count both bound the run (the first ends it); a count
      * alone leaves the time open, and with neither the run lasts 10 s */
-    if (opt.transactions)
-        job->transactions = opt.transactions;
-    if (opt.time_set)
-        job->run_s = opt.time_s;
+    if (c->transactions)
+        job->transactions = c->transactions;
+    if (c->time_set)
+        job->run_s = c->time_s;
     else if (job->run_s == 0 && !job->transactions)
         job->run_s = 10;
-    if (opt.ramp_set || job->ramp_s == 0)
-        job->ramp_s = opt.ramp_set ? opt.ramp_s : 1;
+    if (c->ramp_set || job->ramp_s == 0)
+        job->ramp_s = c->ramp_set ? c->ramp_s : 1;
     if (job->run_s <= 0 && !job->transactions)
         osm_usage_error("--time must be above 0 (or give --transactions)");
     if (job->run_s > MAX_RUN_S || job->ramp_s > MAX_RUN_S)
@@ -447,13 +497,13 @@ void options_build_job(struct job *job)
         if (spec_validate(&job->specs[i], err, sizeof err) != 0)
             osm_usage_error("%s", err);
     /* what the engine can hold */
-    unsigned most = most_outstanding(job);
-    if (opt.engine->max_qd && most > opt.engine->max_qd)
-        osm_usage_error("%u outstanding I/Os per worker: the %s engine holds at most %u", most, opt.engine->name,
-                        opt.engine->max_qd);
-    if (opt.engine->sync && most > 4096)
+    unsigned most = most_outstanding(c, job);
+    if (c->engine->max_qd && most > c->engine->max_qd)
+        osm_usage_error("%u outstanding I/Os per worker: the %s engine holds at most %u", most, c->engine->name,
+                        c->engine->max_qd);
+    if (c->engine->sync && most > 4096)
         osm_usage_error("%u outstanding I/Os per worker with the %s engine would be %u threads: at most 4096",
-                        most, opt.engine->name, most);
+                        most, c->engine->name, most);
     for (int i = 0; i < job->nworkers; i++)
         for (int n = 0; n < job->workers[i].nspec; n++) {
             const struct spec *s = &job->specs[job->workers[i].spec[n]];
@@ -469,14 +519,14 @@ void options_build_job(struct job *job)
  * threads: a switch there and one back per request, or a failed inline try and then the hand-over. A
  * thread per outstanding request issuing it itself (psync) does the same I/O without either, so the
  * default engine is psync there; --engine uring (or any io_uring option) insists on io_uring. */
-void options_engine_for_target(const struct job *job, const struct target *t)
+void options_engine_for_target(struct iogen_config *c, const struct job *job, const struct target *t)
 {
     const struct engine_ops *psync = engine_find("psync");
-    if (!opt.engine_auto || opt.engine != engine_default || t->fd < 0 || most_outstanding(job) > 4096 ||
+    if (!c->engine_auto || c->engine != engine_default || t->fd < 0 || most_outstanding(c, job) > 4096 ||
         !target_refuses_nowait(t->fd, t->lbs))
         return;
-    opt.engine = psync;
-    opt.engine_fallback = "uring: the target refuses non-blocking I/O, so io_uring would hand every request to a "
+    c->engine = psync;
+    c->engine_fallback = "uring: the target refuses non-blocking I/O, so io_uring would hand every request to a "
                           "worker thread; psync issues each from a thread of its own (--engine uring to insist)";
-    fprintf(stderr, "iogen: note: %s\n", opt.engine_fallback);
+    fprintf(stderr, "iogen: note: %s\n", c->engine_fallback);
 }

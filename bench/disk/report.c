@@ -1,8 +1,9 @@
 /* report.c - what a run tells: its JSON object (docs/DESIGN.md, contract
  * 7), the request log (--log), and the live line on a terminal. Totals,
  * per-worker and per-interval figures all come from merged histograms. */
-#include "iogen.h"
+#include "run.h"
 #include "json.h"
+#include "osm.h"
 #include "prober.h"
 
 #include <math.h>
@@ -51,10 +52,10 @@ static double seconds(struct timeval a, struct timeval b)
 
 /* The report intervals of the streams of workers [from, to): iops, mbps and
  * latency of each, from the streams' interval histograms merged. */
-static void intervals(struct json *j, struct worker *ws, int from, int to)
+static void intervals(struct json *j, const struct run_state *rs, struct worker *ws, int from, int to)
 {
     json_arr(j);
-    if (!run.ival_ticks) {
+    if (!rs->ival_ticks) {
         json_arr_end(j);
         return;
     }
@@ -63,7 +64,7 @@ static void intervals(struct json *j, struct worker *ws, int from, int to)
         for (unsigned k = 0; k < ws[i].nstreams; k++)
             if (ws[i].streams[k].nivals > nint)
                 nint = ws[i].streams[k].nivals;
-    double iv = (double)run.ival_ticks / tick_hz;
+    double iv = (double)rs->ival_ticks / osm_timer.hz;
     for (size_t n = 0; n < nint; n++) {
         struct hist h;
         uint64_t bytes = 0;
@@ -130,10 +131,11 @@ static void target_json(struct json *j, const struct target *t, const struct tst
  * the time between completions it took, per stream, the streams' rates added (SPEK's ZCAV). */
 static void zones_json(struct json *j, const struct run_result *in)
 {
+    const struct run_state *rs = in->rs;
     json_key(j, "zones");
     json_arr(j);
     for (int k = 0; k < in->p.ntargets; k++)
-        for (unsigned z = 0; z < run.zones; z++) {
+        for (unsigned z = 0; z < rs->zones; z++) {
             uint64_t bytes = 0;
             double mbps = 0;
             const struct wtarget *tg = NULL;
@@ -142,10 +144,10 @@ static void zones_json(struct json *j, const struct run_result *in)
                     continue;
                 tg = &in->ws[i].tg[k];
                 for (unsigned n = 0; n < in->ws[i].nstreams; n++) {
-                    const struct zstat *zs = &in->ws[i].streams[n].zst[(unsigned)k * run.zones + z];
+                    const struct zstat *zs = &in->ws[i].streams[n].zst[(unsigned)k * rs->zones + z];
                     bytes += zs->bytes;
                     if (zs->ticks)
-                        mbps += (double)zs->bytes / ((double)zs->ticks / tick_hz) / 1e6;
+                        mbps += (double)zs->bytes / ((double)zs->ticks / osm_timer.hz) / 1e6;
                 }
             }
             if (!tg)
@@ -153,7 +155,7 @@ static void zones_json(struct json *j, const struct run_result *in)
             json_obj(j);
             json_kstr(j, "target", tg->t->path);
             json_kuint(j, "zone", z);
-            json_kuint(j, "offset", tg->region_start + tg->region_len * z / run.zones);
+            json_kuint(j, "offset", tg->region_start + tg->region_len * z / rs->zones);
             json_kuint(j, "bytes", bytes);
             json_kfixed(j, "mbps", mbps, 3);
             json_obj_end(j);
@@ -163,6 +165,8 @@ static void zones_json(struct json *j, const struct run_result *in)
 
 void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre)
 {
+    const struct run_state *rs = in->rs;
+    const struct iogen_config *cfg = rs->cfg;
     struct totals tot;
     totals_clear(&tot);
     for (int i = 0; i < in->nw; i++)
@@ -179,12 +183,12 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_to_file(&j, f);
     json_obj(&j);
     json_kstr(&j, "workload", name);
-    json_kstr(&j, "engine", opt.engine->name);
-    if (opt.engine_fallback)
-        json_kstr(&j, "engine_fallback", opt.engine_fallback);
+    json_kstr(&j, "engine", cfg->engine->name);
+    if (cfg->engine_fallback)
+        json_kstr(&j, "engine_fallback", cfg->engine_fallback);
     json_kstr(&j, "engine_setup", in->ws[0].engine_setup);
-    json_kuint(&j, "batch_complete", opt.eng.batch_complete);
-    json_kint(&j, "qd", run.qd);
+    json_kuint(&j, "batch_complete", cfg->engine->options && cfg->engine->options->batch_complete ? cfg->engine->options->batch_complete() : 1);
+    json_kint(&j, "qd", in->qd);
     json_kint(&j, "workers", in->nw);
     json_kstr(&j, "target", t->path);
     json_kstr(&j, "target_type", t->block ? "block" : "file");
@@ -205,15 +209,15 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
         json_uint(&j, in->p.size);
     else
         json_null(&j);
-    json_kint(&j, "qd", run.qd);
+    json_kint(&j, "qd", in->qd);
     json_obj_end(&j);
     json_kfixed(&j, "run_s", secs, 6);
     json_kfixed(&j, "start_unix", in->start_unix, 6);
-    if (opt.start_at > 0)
-        json_kfixed(&j, "start_at", opt.start_at, 6);
+    if (cfg->start_at > 0)
+        json_kfixed(&j, "start_at", cfg->start_at, 6);
     json_kfixed(&j, "ramp_s", in->ramp_s, 3);
-    if (run.ramp_ios)
-        json_kuint(&j, "ramp_ios", run.ramp_ios);
+    if (rs->ramp_ios)
+        json_kuint(&j, "ramp_ios", rs->ramp_ios);
     json_kfixed(&j, "iops", (double)ios / secs, 3);
     json_kfixed(&j, "mbps", (double)(tot.bytes_r + tot.bytes_w) / secs / 1e6, 3);
     json_kfixed(&j, "read_iops", (double)tot.reads / secs, 3);
@@ -235,7 +239,7 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kfixed(&j, "syscalls_per_io", (double)tot.syscalls * per, 4);
     json_kint(&j, "ctx_switches", ctx);
     json_kfixed(&j, "ctx_switches_per_io", (double)ctx * per, 4);
-    if (run.verify) {
+    if (rs->verify) {
         /* every block read is accounted for: checked against what the verify state says it holds (a
          * mismatch, or not), never written under the state (not checked), or read while written */
         json_key(&j, "verify");
@@ -257,8 +261,8 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
             fprintf(stderr, "iogen: error: --verify: %llu blocks hold an earlier generation's data: a later write to "
                     "them was lost\n", (unsigned long long)tot.vstale);
     }
-    if (opt.steady.on)
-        steady_json(&opt.steady, &j);
+    if (rs->steady.on)
+        steady_json(&rs->steady, &j);
     if (pre) {
         json_key(&j, "precondition");
         json_obj(&j);
@@ -312,7 +316,7 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
         }
         json_arr_end(&j);
         json_key(&j, "intervals");
-        intervals(&j, in->ws, i, i + 1);
+        intervals(&j, in->rs, in->ws, i, i + 1);
         json_obj_end(&j);
     }
     json_arr_end(&j);
@@ -332,24 +336,26 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
             target_json(&j, tk, &s, secs);
     }
     json_arr_end(&j);
-    if (run.zones)
+    if (rs->zones)
         zones_json(&j, in);
     json_key(&j, "intervals");
-    intervals(&j, in->ws, 0, in->nw);
+    intervals(&j, in->rs, in->ws, 0, in->nw);
     prober_json(in->pr, &j);
     json_obj_end(&j);
     json_line_end(&j, "the result to standard output");
 }
 
-void write_log(FILE *lf, struct worker *ws, int nw)
+void write_log(FILE *lf, const struct run_result *in)
 {
+    struct worker *ws = in->ws;
+    int nw = in->nw;
     for (int i = 0; i < nw; i++)
         for (unsigned k = 0; k < ws[i].nstreams; k++) {
             struct stream *s = &ws[i].streams[k];
             for (size_t n = 0; n < s->nlog; n++)
                 fprintf(lf, "%llu,%llu,%u,%c,%u,%d,%d,%d,%u\n", (unsigned long long)s->log[n].start_ns,
                         (unsigned long long)s->log[n].off, s->log[n].len, s->log[n].write ? 'W' : 'R',
-                        s->log[n].lat_ns, ws[i].id + 1, run.qd, run.runno, s->log[n].target + 1u);
+                        s->log[n].lat_ns, ws[i].id + 1, in->qd, in->rs->runno, s->log[n].target + 1u);
             if (s->log_full)
                 fprintf(stderr, "iogen: warning: the request log of worker %d stopped at %zu rows (memory)\n", i + 1,
                         s->nlog);

@@ -5,7 +5,7 @@
  * row (this host), a WORKER row per worker and a DISK row per target of
  * each worker, in Iometer's 59 columns. What Linux (or iogen) cannot give is
  * left empty: docs/iogen.md lists those columns and why. */
-#include "iogen.h"
+#include "run.h"
 #include "prober.h"
 
 #include <string.h>

@@ -21,7 +21,7 @@
  * was in flight, raced a write: either content could be right, so it is
  * counted, not checked.
  */
-#include "iogen.h"
+#include "run.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -50,6 +50,8 @@ static struct {
     unsigned gen;       /* the generation this run writes, or the state's last */
     unsigned alt;       /* an unfinished writer's generation, also accepted (0: none) */
     bool writes;        /* this process writes: it saves the state */
+    unsigned lbs;       /* the block: the targets' logical block (run_init's) */
+    const char *target; /* --target, as given, for the state's header */
 } vs;
 
 /* ------------------------------------------------------------ the pattern */
@@ -70,13 +72,13 @@ static uint64_t vkey(unsigned gen)
 void verify_fill(char *buf, uint64_t off, uint32_t len)
 {
     uint64_t key = vkey(vs.gen);
-    for (uint32_t b = 0; b < len; b += run.lbs) {
+    for (uint32_t b = 0; b < len; b += vs.lbs) {
         uint64_t *w = (uint64_t *)(buf + b), at = off + b;
         w[0] = VMAGIC;
         w[1] = at;
         w[2] = vs.gen;
         w[3] = vs.seed;
-        for (uint32_t i = 4; i < run.lbs / 8; i++)
+        for (uint32_t i = 4; i < vs.lbs / 8; i++)
             w[i] = vword(at, key, i);
     }
 }
@@ -87,7 +89,7 @@ static bool holds(const uint64_t *w, uint64_t at, unsigned gen)
     if (!gen || w[0] != VMAGIC || w[1] != at || w[2] != gen || w[3] != vs.seed)
         return false;
     uint64_t key = vkey(gen);
-    for (uint32_t i = 4; i < run.lbs / 8; i++)
+    for (uint32_t i = 4; i < vs.lbs / 8; i++)
         if (w[i] != vword(at, key, i))
             return false;
     return true;
@@ -103,7 +105,7 @@ static uint64_t busy_sum(uint64_t first, uint64_t n)
 
 void verify_issue(struct io *io)
 {
-    uint64_t first = io->off / run.lbs, n = io->len / run.lbs;
+    uint64_t first = io->off / vs.lbs, n = io->len / vs.lbs;
     if (io->write) {
         for (uint64_t b = first; b < first + n; b++)
             atomic_fetch_add(&vbusy[b], 1);
@@ -117,7 +119,7 @@ void verify_issue(struct io *io)
 
 void verify_done(struct stream *s, struct io *io, bool ok)
 {
-    uint64_t first = io->off / run.lbs, n = io->len / run.lbs;
+    uint64_t first = io->off / vs.lbs, n = io->len / vs.lbs;
     if (io->write) {
         for (uint64_t b = first; b < first + n; b++) {
             atomic_store(&vgen[b], (uint16_t)(ok ? vs.gen : VGEN_UNKNOWN)); /* before the count says it is done */
@@ -129,8 +131,8 @@ void verify_done(struct stream *s, struct io *io, bool ok)
         return;
     bool raced = !io->verify_stable || busy_sum(first, n) != io->verify_seq;
     for (uint64_t k = 0; k < n; k++) {
-        const uint64_t *w = (const uint64_t *)(io->buf + k * run.lbs);
-        uint64_t at = io->off + k * run.lbs;
+        const uint64_t *w = (const uint64_t *)(io->buf + k * vs.lbs);
+        uint64_t at = io->off + k * vs.lbs;
         unsigned g = atomic_load(&vgen[first + k]);
         s->vread++;
         if (raced || g == VGEN_UNKNOWN) {
@@ -167,10 +169,10 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 /* The state's path: --verify-state, else beside a file target, or for a
  * block device (whose /dev is a RAM file system) in the current directory.
  * 0, or -1 when it would be too long. */
-static int state_path(const struct target *t)
+static int state_path(const struct iogen_config *cfg, const struct target *t)
 {
     const char *base = strrchr(t->path, '/') ? strrchr(t->path, '/') + 1 : t->path;
-    int n = opt.verify_state ? snprintf(vs.path, sizeof vs.path, "%s", opt.verify_state)
+    int n = cfg->verify_state ? snprintf(vs.path, sizeof vs.path, "%s", cfg->verify_state)
                              : snprintf(vs.path, sizeof vs.path, "%s.iogen-verify", t->block ? base : t->path);
     return n > 0 && (size_t)n < sizeof vs.path ? 0 : -1;
 }
@@ -274,12 +276,12 @@ static int save(bool finished, char *err, size_t errlen)
     }
     fchmod(fd, 0644);
     char target[4096];
-    snprintf(target, sizeof target, "%s", opt.target);
+    snprintf(target, sizeof target, "%s", vs.target);
     for (char *c = target; *c; c++)
         if (*c == '\n')
             *c = '?';
     fprintf(f, STATE_MAGIC "\ntarget %s\nidentity %s\nblock %u\nblocks %" PRIu64 "\nseed %" PRIu64 "\ngeneration %u\n"
-            "finished %d\nmap\n", target, vs.ident, run.lbs, vblocks, vs.seed, vs.gen, finished);
+            "finished %d\nmap\n", target, vs.ident, vs.lbs, vblocks, vs.seed, vs.gen, finished);
     uint16_t buf[32768];
     for (uint64_t b = 0; b < vblocks;) {
         size_t n = vblocks - b < 32768 ? (size_t)(vblocks - b) : 32768;
@@ -311,9 +313,12 @@ static int save(bool finished, char *err, size_t errlen)
     return 0;
 }
 
-int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
+int verify_open(const struct iogen_config *cfg, const struct target *t, unsigned lbs, bool writes, char *err,
+                size_t errlen)
 {
-    if (state_path(t) != 0)
+    vs.lbs = lbs;
+    vs.target = cfg->target;
+    if (state_path(cfg, t) != 0)
         return fail(err, errlen, "--verify: the verify state's path is too long (give a shorter --verify-state)");
     vs.writes = writes;
     struct stat st;
@@ -323,10 +328,10 @@ int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
         snprintf(vs.ident, sizeof vs.ident, "block %lu", (unsigned long)st.st_rdev);
     else
         snprintf(vs.ident, sizeof vs.ident, "file %lu %lu", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
-    vblocks = t->size / run.lbs;
+    vblocks = t->size / vs.lbs;
     if (vblocks > VMAX_BLOCKS) {
         snprintf(err, errlen, "--verify keeps six bytes per %u-byte block: %llu blocks is too many; verify a smaller "
-                 "region with --size", run.lbs, (unsigned long long)vblocks);
+                 "region with --size", vs.lbs, (unsigned long long)vblocks);
         return -1;
     }
     vgen = calloc(vblocks ? vblocks : 1, sizeof *vgen);
@@ -343,7 +348,7 @@ int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
         snprintf(why, sizeof why, "describes another target (%s, %s)", l.target, l.ident), other = why;
     else if (got)
         other = t->created          ? "describes the file that was there before iogen created this one"
-                : l.lbs != run.lbs  ? "was written in blocks of another size"
+                : l.lbs != vs.lbs  ? "was written in blocks of another size"
                 : !l.finished && writes ? "was left by a writing run that never finished: what each block holds is "
                                           "not known"
                                     : NULL;
@@ -356,11 +361,11 @@ int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
                     "with --verify again)", vs.path, other);
     if (other)
         fprintf(stderr, "iogen: note: --verify: the state %s %s; a new one replaces it\n", vs.path, other);
-    vs.seed = got && !other ? l.seed : opt.seed;
+    vs.seed = got && !other ? l.seed : cfg->seed;
     vs.gen = got ? l.gen : 0;
     if (other) { /* a fresh map for this target, its generations still counting up */
         free(vgen);
-        vblocks = t->size / run.lbs;
+        vblocks = t->size / vs.lbs;
         vgen = calloc(vblocks ? vblocks : 1, sizeof *vgen);
         if (!vgen)
             return fail(err, errlen, "--verify: no memory for the state of %" PRIu64 " blocks", vblocks);
@@ -368,10 +373,10 @@ int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
     vbusy = calloc(vblocks ? vblocks : 1, sizeof *vbusy);
     if (!vbusy)
         return fail(err, errlen, "--verify: no memory for the state of %" PRIu64 " blocks", vblocks);
-    if (got && !other && opt.seed_set && opt.seed != vs.seed)
+    if (got && !other && cfg->seed_set && cfg->seed != vs.seed)
         fprintf(stderr, "iogen: note: --verify: the blocks were written with seed %llu (the state %s says so): %s with "
                 "it; --seed %llu still chooses the offsets\n", (unsigned long long)vs.seed, vs.path,
-                writes ? "writing and checking" : "checking", (unsigned long long)opt.seed);
+                writes ? "writing and checking" : "checking", (unsigned long long)cfg->seed);
     if (got && !other && !l.finished) {
         vs.alt = l.gen; /* only reads here: each block may hold what the state says or what that writer wrote */
         fprintf(stderr, "iogen: note: --verify: the writing run of generation %u never finished: a block may hold "
@@ -383,8 +388,8 @@ int verify_open(const struct target *t, bool writes, char *err, size_t errlen)
         return fail(err, errlen, "--verify: the state %s has counted %u generations, the most: remove it and write "
                     "the target with --verify again", vs.path, VGEN_MAX);
     vs.gen++;
-    if (opt.precondition) /* its data over the whole target hold no pattern */
-        for (uint64_t b = 0; b < t->size / run.lbs; b++)
+    if (cfg->precondition) /* its data over the whole target hold no pattern */
+        for (uint64_t b = 0; b < t->size / vs.lbs; b++)
             atomic_store(&vgen[b], 0);
     return save(false, err, errlen); /* before the first write: a writer that dies is known to have begun */
 }

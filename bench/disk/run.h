@@ -1,89 +1,38 @@
-/* iogen.h - the parts of iogen and what they share (see iogen.c for the
- * whole):
+/* run.h - a run of the job, and what reads it (iogen.c is the whole's
+ * map). main passes each part what it needs: the config (config.h) and
+ * the run's state, never a global.
  *
- *   iogen.c     the targets, and the runs: the test list, the cycles
- *   options.c   the option table: parsing, --help, the docs' option list;
- *               the job built from the options and the workload file
- *   run.c       a run: workers and their streams of requests over their
- *               targets through an engine, the measured window, intervals
- *   verify.c    --verify: the pattern, the checks, the verify state file
- *   report.c    the JSON result of a run, the request log
- *   results_csv.c  --results-csv: Iometer's results file
- *   live.c      --live: per-worker bars on a terminal
- *   engine.c    the engines by name (engine_<name>.c each)
+ *   run.c           a run: its workers and threads, the measured window
+ *   stream.c        a stream's thread: its requests, their completions
+ *   precondition.c  --precondition, and the data a write carries
+ *   status.c        a run seen while it runs: the terminal line, --status
+ *   verify.c        --verify: the pattern, the checks, the verify state file
+ *   report.c        the JSON result of a run, the request log
+ *   results_csv.c   --results-csv: Iometer's results file
+ *   live.c          --live: per-worker bars on a terminal
  */
-#ifndef IOGEN_IOGEN_H
-#define IOGEN_IOGEN_H
+#ifndef IOGEN_RUN_H
+#define IOGEN_RUN_H
 
+#include "config.h"
 #include "engine.h"
 #include "hist.h"
+#include "json.h"
 #include "spec.h"
 #include "steady.h"
 #include "target.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 
-/* ------------------------------------------------------------ options */
-
-#define IOGEN_MAX_TARGETS SPEC_MAX_TARGETS
-
-struct iogen_opts {
-    const char *targets[IOGEN_MAX_TARGETS]; /* --target, in order: every worker spreads its I/Os over them */
-    int ntargets;
-    const char *target; /* the first, or NULL */
-    const char *workload, *spec_file, *icf_file, *spec_name, *log_file;
-    const char *verify_state; /* --verify-state, or NULL: the default (verify.c) */
-    const struct engine_ops *engine;
-    bool engine_set;        /* --engine given: never replaced */
-    bool engine_auto;       /* neither --engine nor an io_uring option given: the target may choose */
-    const char *engine_fallback; /* why the default engine was passed over, or NULL */
-    unsigned qd;            /* 0 = from the job */
-    unsigned workers;       /* 0 = from the job */
-    uint64_t size;
-    double time_s, ramp_s, interval_s, rate;
-    double start_at;        /* --start-at: CLOCK_REALTIME seconds the first run starts at; 0 = at once */
-    bool time_set, ramp_set;
-    uint64_t transactions;
-    bool verify, buffered, allow_destroy, allow_signature, dump_spec;
-    const char *cycle;      /* --cycle-qd */
-    const char *cycle_workers, *cycle_targets, *cycle_size; /* --cycle-workers, --cycle-targets, --cycle-size */
-    const char *save_icf;   /* --save-icf FILE */
-    const char *results_csv; /* --results-csv FILE */
-    bool live;              /* --live: per-worker bars on a terminal */
-    bool status;            /* --status: a status line on standard output per prober sample */
-    uint64_t ramp_ios;      /* --ramp-ios: the ramp-up ends after this many I/Os (0: by time) */
-    unsigned zones;         /* --zones: a sequential run's throughput in this many offset bins */
-    int cpu;
-    uint64_t seed;
-    bool seed_set;          /* --seed given */
-    unsigned batch;         /* most requests per submission; 0 = every free slot */
-    struct engine_opts eng; /* --sqpoll, --iopoll, --register-ring, --batch-complete */
-    struct steady steady;   /* --steady METRIC:BOUND:WINDOW */
-    bool precondition;      /* write the region in order twice first */
-};
-
-extern struct iogen_opts opt;
-
-void options_parse(int argc, char **argv);
-/* The job the options and the workload file describe; exits with a
- * message (status 2) when it cannot be run. */
-void options_build_job(struct job *job);
-/* With the default engine, the engine for this target: psync where the
- * target refuses non-blocking I/O (said in engine_fallback and on stderr). */
-void options_engine_for_target(const struct job *job, const struct target *t);
-
 /* ---------------------------------------------------------------- run */
 
-/* time stamps of the generator: the TSC where there is one */
-uint64_t ticks(void);
-extern double tick_ns, tick_hz;
-extern volatile sig_atomic_t interrupted;
+/* The generator's time stamps are bench/common's (osm_stamp, in ticks of
+ * osm_timer.hz: the TSC, the aarch64 counter, or ns), set up by main. */
 
 struct logrec {
     uint64_t start_ns, off;
@@ -151,6 +100,7 @@ struct wtarget {
 
 struct worker {
     int id;
+    struct run_state *rs;    /* the run it belongs to */
     char engine_setup[160]; /* what its engine set up */
     const struct worker_cfg *cfg;
     const struct spec *spec; /* the spec of this run (sized: --cycle-size) */
@@ -170,8 +120,12 @@ struct worker {
     _Atomic bool failed;
 };
 
-/* The run as every worker sees it. */
+/* The run as every worker sees it: main's, set up by run_init, passed to
+ * one_run, which gives it to every worker, and read by the reports. */
 struct run_state {
+    const struct iogen_config *cfg;
+    double tick_ns;            /* ns per tick */
+    struct steady steady;      /* --steady while running */
     _Atomic uint64_t t_measure, t_end; /* ticks: recording starts, new requests stop (--ramp-ios moves them) */
     uint64_t ramp_ios;         /* --ramp-ios: the ramp ends at this many completions */
     _Atomic uint64_t ramp_done; /* completions so far, while ramping by count */
@@ -188,7 +142,6 @@ struct run_state {
     bool verify;
     uint64_t vread_all, vchecked_all; /* --verify: blocks read and checked over every run so far */
     bool log;
-    int qd;
     int runno;                 /* the run's number, from 1 (the log's run column) */
 };
 
@@ -201,11 +154,11 @@ struct run_params {
     unsigned qd;     /* outstanding I/Os per target (0: the job's) */
 };
 
-extern struct run_state run;
-
 /* What one run leaves for its report (and run_free). */
 struct run_result {
+    const struct run_state *rs;
     const struct job *job;
+    int qd;            /* outstanding I/Os per target (--qd, the job's, or the cycle's) */
     struct run_params p;
     struct worker *ws;
     int nw;
@@ -217,26 +170,48 @@ struct run_result {
     const struct target *t; /* the first target */
 };
 
+/* The state of the runs of cfg, on targets of logical block lbs (bytes). */
+void run_init(struct run_state *rs, const struct iogen_config *cfg, unsigned lbs);
 /* One run: the targets ts[0..p->ntargets), the step and cell p. Returns
  * 0, 1 on failure (a message said why), 3 when --verify found a mismatch;
  * *out is filled in either way, for the report and then run_free. */
-int one_run(const struct job *job, struct target *ts, const struct run_params *p, struct run_result *out);
+int one_run(struct run_state *rs, const struct job *job, struct target *ts, const struct run_params *p, struct run_result *out);
 void run_free(struct run_result *r);
+
+/* A stream's thread (arg: its struct stream), until the run ends. */
+void *stream_main(void *arg);
+
+/* The run seen while it runs (status.c): the terminal's one line, and
+ * --status's JSON line per prober sample (prober.h's callback). */
+void status_display(struct worker *ws, int nw, int qd, uint64_t *last_ios, uint64_t *last_bytes, double dt, double t,
+                    double total);
+struct prober_rates;
+struct status_ctx {
+    const struct run_state *rs;
+    struct worker *ws;
+    int nw;
+    uint64_t ios, bytes, lat; /* the counts at the sample before */
+};
+void status_line(void *arg, const struct prober_rates *r);
+
+/* The data a write carries: a repeating byte or a pseudo-random stream from seed. */
+void fill_buffer(char *b, size_t n, enum data_pattern p, uint64_t seed);
 /* --precondition: the target written in order, twice, before the runs. */
 struct precondition {
     int passes;
     uint64_t bytes;
     double seconds;
 };
-int precondition(const struct target *t, struct precondition *out, char *err, size_t errlen);
+int precondition(const struct target *t, uint64_t seed, struct precondition *out, char *err, size_t errlen);
 
 /* ------------------------------------------------------------- verify */
 
-/* --verify: loads the verify state (verify.c says what it is); a process
- * that writes takes the next generation and saves the state, unfinished,
- * before it writes. 0, or -1 with a message (nothing can be checked, or the
- * state cannot be written). */
-int verify_open(const struct target *t, bool writes, char *err, size_t errlen);
+/* --verify: loads the verify state (verify.c says what it is) of target t
+ * in blocks of lbs bytes; a process that writes takes the next generation
+ * and saves the state, unfinished, before it writes. 0, or -1 with a
+ * message (nothing can be checked, or the state cannot be written). */
+int verify_open(const struct iogen_config *cfg, const struct target *t, unsigned lbs, bool writes, char *err,
+                size_t errlen);
 /* The state saved, finished (a process that writes). 0, or -1 with a message. */
 int verify_close(char *err, size_t errlen);
 void verify_fill(char *buf, uint64_t off, uint32_t len); /* a write's buffer: the pattern */
@@ -247,11 +222,11 @@ void verify_json(struct json *j); /* state, seed, generation */
 /* ------------------------------------------------------------- report */
 
 void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre);
-void write_log(FILE *lf, struct worker *ws, int nw);
+void write_log(FILE *lf, const struct run_result *in);
 /* --results-csv: Iometer's results file, one test (a run) at a time. */
 void results_csv_run(FILE *f, const struct run_result *in);
 /* --live: one frame of per-worker bars (ANSI, to a terminal). */
-void live_frame(FILE *f, struct worker *ws, int nw, uint64_t *last_ios, uint64_t *last_bytes, uint64_t *last_lat,
+void live_frame(FILE *f, struct worker *ws, int nw, int qd, uint64_t *last_ios, uint64_t *last_bytes, uint64_t *last_lat,
                 double dt, double t, double total);
 
 #endif
