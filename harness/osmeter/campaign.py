@@ -22,10 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import registry
+from . import registry, store
 from .errors import Interrupted, RunError
 from .isolate import isolated
-from . import store
 from .results import run_figure, write_json_atomic
 from .store import Run, load_side
 from .store import load as load_results
