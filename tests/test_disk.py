@@ -1393,7 +1393,8 @@ def test_size_qd_parse_gives_every_cell_and_the_heat_map_draws_the_run_s_own(tmp
     missing or repeated cell is a bad output, not a hole."""
     from osmeter import plots
     from osmeter.probes import disk
-    from osmeter.results import load, merge_processes
+    from osmeter.results import merge_processes
+    from osmeter.store import load
 
     cells = [_cell(s, q) for q in DEPTHS for s in reversed(SIZES)]
     (line,) = disk.size_qd_lines(_matrix_out(cells), "4k-random-read")
@@ -1462,7 +1463,7 @@ def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
     from osmeter import plots
     from osmeter.latex import esc
     from osmeter.probes import disk
-    from osmeter.results import load
+    from osmeter.store import load
 
     zone = 64 << 20
     o = _zones_obj([1500.0, 1490.0, None, 1400.0], zone)

@@ -112,12 +112,18 @@ def _imports(path: Path, package: str) -> set[str]:
     return out
 
 
-def test_the_harness_has_no_import_circles():
+def _import_graph() -> dict[str, set[str]]:
+    """Each harness module -> the harness modules it imports (anywhere in it)."""
     mods = {}
     for path in HARNESS.rglob("*.py"):
         name = path.relative_to(HARNESS.parent).with_suffix("").as_posix().replace("/", ".")
         name = name[: -len(".__init__")] if name.endswith(".__init__") else name
         mods[name] = {m for m in _imports(path, "osmeter") if m != "osmeter"}
+    return mods
+
+
+def test_the_harness_has_no_import_circles():
+    mods = _import_graph()
     # depth-first search for a cycle
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -138,6 +144,93 @@ def test_the_harness_has_no_import_circles():
     for m in sorted(mods):
         if not state.get(m):
             visit(m)
+
+
+
+# What reads results (compare, the report, the notebook, the figures) reads them
+# through store.py: it never reaches the code that runs probes.
+ANALYSIS = ("compare", "fleetcompare", "latex", "notebook", "plots")
+RUNNING = ("runner", "campaign")
+
+
+def _reaches(mods: dict[str, set[str]], start: str, goal: str) -> list[str] | None:
+    """An import path from start to goal (directly or through others), or None."""
+    seen, todo = {start}, [[start]]
+    while todo:
+        path = todo.pop()
+        for n in sorted(mods.get(path[-1], ())):
+            if n == goal:
+                return path + [n]
+            if n not in seen:
+                seen.add(n)
+                todo.append(path + [n])
+    return None
+
+
+def test_analysis_does_not_import_the_runner():
+    mods = _import_graph()
+    for a in ANALYSIS:
+        assert f"osmeter.{a}" in mods, a
+        for r in RUNNING:
+            path = _reaches(mods, f"osmeter.{a}", f"osmeter.{r}")
+            assert path is None, "analysis reaches the runner: " + " -> ".join(path)
+
+
+def _layout_names() -> tuple[set[str], set[str]]:
+    """store.py's file names, and its directory names (those a path is joined with)."""
+    from osmeter import store
+
+    names = {v for k, v in vars(store).items() if k.isupper() and isinstance(v, str)}
+    names -= {store.CAMPAIGN_SCHEMA, store.RUN_GLOB}
+    names -= {store.REPORT, store.REPORT_TEX}  # also the repository's templates: report/report.tex
+    dirs = {n for n in names if "." not in n}
+    return names - dirs, dirs
+
+
+# The two spellings that are not the results layout's.
+NOT_THE_LAYOUT = {
+    ("agent.py", ".osmeter.lock"): "agent.py runs as a script on a fleet host, where osmeter is not importable",
+    ("machine.py", "raw"): "sysfs's SMBIOS entry file, not a results directory's raw/",
+}
+
+
+def layout_literals(path: Path) -> list[str]:
+    """Where a module spells a name of the results layout itself: a string
+    (not a docstring) that is one of store.py's file names, or has one as a
+    path's part (".../results.json", "*/results.json"), or a path joined
+    with one of its directory names (x / "samples", "samples/...")."""
+    files, dirs = _layout_names()
+    file_rx = re.compile(r"(?:^|[/*])(?:" + "|".join(map(re.escape, sorted(files))) + r")(?=$|[\s/)'\"])")
+    dir_rx = re.compile(r"^(?:" + "|".join(map(re.escape, sorted(dirs))) + r")/")
+    tree = ast.parse(path.read_text())
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant) \
+                and node.right.value in dirs | files:
+            if (path.name, node.right.value) not in NOT_THE_LAYOUT:
+                found.append(f"{path.name}:{node.lineno}: / {node.right.value!r}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and (path.name, node.value) not in NOT_THE_LAYOUT:
+            if node.value in files or file_rx.search(node.value) or dir_rx.match(node.value):
+                found.append(f"{path.name}:{node.lineno}: {node.value[:60]!r}")
+    return found
+
+
+def test_only_the_store_spells_the_results_layout():
+    spelled = {p.name: layout_literals(p) for p in sorted(HARNESS.rglob("*.py")) if p.name != "store.py"}
+    bad = [x for found in spelled.values() for x in found]
+    assert bad == [], "the results layout spelled outside store.py (use its names): " + "; ".join(bad)
+
+
+def test_the_layout_check_catches_what_it_should(tmp_path):
+    f = tmp_path / "m.py"
+    for code in ('p = out / "results.json"', 'ResultsDir(out, "campaign.json")', 'd = out / "samples"',
+                 'name = f"kpaths/{x}.npz"', 'runs = root.glob("*/results.json")', 'cmd = f"test -e {q}/fleet.json"'):
+        f.write_text(code + "\n")
+        assert layout_literals(f), code
+    f.write_text('"""results.json and samples/ belong to store.py."""\nmsg = "see its results.json)"\nx = m["samples"]\n')
+    assert layout_literals(f) == []
 
 
 # A figure of a particular machine: a rate or a found size stated as a result,

@@ -205,7 +205,7 @@ def test_compare_of_two_single_runs_flags_a_known_change_in_the_right_direction(
     assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p_within < 1e-6
     assert v["t.same"].p_within > 0.01
     # a fleet's hosts keep within-run verdicts, in the right direction
-    from osmeter.campaign import load_side
+    from osmeter.store import load_side
     from osmeter.compare import compare_sides
 
     f = {r.id: r for r in compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows}
@@ -228,7 +228,7 @@ def test_a_tiny_but_significant_shift_is_no_change(tmp_path):
     # quantized timer readings: 52 cycles against a few more 53s; p is tiny, the ratio is 1.00
     a = fake_run(tmp_path / "a", {"q": ("ns", np.array([52.0] * 900 + [53.0] * 100))})
     b = fake_run(tmp_path / "b", {"q": ("ns", np.array([52.0] * 800 + [53.0] * 200))})
-    from osmeter.campaign import load_side
+    from osmeter.store import load_side
     from osmeter.compare import compare_sides
 
     r = compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows[0]

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import by_id
-from osmeter.results import ProbeOutputError, Results, load, parse_probe_output
+from osmeter.results import ProbeOutputError, Results, parse_probe_output
+from osmeter.store import load
 from osmeter.stats import bootstrap_ci95_median, summarize
 
 

@@ -15,7 +15,7 @@ import random
 import subprocess
 import sys
 
-from . import compare
+from . import compare, store
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
 from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
@@ -64,13 +64,13 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
     rng = random.Random(seed)
     orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]
     seeds = dict(zip("ab", (run_seeds(s, rounds) for s in (rng.getrandbits(31), rng.getrandbits(31)))))
-    for f in ("results.json", "campaign.json"):  # a run or a campaign is not the home of an ab
+    for f in (store.RESULTS, store.CAMPAIGN):  # a run or a campaign is not the home of an ab
         if (out / f).exists():
             raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
     claims, camps = [], {}
     try:  # both sides claimed before either is written: a refusal of b leaves no a behind
         for side in "ab":
-            claims.append(ResultsDir(out / side, "campaign.json"))
+            claims.append(ResultsDir(out / side, store.CAMPAIGN))
     except RunError:
         for c in claims:
             c.release()
@@ -146,13 +146,13 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                 try:
                     camp.save()
                 except OSError as e:
-                    print(f"osmeter: error: cannot write {camp.dir}/campaign.json: {e.strerror or e}",
+                    print(f"osmeter: error: cannot write {camp.dir}/{store.CAMPAIGN}: {e.strerror or e}",
                           file=sys.stderr)
                     status = 1
             for c in claims:
                 c.release()
     try:
-        cmp = compare.compare_sides(compare.load_side([out / "a"]), compare.load_side([out / "b"]), min_change,
+        cmp = compare.compare_sides(*(store.load_side([d]) for d in store.ab_sides(out)), min_change,
                                     alpha=alpha)
     except ValueError as e:
         print(f"osmeter: no comparison: {e}", file=sys.stderr)
@@ -164,18 +164,19 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                  f"of an O'Brien-Fleming-type alpha spending function (overall 5%); stopped "
                  + ("because every id was decided." if last["decided"] else f"at --max-rounds {rounds}, "
                     f"{last['undecided']} id(s) undecided.") + f" This table is the last look's (level {alpha:.4f}).")
-    (out / "compare.txt").write_text(text + "\n")
-    (out / "compare.csv").write_text(compare.to_csv(cmp))
+    (out / store.AB_TEXT).write_text(text + "\n")
+    (out / store.AB_CSV).write_text(compare.to_csv(cmp))
     print()
     print(text)
-    print(f"\nosmeter: runs in {out}/a and {out}/b; this table in {out}/compare.txt and compare.csv")
+    print(f"\nosmeter: runs in {' and '.join(map(str, store.ab_sides(out)))}; this table in {out / store.AB_TEXT} "
+          f"and {store.AB_CSV}")
     return status
 
 
 def _look(out, min_change: float, alpha: float) -> dict:
     """One look of the sequential design at the runs so far."""
     try:
-        c = compare.compare_sides(compare.load_side([out / "a"]), compare.load_side([out / "b"]), min_change,
+        c = compare.compare_sides(*(store.load_side([d]) for d in store.ab_sides(out)), min_change,
                                   alpha=alpha, sensitivity=False)
     except ValueError as e:
         return {"decided": False, "undecided": None, "text": f"no comparison yet ({e})"}

@@ -14,26 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import math
 import os
 import random
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import registry
+from . import registry, store
 from .errors import Interrupted, RunError
 from .isolate import isolated
-from .results import kept_by_process, run_figure
-from .results import load as load_results
-from .results import write_json_atomic
+from .results import run_figure, write_json_atomic
+from .store import Run, load_side
+from .store import load as load_results
 from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
 from .stats import runs_needed, variance_split
 
-SCHEMA = "osmeter-campaign/1"
 DETECT = 0.05  # the change the stability table sizes designs for
 STABILITY_HEAD = (
     "Each CV is a standard deviation of logs. A run's figure is the median of its processes' medians.\n"
@@ -58,14 +55,14 @@ class Campaign:
 
     def __init__(self, out: Path, opts: RunOptions, seed: int, runs: int, **extra):
         self.dir = out
-        self.doc = {"schema": SCHEMA, "created_utc": _now(), "options": options_doc(opts), "seed": seed,
+        self.doc = {"schema": store.CAMPAIGN_SCHEMA, "created_utc": _now(), "options": options_doc(opts), "seed": seed,
                     "runs_planned": runs, "runs": [], "complete": False, "interrupted": False, **extra}
 
     def save(self) -> None:
-        write_json_atomic(self.dir / "campaign.json", self.doc)
+        write_json_atomic(self.dir / store.CAMPAIGN, self.doc)
 
     def start_run(self, index: int, seed: int, **extra) -> tuple[Path, dict]:
-        name = f"run-{index:02d}"
+        name = store.run_name(index)
         entry = {"name": name, "seed": seed, "started_utc": _now(), "status": "running", **extra}
         self.doc["runs"].append(entry)
         self.save()
@@ -111,7 +108,7 @@ def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
     out = opts.out or default_out(p.root, "-campaign")
     opts.out_used = out
     clean_stale(out, opts)
-    claim = ResultsDir(out, "campaign.json")
+    claim = ResultsDir(out, store.CAMPAIGN)
     seed = new_seed() if seed is None else seed
     camp = Campaign(out, opts, seed, runs)
     camp.save()
@@ -157,100 +154,6 @@ def _run_line(run_dir: Path, entry: dict) -> str:
     fails = f"; {len(doc['failures'])} probe(s) failed" if doc["failures"] else ""
     return (f"osmeter: {entry['name']}: {len(doc['measurements'])} measurements in "
             f"{doc['conditions'].get('wall_s')} s{fails}{drift}")
-
-
-# ------------------------------------------------------------- reading
-
-@dataclass
-class Run:
-    """One results directory as a side of a comparison sees it."""
-
-    path: Path
-    doc: dict
-    campaign: Path | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return f"{self.campaign.name}/{self.path.name}" if self.campaign else self.path.name
-
-    @property
-    def measurements(self) -> dict[str, dict]:
-        return {m["id"]: m for m in self.doc["measurements"]}
-
-    def samples(self, m: dict) -> np.ndarray:
-        """The kept trials of one measurement (not disturbed, finite)."""
-        return np.concatenate(self.by_process(m))
-
-    def by_process(self, m: dict) -> list[np.ndarray]:
-        """The kept trials of one measurement, one array per process."""
-        try:
-            got = kept_by_process(self.path, m)
-        except (OSError, KeyError, ValueError) as e:
-            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} ({e})") from None
-        if got is None:
-            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} (no file {m.get('samples_file')})")
-        return got
-
-
-def is_campaign(path: Path) -> bool:
-    return (path / "campaign.json").is_file()
-
-
-def load_side(paths: list[Path]) -> list[Run]:
-    """Run and campaign directories -> their runs, in order. A campaign gives
-    every run that wrote a results.json, interrupted ones included (flagged)."""
-    runs = []
-    for path in paths:
-        if path.is_file() and path.name in ("results.json", "campaign.json"):
-            path = path.parent
-        if not path.exists():
-            raise ValueError(f"{path}: no such directory")
-        if is_campaign(path):
-            try:
-                camp = json.loads((path / "campaign.json").read_text())
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{path}/campaign.json is not readable JSON ({e})") from None
-            if not isinstance(camp, dict) or camp.get("schema") != SCHEMA:
-                raise ValueError(f"{path}/campaign.json: not an osmeter campaign (schema {SCHEMA})")
-            found = [path / name for name in _run_names(path, camp) if (path / name / "results.json").exists()]
-            if not found:
-                raise ValueError(f"{path}: a campaign without a finished run")
-            runs += [_load_run(d, path) for d in found]
-        else:
-            runs.append(_load_run(path, None))
-    seen: dict[Path, Run] = {}
-    for r in runs:  # one run counted twice would pass for two runs that agree
-        key = r.path.resolve()
-        if key in seen:
-            raise ValueError(f"{r.path} is given twice on one side (itself, or inside a campaign also given): "
-                             "each run counts once")
-        seen[key] = r
-    return runs
-
-
-def _run_names(path: Path, camp: dict) -> list[str]:
-    """The names of a campaign's runs, each a directory inside it."""
-    runs = camp.get("runs", [])
-    if not isinstance(runs, list):
-        raise ValueError(f"{path}/campaign.json: 'runs' is a JSON {type(runs).__name__}, not a list of runs")
-    names = []
-    for k, r in enumerate(runs):
-        name = r.get("name") if isinstance(r, dict) else None
-        if not isinstance(name, str) or name in ("", ".", "..") or "/" in name:
-            raise ValueError(f"{path}/campaign.json: runs[{k}] is not a run with a directory name ({r!r:.60})")
-        names.append(name)
-    return names
-
-
-def _load_run(path: Path, campaign: Path | None) -> Run:
-    doc = load_results(path)
-    run = Run(path, doc, campaign)
-    if doc.get("interrupted") or not doc.get("complete"):
-        run.notes.append("interrupted: only the probes that finished")
-    if (doc.get("sentinels") or {}).get("drifted"):
-        run.notes.append(f"drifted inside the run ({doc['sentinels'].get('why')})")
-    return run
 
 
 # ------------------------------------------------------------ stability
@@ -344,5 +247,5 @@ def _write_stability(out: Path) -> None:
     if len(runs) < 2:
         return
     table = stability_table(stability_rows(runs))
-    (out / "stability.txt").write_text(STABILITY_HEAD + table + "\n")
+    (out / store.STABILITY).write_text(STABILITY_HEAD + table + "\n")
     print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")

@@ -19,7 +19,9 @@ import stat
 import time
 from pathlib import Path
 
-LOCK = ".osmeter.lock"
+from . import store
+
+LOCK = store.LOCK
 SCRATCH = re.compile(r"^osmeter-(?:fscache|contention|meta|fsread|pagefault)-(\d+)(?:-.*)?$")
 TEMP = re.compile(r"^\.[^/]+\.[A-Za-z0-9_]{8}\.tmp$")  # write_atomic's mkstemp names
 
@@ -125,7 +127,7 @@ def scratch(directory: Path, removed: list[str]) -> None:
 
 def _killed_run(run_dir: Path, removed: list[str]) -> None:
     try:
-        doc = json.loads((run_dir / "results.json").read_text())
+        doc = json.loads((run_dir / store.RESULTS).read_text())
         target = doc["conditions"]["disk_target"]
         if target.get("made_by_osmeter"):
             t = Path(target["path"])
@@ -133,7 +135,7 @@ def _killed_run(run_dir: Path, removed: list[str]) -> None:
                 _remove(t, removed)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    for d in (run_dir, run_dir / "samples", run_dir / "raw"):
+    for d in (run_dir, run_dir / store.SAMPLES, run_dir / store.RAW):
         try:
             for p in d.iterdir():
                 if TEMP.match(p.name) and _ours(p):

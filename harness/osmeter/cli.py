@@ -6,7 +6,7 @@ import math
 import sys
 from pathlib import Path
 
-from . import registry
+from . import registry, store
 from .errors import Interrupted, RunError, interruptible
 from .runner import RunOptions
 
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "~/.osmeter-fleet/ and builds it with make; then `osmeter run --on HOST` here "
                                      "starts each probe there through agent.py (the host needs a C compiler, make "
                                      "and Python 3.8+ with its standard library only), and its results land in "
-                                     "DIR/<host>/; DIR/fleet.json indexes them. With --python the whole `osmeter "
+                                     f"DIR/<host>/; DIR/{store.FLEET} indexes them. With --python the whole `osmeter "
                                      "run` runs there instead. Compare with `osmeter compare DIR`.")
     fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
     fr.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     fo.add_argument("--log", action="store_true", help="also fetch every host's per-request log (iogen --log)")
     fo.add_argument("--interval", type=float, metavar="S",
                     help="every host streams its status (the load, CPU, device, packets, memory) every S seconds "
-                         "(default 1): a live table on a terminal, the series in DIR/<host>/status.jsonl")
+                         f"(default 1): a live table on a terminal, the series in DIR/<host>/{store.LOAD_STATUS}")
     fo.add_argument("--net", metavar="SERVER",
                     help="a network load instead: net_bw on every host against one netpeer on SERVER "
                          "(USER@HOST or local): many clients, one server")
@@ -294,12 +294,12 @@ def _estimates(arg: str | None, doc: dict | None = None):
 
 def cmd_estimates(args) -> int:
     from .estimates import init_text
-    from .results import load
+    from .store import load
 
     doc = None
     if args.run is not None:
         try:
-            doc = load(_run_dir(args.run))
+            doc = load(store.run_dir(args.run))
         except ValueError as e:
             raise RunError(str(e)) from None
     try:
@@ -322,19 +322,14 @@ def _write(path: Path, text: str, what: str) -> None:
         raise RunError(f"{what} {path}: cannot write it: {e.strerror}") from None
 
 
-def _run_dir(path: Path) -> Path:
-    """A results directory, also when given its results.json."""
-    return path.parent if path.name == "results.json" and path.is_file() else path
-
-
 def cmd_report(args) -> int:
     from .latex import LATEX_HINT, build_pdf, latex_installed, write_report
-    from .results import load
+    from .store import load
     from .runner import repo_root
 
-    args.dir = _run_dir(args.dir)
+    args.dir = store.run_dir(args.dir)
     try:
-        if (args.dir / "fleet.json").is_file():
+        if store.is_fleet(args.dir):
             from .latex import write_fleet
 
             tex = write_fleet(args.dir, repo_root())
@@ -360,13 +355,13 @@ def cmd_notebook(args) -> int:
     root = repo_root()
     d = args.dir
     if d is None:
-        runs = sorted((root / "results").glob("*/results.json"), key=lambda p: p.stat().st_mtime)
+        runs = sorted((root / "results").glob("*/" + store.RESULTS), key=lambda p: p.stat().st_mtime)
         if not runs:
             raise RunError("no results directory in results/: run `make run` first, or name one")
         d = runs[-1].parent
-    d = _run_dir(d)
-    if not (d / "results.json").is_file():
-        raise RunError(f"{d}: not a results directory (no results.json)")
+    d = store.run_dir(d)
+    if not (d / store.RESULTS).is_file():
+        raise RunError(f"{d}: not a results directory (no {store.RESULTS})")
     return open_in_jupyter(d, _estimates(args.estimates), root, args.jupyter_args)
 
 
@@ -422,7 +417,7 @@ def cmd_fleet(args) -> int:
 def cmd_compare(args) -> int:
     from . import compare
 
-    if len(args.dirs) == 1 and (args.dirs[0] / "fleet.json").is_file():
+    if len(args.dirs) == 1 and store.is_fleet(args.dirs[0]):
         from .fleetcompare import compare_fleet, fleet_text
 
         if args.tex or args.plot:  # refused before anything is printed or written
@@ -474,17 +469,16 @@ def cmd_ktimers(args) -> int:
     from . import kpaths, ktimers
     from .runner import repo_root
 
-    raw = args.dir / "raw"
-    traced = sorted(p.name[:-len(".trace.task.gz")] for p in raw.glob("*.trace.task.gz")) if raw.is_dir() else []
+    traced = store.traced_probes(args.dir)
     if not traced:
-        raise RunError(f"{args.dir}: no kernel-path traces (raw/*.trace.task.gz): a run made with --kernel-paths "
-                       "keeps them")
+        raise RunError(f"{args.dir}: no kernel-path traces ({store.RAW}/*{store.trace_file('', 'task')}): a run "
+                       "made with --kernel-paths keeps them")
     if args.probe:
         if args.probe not in traced:
             raise RunError(f"--probe {args.probe}: not traced in this run (traced: {', '.join(traced)})")
         traced = [args.probe]
-    if not args.timer and not args.probe and (args.dir / "ktimers.txt").exists():
-        sys.stdout.write((args.dir / "ktimers.txt").read_text())
+    if not args.timer and not args.probe and (args.dir / store.KTIMERS).exists():
+        sys.stdout.write((args.dir / store.KTIMERS).read_text())
         return 0
     try:
         timers = [ktimers.parse_spec(t) for t in args.timer or []]
@@ -502,7 +496,7 @@ def cmd_ktimers(args) -> int:
 
 def _tsc_hz(run_dir: Path) -> float:
     """The run's TSC rate (ticks per second of the trace clock), from its measurements."""
-    from .results import load
+    from .store import load
 
     try:
         doc = load(run_dir)
@@ -535,7 +529,8 @@ def cmd_iogen_plot(args) -> int:
 
 
 def cmd_stability(args) -> int:
-    from .campaign import STABILITY_HEAD, area_stability_table, load_side, stability_rows, stability_table
+    from .campaign import STABILITY_HEAD, area_stability_table, stability_rows, stability_table
+    from .store import load_side
 
     try:
         runs = load_side(args.dirs)
@@ -550,7 +545,7 @@ def cmd_stability(args) -> int:
 
 def cmd_export(args) -> int:
     from .present import to_csv
-    from .results import load
+    from .store import load
 
     try:
         text = to_csv(load(args.dir))
@@ -608,7 +603,7 @@ def cmd_run(args) -> int:
         return run_campaign(opts, args.runs, args.seed)
     est = None if args.no_report else _estimates(args.estimates)
     status = run(opts)
-    if est is not None and opts.out_used and (opts.out_used / "results.json").exists():
+    if est is not None and opts.out_used and (opts.out_used / store.RESULTS).exists():
         from .latex import build_pdf, write_report
         from .runner import repo_root
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .campaign import Run, load_side
+from .store import Run, load_side
 from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_table
 from .results import run_figure
 from .stats import (benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,

@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import hist, loadstatus, ssh
+from . import hist, loadstatus, ssh, store
 from .errors import Interrupted, RunError, shielded
 from .results import write_json_atomic
 
@@ -411,8 +411,8 @@ def run_args(opts: dict) -> list[str]:
 def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: bool,
               python: str | None, root: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "fleet.json").exists():
-        raise RunError(f"{out} already holds a fleet (fleet.json): give a new --out")
+    if store.is_fleet(out):
+        raise RunError(f"{out} already holds a fleet ({store.FLEET}): give a new --out")
     tar, tree, what = source_tar(root, dirty)
     args = run_args(opts)
     index = {"kind": "fleet-run", "created_utc": _stamp(), "source": what, "tree": tree, "options": opts,
@@ -422,7 +422,7 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
     def save():
         with lock:
             index["hosts"] = [asdict(h) for h in hosts]
-            write_json_atomic(out / "fleet.json", index)
+            write_json_atomic(out / store.FLEET, index)
 
     print(f"fleet: {len(hosts)} host{'s' if len(hosts) != 1 else ''}, {what}, "
           f"{'all at once' if parallel else 'one after another'}; results in {out}")
@@ -450,7 +450,7 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
             try:
                 _timed(h, "run", _run_step, drv, h, cmd, True)
             finally:
-                if (dest / "results.json").is_file() or (dest / "campaign.json").is_file():
+                if store.has_run(dest):
                     h.results = h.label
             return
         launcher = _timed(h, "setup", python_ready, h, h.tree_dir, python)
@@ -491,7 +491,7 @@ def _fetch_results(h: Host, rres: str, dest: Path) -> None:
     """The remote run's results directory into dest, when the run wrote one
     (a run refused at its start writes nothing), then removed there."""
     q = ssh.quote(rres)
-    have = _ssh(h, f"test -e {q}/results.json -o -e {q}/campaign.json && echo have", timeout=30)
+    have = _ssh(h, f"test -e {q}/{store.RESULTS} -o -e {q}/{store.CAMPAIGN} && echo have", timeout=30)
     if have.stdout.strip() == "have":
         _timed(h, "fetch", _fetch_dir, h, rres, dest)
         h.results = h.label
@@ -608,8 +608,8 @@ class Load:
 
     def __init__(self, hosts: list[Host], out: Path, doc: dict, dirty: bool, root: Path):
         out.mkdir(parents=True, exist_ok=True)
-        if (out / "load.json").exists():
-            raise RunError(f"{out} already holds a load (load.json): give a new --out")
+        if (out / store.LOAD).exists():
+            raise RunError(f"{out} already holds a load ({store.LOAD}): give a new --out")
         self.hosts, self.out, self.root = hosts, out, root
         self.tar, self.tree, self.what = source_tar(root, dirty)
         self.doc = dict(doc, created_utc=_stamp(), source=self.what, tree=self.tree, hosts=[])
@@ -620,7 +620,7 @@ class Load:
     def save(self) -> None:
         with self.lock:
             self.doc["hosts"] = [dict(asdict(h), **self.extra[h.label]) for h in self.hosts]
-            write_json_atomic(self.out / "load.json", self.doc)
+            write_json_atomic(self.out / store.LOAD, self.doc)
 
     def prepare(self, program: str, parallel: bool) -> list[Host]:
         """The hosts ready to run build/bin/<program>; fails when none is."""
@@ -675,7 +675,7 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             rlog = None
         elif h.local:
             (out / h.label).mkdir(exist_ok=True)
-            rlog = str(out / h.label / "iogen-log.csv")
+            rlog = str(out / h.label / store.LOAD_LOG)
         else:
             rlog = f"{h.tree_dir}/load-{stamp}.csv"
         iargs = [a.replace("{host}", h.label) for a in io_opts["iogen_args"]]
@@ -704,16 +704,16 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
         res = json.loads(p)
         res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
         (out / h.label).mkdir(exist_ok=True)
-        write_json_atomic(out / h.label / "iogen.json", res)
+        write_json_atomic(out / h.label / store.LOAD_RESULT, res)
         extra[h.label]["iogen"] = {k: res[k] for k in ("iops", "mbps", "reads", "writes", "run_s", "start_unix",
                                                          "start_unix_here") if k in res}
         if rlog and not h.local:
-            _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / "iogen-log.csv")
+            _timed(h, "fetch", _fetch_file, h, rlog, out / h.label / store.LOAD_LOG)
         h.status = "ok"
 
     with table:
         drv.run(go)
-    done = [json.loads((out / h.label / "iogen.json").read_text()) for h in live if h.status == "ok"]
+    done = [json.loads((out / h.label / store.LOAD_RESULT).read_text()) for h in live if h.status == "ok"]
     if done:
         doc["total"] = merge_load(done)
         starts = [r["start_unix_here"] for r in done]

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import compare
-from .campaign import load_side
+from . import store
+from .store import load_side
 from .present import esc, fmt_value, text_table
 
 
@@ -31,65 +31,14 @@ class FleetComparison:
     skipped: list[str]                     # hosts without results, with why
 
 
-def read_index(fleet_dir: Path) -> dict:
-    """FLEETDIR/fleet.json, checked before anything reads it: an object whose
-    "hosts" is a list of objects, each with a label that is a directory name
-    of its own (no two alike: a second host of one label would be dropped),
-    a target, status and reason as text, steps as numbers, and results, when
-    given, the host's own directory. ValueError names the first fault."""
-    where = f"{fleet_dir}/fleet.json"
-    try:
-        index = json.loads((fleet_dir / "fleet.json").read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{where}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
-    if not isinstance(index, dict):
-        raise ValueError(f"{where}: not a fleet index (expected an object, found {type(index).__name__})")
-    hosts = index.get("hosts")
-    if not isinstance(hosts, list):
-        raise ValueError(f"{where}: \"hosts\" must be a list of hosts, found {type(hosts).__name__}")
-    seen: dict[str, int] = {}
-    for k, h in enumerate(hosts, 1):
-        if not isinstance(h, dict):
-            raise ValueError(f"{where}: host {k} is not an object ({type(h).__name__})")
-        label = h.get("label")
-        if not isinstance(label, str) or not label or label in (".", "..") or "/" in label or "\0" in label:
-            raise ValueError(f"{where}: host {k} has no usable label ({label!r}: a directory name is expected)")
-        if label in seen:
-            raise ValueError(f"{where}: hosts {seen[label]} and {k} have the same label {label!r} "
-                             "(each host's results need a directory of their own)")
-        seen[label] = k
-        for key in ("target", "status", "reason", "results"):
-            if not isinstance(h.get(key, ""), str):
-                raise ValueError(f"{where}: host {label!r}: {key} must be text, found {type(h[key]).__name__}")
-        h.setdefault("target", label)
-        h.setdefault("status", "not run")
-        if h.get("results") and h["results"] != label:
-            raise ValueError(f"{where}: host {label!r}: results {h['results']!r} is not the host's own "
-                             f"directory ({label})")
-        steps = h.get("steps", {})
-        if not isinstance(steps, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                  for v in steps.values()):
-            raise ValueError(f"{where}: host {label!r}: steps must map each step to its seconds")
-    targets = [h["target"] for h in hosts]
-    dup = next((t for t in targets if targets.count(t) > 1), None)
-    if dup is not None:
-        raise ValueError(f"{where}: the host {dup!r} is listed twice")
-    if not isinstance(index.get("source", ""), str):
-        raise ValueError(f"{where}: source must be text")
-    args = index.get("osmeter_run_args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ValueError(f"{where}: osmeter_run_args must be a list of arguments (text)")
-    return index
-
-
 def compare_fleet(fleet_dir: Path, baseline: str | None = None,
                   min_change: float = compare.MIN_CHANGE) -> FleetComparison:
-    index = read_index(fleet_dir)
+    index = store.read_fleet(fleet_dir)
     entries = index["hosts"]
     have, skipped = [], []
     for h in entries:
         d = fleet_dir / h.get("results", "") if h.get("results") else None
-        if d and (d / "results.json").is_file() or d and (d / "campaign.json").is_file():
+        if d and store.has_run(d):
             have.append(h)
         else:
             skipped.append(f"{h.get('target')}: {h.get('status')}{': ' + h['reason'] if h.get('reason') else ''}")

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ktimers, tracefs
+from . import ktimers, store, tracefs
 from .ktrace import GROUPS, KERNEL_GROUPS, OFF_CPU_GROUPS, Timelines, group, parse, syscall_names
 from .results import line_values, safe_name
 
@@ -307,7 +307,7 @@ def traced_pass(session: tracefs.Session, launch, argv: list[str], timeout: floa
         if cpu is not None:
             session.remove(cpu)
     for kind, text in zip(("task", "cpu"), texts):
-        with gzip.open(raw_dir / f"{name}.trace.{kind}.gz", "wt", compresslevel=1) as f:
+        with gzip.open(raw_dir / store.trace_file(name, kind), "wt", compresslevel=1) as f:
             f.write(text)
     tl = timelines(texts[0], texts[1], root)
     return rc, out, err, tl, stats, [m for m in missing if m not in tracefs.REQUIRED], secs
@@ -323,7 +323,7 @@ def load_timelines(raw_dir: Path, name: str, root: Path) -> Timelines | None:
     """A traced probe's timelines from the traces a run kept."""
     from .ktrace import read_text
 
-    t, c = raw_dir / f"{name}.trace.task.gz", raw_dir / f"{name}.trace.cpu.gz"
+    t, c = raw_dir / store.trace_file(name, "task"), raw_dir / store.trace_file(name, "cpu")
     if not t.exists():
         return None
     return timelines(read_text(t), read_text(c) if c.exists() else "", root)
@@ -331,9 +331,8 @@ def load_timelines(raw_dir: Path, name: str, root: Path) -> Timelines | None:
 
 def save_arrays(results_dir: Path, mid: str, got: dict) -> str:
     """The per-sample components of an id (ns per operation) as kpaths/<id>.npz."""
-    d = results_dir / "kpaths"
-    d.mkdir(exist_ok=True)
-    name = f"kpaths/{safe_name(mid)}.npz"
+    (results_dir / store.KPATHS).mkdir(exist_ok=True)
+    name = store.kpaths_file(safe_name(mid))
     np.savez_compressed(results_dir / name, labels=np.asarray(got["labels"]), values=got["matrix"],
                         window_ns=got["window_ns"], figure_ns=got["figure_ns"], index=got["index"])
     return name

@@ -10,12 +10,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import plots, registry
+from . import plots, registry, store
 from .estimates import Estimate, EstimateError, Source, for_run
 from .present import (KERNEL_HEAD, KERNEL_NOTE, LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD, cell, esc,
                       estimate_rows, interference_rows, known, lmbench_rows, machine_rows, spread_rows, tex_file_name,
                       traced)
-from .results import kept_samples, load
+from .store import kept_samples, load
 
 def _machine(doc: dict) -> str:
     out = [r"\begin{longtable}{@{}p{0.2\linewidth}p{0.76\linewidth}@{}}", r"\toprule"]
@@ -64,7 +64,7 @@ def _figure(fig, figdir: Path, name: str, caption: str) -> list[str]:
     font size on every page), its caption under it."""
     fig.savefig(figdir / name)
     plots.plt.close(fig)
-    return [r"\begin{figure}[htbp]\centering", f"\\includegraphics{{figures/{name}}}",
+    return [r"\begin{figure}[htbp]\centering", f"\\includegraphics{{{store.FIGURES}/{name}}}",
             f"\\caption{{{esc(caption)}}}", r"\end{figure}"]
 
 
@@ -257,8 +257,8 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
         est = for_run(source, doc)
     except EstimateError as e:
         raise ValueError(str(e)) from None
-    out = run_dir / "report"
-    figdir = out / "figures"
+    out = run_dir / store.REPORT
+    figdir = out / store.FIGURES
     figdir.mkdir(parents=True, exist_ok=True)
     for old in figdir.iterdir():  # an earlier report's figures (<area>-<k>.pdf) are not this one's
         if re.fullmatch(r"[a-z]+-\d+\.pdf", old.name) and old.is_file():
@@ -271,7 +271,7 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
             sections.append(_section(area, probes, doc, est, figdir, run_dir, quote))
     curves = {m.id for _, m in registry.all_measures() if m.curve}
     host = doc["machine"].get("hostname", "")
-    return fill(root, "report.tex", out / "report.tex", {
+    return fill(root, "report.tex", out / store.REPORT_TEX, {
         "TITLE": esc(f"osmeter: {host}"),
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
         "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
@@ -305,8 +305,8 @@ def write_fleet(fleet_dir: Path, root: Path, baseline: str | None = None) -> Pat
     from .fleetcompare import compare_fleet, to_latex
 
     fc = compare_fleet(fleet_dir, baseline)
-    tex = fleet_dir / "fleet.tex"
-    body = to_latex(fc, fleet_dir / "fleet-figures")
+    tex = fleet_dir / store.FLEET_TEX
+    body = to_latex(fc, fleet_dir / store.FLEET_FIGURES)
     return fill(root, "compare.tex", tex, {"TITLE": "osmeter: fleet", "DATE": esc(dt.date.today().isoformat()),
                                            "BODY": body})
 

@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from . import store
 from .present import fmt_value, text_table
 
 KEY = "status"
@@ -46,7 +47,7 @@ class Series:
         self.lock = threading.Lock()
 
     def path(self, label: str) -> Path:
-        return self.out / label / "status.jsonl"
+        return self.out / label / store.LOAD_STATUS
 
     def add(self, label: str, line: str, offset: float, arrived: float | None = None) -> dict:
         """One status line of host label, whose clock is offset seconds ahead
@@ -74,7 +75,7 @@ class Series:
         if not ts:
             return None
         gaps = [b[0] - a[0] for a, b in zip(ts, ts[1:])]
-        return {"file": f"{label}/status.jsonl", "lines": len(ts), "interval_s": self.interval,
+        return {"file": f"{label}/{store.LOAD_STATUS}", "lines": len(ts), "interval_s": self.interval,
                 "first_t": ts[0][0], "last_t": ts[-1][0],
                 "max_gap_s": round(max(gaps), 6) if gaps else None,
                 "max_delay_s": round(max(a - t for t, a in ts), 6)}

@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from . import store
 from .results import write_text_atomic
 
 SOURCE = Path("notebooks") / "estimates_vs_measured.ipynb"
@@ -99,19 +100,19 @@ def execute(run_dir: Path, estimates, root: Path, timeout: float = 600) -> tuple
         failed = str(e).strip().splitlines()[-1] if str(e).strip() else "a cell failed"
     except Exception as e:  # the kernel would not start, or died: say so, keep the run
         failed = f"{type(e).__name__}: {e}"
-    ipynb = run_dir / "notebook.ipynb"
+    ipynb = run_dir / store.NOTEBOOK
     write_text_atomic(ipynb, nbformat.writes(nb))
     host = ""
     try:
-        host = json.loads((run_dir / "results.json").read_text()).get("machine", {}).get("hostname", "")
+        host = json.loads((run_dir / store.RESULTS).read_text()).get("machine", {}).get("hostname", "")
     except (OSError, ValueError, AttributeError):
         pass
     nb.metadata["title"] = f"osmeter: {host}" if host else "osmeter"  # the HTML page's title
     html, _ = HTMLExporter().from_notebook_node(nb)
-    write_text_atomic(run_dir / "notebook.html", html)
+    write_text_atomic(run_dir / store.NOTEBOOK_HTML, html)
     if failed:
         return False, f"the notebook failed ({failed}); its outputs so far are in {ipynb}"
-    return True, f"notebook: {ipynb} (and notebook.html)"
+    return True, f"notebook: {ipynb} (and {store.NOTEBOOK_HTML})"
 
 
 def front_end() -> str | None:
@@ -123,7 +124,7 @@ def front_end() -> str | None:
 def open_in_jupyter(run_dir: Path, estimates, root: Path, extra: list[str]) -> int:
     """Executes the notebook into run_dir when it is not there yet, then
     starts notebook 7 on it (the server runs until Ctrl-C)."""
-    ipynb = run_dir / "notebook.ipynb"
+    ipynb = run_dir / store.NOTEBOOK
     if not ipynb.exists():
         ok, msg = execute(run_dir, estimates, root)
         print(msg, file=sys.stdout if ok else sys.stderr)

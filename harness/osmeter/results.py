@@ -1,5 +1,6 @@
-"""A results directory: results.json (DESIGN.md contract 4), the raw samples of
-every measurement beside it, and the summary table.
+"""Writing a results directory: results.json (DESIGN.md contract 4), the raw
+samples of every measurement beside it, and the claim on the directory. Its
+layout and its readers are store.py's.
 
 results.json is rewritten atomically (temporary file, fsync, rename) after
 every probe, so an interrupted or killed run leaves a valid file holding
@@ -12,12 +13,12 @@ import json
 import math
 import os
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from . import SCHEMA
+from . import store
 from .errors import RunError
 from .stats import series_summary, summarize, tail
 
@@ -206,7 +207,7 @@ def safe_name(mid: str) -> str:
 class Results:
     def __init__(self, out: Path, machine: dict, conditions: dict):
         self.dir = out
-        self.samples_dir = out / "samples"
+        self.samples_dir = out / store.SAMPLES
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         self.doc = {
             "schema": SCHEMA,
@@ -277,9 +278,8 @@ class Results:
         if line.get("grid"):
             m["grid"], grid_arrays = grid_summary(line["id"], line["grid"])
             arrays.update(grid_arrays)
-        fname = f"{safe_name(line['id'])}.npz"
-        _write_atomic(self.samples_dir / fname, lambda f: np.savez_compressed(f, **arrays), binary=True)
-        m["samples_file"] = f"samples/{fname}"
+        m["samples_file"] = store.sample_file(safe_name(line["id"]))
+        _write_atomic(self.dir / m["samples_file"], lambda f: np.savez_compressed(f, **arrays), binary=True)
         # a rerun of the same id replaces the earlier entry
         self.doc["measurements"] = [x for x in self.measurements if x["id"] != m["id"]] + [m]
         return m
@@ -295,7 +295,7 @@ class Results:
         self.doc["failures"].append({"probe": probe, "error": error, "stderr_tail": stderr[-2000:]})
 
     def save(self) -> Path:
-        return write_json_atomic(self.dir / "results.json", self.doc)
+        return write_json_atomic(self.dir / store.RESULTS, self.doc)
 
 
 def _umask() -> int:
@@ -350,39 +350,6 @@ def write_json_atomic(path: Path, doc: dict) -> Path:
     return _write_atomic(path, dump)
 
 
-def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
-    """A measurement's samples in its reported unit, disturbed ones left
-    out, from the file beside results.json; None where it is missing."""
-    got = kept_by_process(run_dir, m)
-    return None if got is None else np.concatenate(got)
-
-
-def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
-    """The kept samples of each process that measured the id (one array
-    for a measurement of one process); None where the file is missing."""
-    f = run_dir / m.get("samples_file", "")
-    if not m.get("samples_file") or not f.is_file():
-        return None
-    try:
-        with np.load(f, allow_pickle=False) as z:
-            missing = [k for k in ("values", "disturbed") if k not in z.files]
-            if missing:
-                raise ValueError(f"lacks {' and '.join(missing)}")
-            v, d = z["values"], z["disturbed"]
-            proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as e:  # truncated, or not an .npz
-        raise ValueError(f"{f.name} is not a readable samples file ({e})") from None
-    except ValueError as e:
-        raise ValueError(f"{f.name}: {e}") from None
-    if v.dtype.kind not in "fiu" or d.dtype.kind != "b" or proc.dtype.kind not in "iu" \
-            or not v.shape == d.shape == proc.shape or v.ndim != 1:
-        raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "
-                         f"integers of one length (found {v.dtype}{list(v.shape)}, {d.dtype}{list(d.shape)}, "
-                         f"{proc.dtype}{list(proc.shape)})")
-    keep = ~d & np.isfinite(v)
-    return [v[keep & (proc == k)] for k in sorted(set(proc.tolist()))] or [v[keep]]
-
-
 def run_figure(per_process: list[np.ndarray]) -> float:
     """One run's figure for an id: the median of its processes' medians
     (a process, not a sample, lands in one of the machine's modes), or the
@@ -393,88 +360,13 @@ def run_figure(per_process: list[np.ndarray]) -> float:
     return float(np.median(meds))
 
 
-def load(path: Path) -> dict:
-    """results.json from a results directory (or the file itself)."""
-    p = path / "results.json" if path.is_dir() else path
-    if path.is_dir() and not p.exists() and (path / "campaign.json").is_file():
-        runs = sorted(d.name for d in path.glob("run-*") if (d / "results.json").is_file())
-        raise ValueError(f"{path} is a campaign, not one run: give one of its runs ({', '.join(runs) or 'none finished'})"
-                         ", or compare the campaign with `osmeter compare`")
-    if p.exists() and not p.is_file():
-        raise ValueError(f"{p} is not a file: give a results directory or its results.json")
-    try:
-        doc = json.loads(p.read_bytes())
-    except OSError as e:
-        raise ValueError(f"cannot read {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{p} is not a JSON text (not UTF-8)") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        got = doc.get("schema") if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
-        raise ValueError(f"{p}: not an osmeter results file (schema is {got!r}, expected {SCHEMA!r})")
-    for key, kind in (("measurements", list), ("machine", dict), ("conditions", dict)):
-        if not isinstance(doc.get(key), kind):
-            raise ValueError(f"{p}: '{key}' is missing or not a {kind.__name__}: not a complete results file")
-    for k, m in enumerate(doc["measurements"]):
-        why = _bad_measurement(m)
-        if why:
-            name = m.get("id") if isinstance(m, dict) and isinstance(m.get("id"), str) else f"number {k}"
-            raise ValueError(f"{p}: measurement {name}: {why}")
-    if not isinstance(doc.setdefault("failures", []), list):
-        raise ValueError(f"{p}: 'failures' is not a list")
-    return doc
-
-
-def _number(v) -> bool:
-    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
-def _bad_measurement(m) -> str | None:
-    """What is wrong with one entry of measurements, for every reader of a
-    loaded document (the summary, the CSV, the report, compare)."""
-    if not isinstance(m, dict):
-        return "not an object"
-    for key in ("id", "unit"):
-        if not isinstance(m.get(key), str):
-            return f"'{key}' is missing or not text"
-    for key in ("n", "mean", "median", "std", "min", "max", "dropped_disturbed", "samples_total"):
-        if not _number(m.get(key)):
-            return f"'{key}' is not a number"
-    ci = m.get("ci95")
-    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
-        return "'ci95' is not a pair of numbers"
-    for key, kind in (("params", dict), ("series", dict), ("cycles", dict), ("timer", dict),
-                      ("samples_file", str), ("description", str)):
-        if m.get(key) is not None and not isinstance(m[key], kind):
-            return f"'{key}' is not a {kind.__name__}"
-    g = m.get("grid")
-    if g is not None:
-        if not isinstance(g, dict) or not isinstance(g.get("values"), dict):
-            return "'grid' is not an object with values"
-        for key in ("x", "y"):
-            if not isinstance(g.get(key), list) or not all(map(_number, g[key])):
-                return f"'grid.{key}' is not a list of numbers"
-        for name, v in g["values"].items():
-            med = v.get("median") if isinstance(v, dict) else None
-            if not (isinstance(med, list) and len(med) == len(g["x"])
-                    and all(isinstance(r, list) and len(r) == len(g["y"]) and all(map(_number, r)) for r in med)):
-                return f"'grid.values.{name}.median' is not {len(g['x'])} rows of {len(g['y'])} numbers"
-    s = m.get("series")
-    if s is not None:
-        for key in ("x", "median", "p25", "p75"):
-            if not isinstance(s.get(key, []), list) or not all(map(_number, s.get(key, []))):
-                return f"'series.{key}' is not a list of numbers"
-    return None
-
-
 class ResultsDir:
     """An exclusive claim on a results directory for the length of a run:
     a second run given the same --out is refused, not interleaved."""
 
-    LOCK = ".osmeter.lock"
+    LOCK = store.LOCK
 
-    def __init__(self, out: Path, what: str = "results.json"):
+    def __init__(self, out: Path, what: str = store.RESULTS):
         self.out = out
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -492,7 +384,7 @@ class ResultsDir:
             os.close(self.fd)
             raise RunError(f"{out} is being written by another osmeter run (pid "
                            f"{_read_pid(out / self.LOCK)}); choose another --out") from None
-        held = [f for f in dict.fromkeys((what, "results.json", "campaign.json")) if (out / f).exists()]
+        held = [f for f in dict.fromkeys((what, store.RESULTS, store.CAMPAIGN)) if (out / f).exists()]
         if held:  # a run, a campaign or an ab's side: results of another kind must not mix in
             self.release()
             raise RunError(f"{out} already holds a {held[0]}; choose another --out (nothing was overwritten)")

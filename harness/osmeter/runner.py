@@ -23,14 +23,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import isolate, kpaths, ktimers, registry, sentinel, tracefs
+from . import isolate, kpaths, ktimers, registry, sentinel, store, tracefs
 from .errors import Interrupted, RunError
 from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher, fifo_permission  # noqa: F401 (fifo_permission: its old home)
 from .progress import StatusLine
 from .interference import NOISE_ARGS, add, delta, noise_of, shares
-from .results import (ProbeOutputError, Results, ResultsDir, WriteError, kept_by_process, line_values,
-                      merge_processes, parse_probe_output, run_figure, write_json_atomic, write_text_atomic)
+from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, merge_processes,
+                      parse_probe_output, run_figure, write_json_atomic, write_text_atomic)
 from .stats import figure_ci
 
 
@@ -262,7 +262,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     conditions["order"] = [probe.name for probe, _ in order]
     results = Results(out, host.machine(), conditions)
     results.save()
-    raw_dir = out / "raw"
+    raw_dir = out / store.RAW
     raw_dir.mkdir(exist_ok=True)
     launch = host.launcher(p.cpu, p.fifo, [host.scratch(out), subst["{fs_dir}"]])
 
@@ -420,7 +420,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     if lost is not None:
         raise lost
     if write_failed:
-        print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/results.json holds the "
+        print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/{store.RESULTS} holds the "
               "probes written before", file=sys.stderr)
         return 1
     if results.doc["failures"]:
@@ -495,7 +495,7 @@ def _kernel_paths(p: Plan, launch: Launcher, order, procs: dict[str, int], subst
         say(f"{len(got)} ids {secs:6.1f} s", flush=True)
         results.save()
     if sections:
-        write_text_atomic(results.dir / "ktimers.txt", ktimers.table(sections))
+        write_text_atomic(results.dir / store.KTIMERS, ktimers.table(sections))
 
 
 def _hz(lines: list[dict]) -> float:
@@ -525,7 +525,7 @@ CHEAP_PROCESS_S = 1.0  # ... if one of its processes takes at most this long (a 
 
 def _figure_interval(results: Results, m: dict) -> tuple[float, float, float] | None:
     """(figure, lo, hi) of a measurement's run figure, from its samples."""
-    procs = kept_by_process(results.dir, m)
+    procs = store.kept_by_process(results.dir, m)
     if not procs or not any(x.size for x in procs):
         return None
     fig = run_figure(procs)
@@ -677,7 +677,7 @@ def tracing(p: Plan):
 def _record_kernel_paths(out: Path, doc: dict) -> None:
     """The tracing session's end (what it removed, whether tracefs is as it
     was) into the run's results.json."""
-    path = out / "results.json"
+    path = out / store.RESULTS
     try:
         res = json.loads(path.read_text())
         res["conditions"].setdefault("kernel_paths", {}).update(doc)
@@ -694,7 +694,7 @@ def _record_kernel_paths(out: Path, doc: dict) -> None:
 def _record_isolation(out: Path, doc: dict) -> None:
     """The isolation, now with what its restore did, into the run's
     results.json: only into this run's own (a refused --out is another's)."""
-    path = out / "results.json"
+    path = out / store.RESULTS
     try:
         res = json.loads(path.read_text())
         mine = res["conditions"]["isolation"]
@@ -767,8 +767,8 @@ def _derive_across(results: Results, derived: list[registry.Derived], lines_seen
 
 def finish(results: Results, out: Path, quiet: bool = False) -> None:
     table = summary_table(results.doc)
-    write_text_atomic(out / "summary.txt", table + "\n")
-    write_text_atomic(out / "results.csv", to_csv(results.doc))
+    write_text_atomic(out / store.SUMMARY, table + "\n")
+    write_text_atomic(out / store.CSV, to_csv(results.doc))
     if quiet:
         return
     print()
@@ -788,4 +788,4 @@ def finish(results: Results, out: Path, quiet: bool = False) -> None:
     for w in warnings:
         print(f"warning: {w}")
     wall = results.doc["conditions"].get("wall_s")
-    print(f"\nosmeter: {len(results.measurements)} measurements in {wall} s; results in {out}/results.json")
+    print(f"\nosmeter: {len(results.measurements)} measurements in {wall} s; results in {out}/{store.RESULTS}")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parents[1] / "harness"))
 
 from osmeter.estimates import EstimateError, load as load_estimates  # noqa: E402
 from osmeter.present import estimate_rows, summary_table, to_csv  # noqa: E402
-from osmeter.results import load as load_results  # noqa: E402
+from osmeter.store import load as load_results  # noqa: E402
 
 
 def run_estimates(data: bytes, tmp: Path) -> None:
