@@ -453,6 +453,17 @@ MUTANTS = [
            "        return fmt_value(None if secs is None else secs * 1e9, \"ns\")",
            "        return fmt_value(secs, \"s\")",
            "tests/test_fleet.py::test_a_hosts_status_is_kept_on_this_machines_clock"),
+    Mutant("fleet-passes-on-only-switches-set-true", "harness/osmeter/runopts.py",
+           "            out += [o.flag] if v != o.default else []", "            out += [o.flag] if v is True else []",
+           "tests/test_cli.py::test_every_run_option_reaches_each_command_the_table_names_and_the_record"),
+    Mutant("campaign-records-no-switch", "harness/osmeter/runopts.py",
+           "for o in OPTIONS if o.is_field and o.recorded for v", "for o in OPTIONS if o.is_field and o.recorded and not o.switch for v",
+           "tests/test_cli.py::test_every_run_option_reaches_each_command_the_table_names_and_the_record"),
+    Mutant("ab-run-options-by-hand", "harness/osmeter/runopts.py",
+           "    return RunOptions(**{o.name: getattr(args, o.name, o.default) for o in OPTIONS if o.is_field})",
+           "    return RunOptions(**{o.name: getattr(args, o.name, o.default) for o in OPTIONS if o.is_field\n"
+           "                          and (o.name != \"timer\" or args.cmd != \"ab\")})",
+           "tests/test_cli.py::test_every_run_option_reaches_each_command_the_table_names_and_the_record"),
 ]
 
 
