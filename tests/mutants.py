@@ -464,6 +464,9 @@ MUTANTS = [
            "    return RunOptions(**{o.name: getattr(args, o.name, o.default) for o in OPTIONS if o.is_field\n"
            "                          and (o.name != \"timer\" or args.cmd != \"ab\")})",
            "tests/test_cli.py::test_every_run_option_reaches_each_command_the_table_names_and_the_record"),
+    Mutant("tracefs-orphan-instances-kept", "harness/osmeter/tracefs.py",
+           "                orphans = sweep_orphans(self.mount)\n", "                orphans = []\n",
+           "tests/test_kpaths.py::test_instances_of_a_run_that_is_gone_are_removed_even_without_its_state_file"),
 ]
 
 

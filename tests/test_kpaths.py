@@ -353,6 +353,7 @@ def test_tracefs_is_as_it_was_after_a_run_and_after_sigint(tmp_path, own_mount):
     tracing_on, instances) taken before a traced run equals the one after
     it, and after a SIGINT in the middle of its traced pass (exit 130, no
     instance or state file of osmeter's left)."""
+    tracefs.sweep_orphans(tracefs.find_mount())  # a killed run's leftovers (a mutant's test) are not this run's
     before = tracefs.snapshot()
     assert before["trace_clock"].count("[mono]") == 1 and before["filters_and_triggers"]
     doc = _run(tmp_path / "a", "--probes", "cpu.syscall.getppid")
@@ -388,6 +389,33 @@ def test_a_killed_runs_tracing_is_undone_by_the_next(tmp_path):
     stale = doc["conditions"]["kernel_paths"]["stale"]
     assert any("removed" in x for x in stale["done"]) and not stale["left"], stale
     assert tracefs.find_mount() is None and not _ours_left()
+
+
+def test_instances_of_a_run_that_is_gone_are_removed_even_without_its_state_file(own_mount):
+    """A killed run whose state file is gone too (removed by hand, or
+    overwritten by a session that did not undo it) left instances named for
+    its pid: the next session removes those whose process is gone, says so,
+    and keeps one whose process still runs. Mutant caught: nothing swept."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = subprocess.Popen(["sleep", "60"])
+    dead_inst = own_mount / "instances" / f"osmeter-{gone.pid}-1-task"
+    live_inst = own_mount / "instances" / f"osmeter-{live.pid}-1-task"
+    said = []
+    try:
+        dead_inst.mkdir()
+        live_inst.mkdir()
+        s = tracefs.Session(say=lambda *a, **k: said.append(" ".join(map(str, a))))
+        doc = s.open()
+        s.close()
+        assert not dead_inst.exists() and live_inst.exists()
+        assert doc["orphans_removed"] == [dead_inst.name] and dead_inst.name in " ".join(said)
+    finally:
+        live.kill()
+        live.wait()
+        for d in (dead_inst, live_inst):
+            if d.exists():
+                d.rmdir()
 
 
 def test_without_root_the_refusal_is_named_and_the_run_goes_on():
@@ -485,9 +513,12 @@ def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
         hog.kill()
         hog.wait()
     q, b = quiet["sched.wakeup.cross"]["groups"], busy["sched.wakeup.cross"]["groups"]
-    assert b.get("preempted", 0.0) > 0.3 * busy["sched.wakeup.cross"]["total_ns"], (q, b)
-    assert b.get("preempted", 0.0) > 5 * q.get("preempted", 0.0), (q, b)
-    assert q.get("wake-up", 0.0) > 5 * b.get("wake-up", 0.0), (q, b)
+    share = lambda g, x: g.get(x, 0.0) / sum(g.values())  # noqa: E731
+    # shares, not ratios of small figures: on a shared machine (CI) other work on that CPU preempts
+    # the woken thread in the "quiet" run too, but the hog makes preemption most of the wait
+    assert share(b, "preempted") > 0.3, (q, b)
+    assert share(b, "preempted") > share(q, "preempted") + 0.15, (q, b)
+    assert share(q, "wake-up") > 2 * share(b, "wake-up"), (q, b)
 
 
 def test_a_throttled_disk_shows_in_the_device_share(tmp_path):

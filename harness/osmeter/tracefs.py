@@ -23,6 +23,7 @@ import errno
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -221,6 +222,11 @@ class Session:
                 why = refusal()
                 if why:
                     raise RunError(why)
+                orphans = sweep_orphans(self.mount)
+                if orphans:
+                    self.doc["orphans_removed"] = orphans
+                    self.say(f"osmeter: --kernel-paths: removed trace instances of osmeter runs that are gone and "
+                             f"left no state file: {', '.join(orphans)}", file=sys.stderr)
             except BaseException:
                 self._close()
                 raise
@@ -340,6 +346,24 @@ class Session:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.state)
+
+
+def sweep_orphans(mount: Path) -> list[str]:
+    """Removes the instances named osmeter-PID-N-TAG whose process is gone:
+    a killed run's, when its state file went too (removed by hand, or
+    overwritten by a session that did not undo it). Run with the session's
+    lock held, so no other traced run of osmeter's is using one."""
+    removed = []
+    for p in sorted((mount / "instances").glob("osmeter-*")):
+        mo = re.fullmatch(r"osmeter-(\d+)-\d+-\w+", p.name)
+        if not mo or int(mo.group(1)) == os.getpid() or cleanup.alive(int(mo.group(1))):
+            continue
+        try:
+            _rmdir_instance(p)
+            removed.append(p.name)
+        except OSError:
+            pass
+    return removed
 
 
 def _rmdir_instance(path: Path) -> None:
