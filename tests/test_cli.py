@@ -51,10 +51,95 @@ def test_selection_by_pattern_and_no_overwrite(tmp_path):
     assert sorted(m["id"] for m in doc["measurements"]) == [
         "cpu.call.args3", "cpu.syscall.getcwd", "cpu.syscall.getppid", "cpu.syscall.getppid.libc",
         "cpu.syscall.gettid", "cpu.syscall.null_io", "cpu.syscall.read", "cpu.syscall.write"]
+    # the report and the notebook go to the directory the run returned
+    assert (out / "report" / "report.tex").is_file() and (out / "notebook.ipynb").is_file(), r.stdout + r.stderr
     before = (out / "results.json").read_bytes()
     r = osmeter("run", "--probes", "cpu.loop", "--out", str(out))
     assert r.returncode == 2 and "already holds" in r.stderr
     assert (out / "results.json").read_bytes() == before
+
+
+# --- the run options: one table (runopts.OPTIONS), every command that takes one ----------
+
+# each option's text on a command line, and the value a run gets from it
+SAMPLES = {
+    "--preset": ("full", "full"),
+    "--probes": ("cpu.*, mem.lat", ["cpu.*", "mem.lat"]),
+    "--cpu": ("1", 1),
+    "--no-rt": (None, False),
+    "--timer": ("clock", "clock"),
+    "--disk-target": ("/dev/null", Path("/dev/null")),
+    "--disk-size": ("64M", "64M"),
+    "--allow-destroy-data": (None, True),
+    "--peer": ("h:1", "h:1"),
+    "--remote": ("u@h", "u@h"),
+    "--remote-cpu": ("2", 2),
+    "--fs-dir": ("/tmp", Path("/tmp")),
+    "--fs-remote": ("/mnt", Path("/mnt")),
+    "--kernel-paths": (None, True),
+    "--out": ("/tmp/o", Path("/tmp/o")),
+    "--runs": ("3", 3),
+    "--seed": ("42", 42),
+    "--on": ("u@h", "u@h"),
+    "--on-tree": ("/t", "/t"),
+    "--isolate": (None, True),
+}
+COMMANDS = {"run": ["run"], "ab": ["ab", "--a", "true", "--b", "true"], "fleet": ["fleet", "run", "--hosts", "local"]}
+
+
+def _parsed(argv: list[str]):
+    from osmeter import cli
+
+    return cli.build_parser().parse_args(argv)
+
+
+def _value(args, o):
+    """What a run gets of option `o`: its RunOptions field, or the argument the command hands on."""
+    from osmeter import runopts
+
+    return getattr(runopts.from_args(args), o.name) if o.is_field else getattr(args, o.name)
+
+
+def test_every_run_option_reaches_each_command_the_table_names_and_the_record(capsys):
+    """Each run option given to run, ab or fleet run reaches the run and
+    nothing else of it; campaign.json records it unless the table says not;
+    fleet run's command line for its hosts carries exactly the ones it
+    passes on; a command the table does not name refuses it."""
+    from dataclasses import fields
+
+    from osmeter import runopts
+
+    table = {o.flag: o for o in runopts.OPTIONS}
+    assert set(SAMPLES) == set(table), "every option in the table has a sample here, and only those"
+    assert {f.name for f in fields(runopts.RunOptions)} == (
+        {o.name for o in runopts.OPTIONS if o.is_field} | {n for n, _ in runopts.NOT_OPTIONS})
+    defaults = {cmd: _parsed(head) for cmd, head in COMMANDS.items()}
+    for flag, (text, value) in SAMPLES.items():
+        o = table[flag]
+        given = [flag] + ([text] if text is not None else [])
+        for cmd, head in COMMANDS.items():
+            try:
+                args = _parsed(head + given)
+            except SystemExit as e:
+                assert e.code == 2 and cmd not in o.commands, (cmd, flag)
+                continue
+            if cmd not in o.commands:  # fleet run's own --out: its fleet directory, passed on to no host
+                assert cmd == "fleet" and flag not in runopts.run_args(runopts.fleet_values(args)), (cmd, flag)
+                continue
+            assert _value(args, o) == value and _value(defaults[cmd], o) != value, (cmd, flag)
+            for other in runopts.OPTIONS:  # the rest as if not given
+                if other is not o and cmd in other.commands:
+                    assert _value(args, other) == _value(defaults[cmd], other), (cmd, flag, other.flag)
+            record = runopts.options_doc(runopts.from_args(args))
+            assert (o.name in record) == (o.is_field and o.recorded), (cmd, flag)
+            if o.name in record:
+                assert record[o.name] == (str(value) if isinstance(value, Path) else value), (cmd, flag)
+            if cmd == "fleet":  # every host's `osmeter run` gets it
+                there = _parsed(["run", *runopts.run_args(runopts.fleet_values(args))])
+                assert _value(there, o) == value, flag
+                assert all(_value(there, x) == _value(defaults["run"], x) for x in runopts.OPTIONS
+                           if x is not o and "run" in x.commands), flag
+    capsys.readouterr()
 
 
 # --- the runner against fake probes, whose behaviour we control ----------
@@ -87,8 +172,8 @@ DRIVER = textwrap.dedent("""
     opts = runner.RunOptions(out=Path({out!r}), rt=False, probes=probes, derived=(), bin_dir=Path({bindir!r}))
     if {runs!r}:
         from osmeter.campaign import run_campaign
-        sys.exit(cli.guarded(run_campaign, opts, {runs!r}, 7))
-    sys.exit(cli.guarded(runner.run, opts))
+        sys.exit(cli.guarded(lambda: run_campaign(opts, {runs!r}, 7).status))
+    sys.exit(cli.guarded(lambda: runner.run(opts).status))
 """)
 
 

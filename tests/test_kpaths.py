@@ -448,8 +448,8 @@ def _run_probe(out: Path, probe, pattern: str, **opts) -> dict:
     """An in-process traced run of a probe declared by the test."""
     from osmeter.runner import RunOptions, run
 
-    rc = run(RunOptions(patterns=[pattern], out=out, kernel_paths=True, probes=(probe,), derived=(), **opts))
-    assert rc == 0
+    done = run(RunOptions(patterns=[pattern], out=out, kernel_paths=True, probes=(probe,), derived=(), **opts))
+    assert done == (0, out)
     return json.loads((out / "results.json").read_text())
 
 

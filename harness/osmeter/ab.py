@@ -14,11 +14,13 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 from . import compare, store
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
-from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
+from .runner import Done, ResultsDir, execute, start_run, tracing
+from .runopts import RunOptions
 from .stats import spend_alpha
 
 SETUP_TIMEOUT = 600.0
@@ -51,15 +53,17 @@ def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
 
 
 def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
-           min_change: float = 0.02, until_decided: bool = False) -> int:
-    from .osmnet import peer_session
-
+           min_change: float = 0.02, until_decided: bool = False) -> Done:
     if rounds < 1:
         raise RunError("--rounds: expected 1 or more")
-    p = plan(opts, sentinels=True)
-    out = opts.out or default_out(p.root, "-ab")
-    opts.out_used = out
-    clean_stale(out, opts)
+    with start_run(opts, "-ab", sentinels=True) as (p, out):
+        return Done(_run_ab(p, out, opts, a_cmd, b_cmd, restore, rounds, seed, min_change, until_decided), out)
+
+
+def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None,
+            min_change: float, until_decided: bool) -> int:
+    from .osmnet import peer_session
+
     seed = new_seed() if seed is None else seed
     rng = random.Random(seed)
     orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]
@@ -98,7 +102,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
                 for side in order:
                     camp = camps[side]
                     _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
-                    run_dir, entry = camp.start_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
+                    run_dir, entry = camp.add_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
                     try:
                         rc = execute(p, run_dir, order_seed=entry["seed"], sentinels=True,
                                      label=f"round {k}/{rounds} {side.upper()} ", quiet=True)

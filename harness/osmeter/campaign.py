@@ -17,7 +17,6 @@ import datetime as dt
 import math
 import os
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,8 @@ from .isolate import isolated
 from .results import run_figure, write_json_atomic
 from .store import Run, load_side
 from .store import load as load_results
-from .runner import clean_stale, ResultsDir, RunOptions, default_out, execute, plan, tracing
+from .runner import Done, ResultsDir, execute, start_run, tracing
+from .runopts import RunOptions, options_doc
 from .stats import runs_needed, variance_split
 
 DETECT = 0.05  # the change the stability table sizes designs for
@@ -44,12 +44,6 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def options_doc(opts: RunOptions) -> dict:
-    keep = ("preset", "patterns", "cpu", "rt", "disk_target", "disk_size", "peer", "remote", "remote_cpu", "fs_dir",
-            "fs_remote", "isolate", "kernel_paths")
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in ((k, getattr(opts, k)) for k in keep)}
-
-
 class Campaign:
     """campaign.json of one campaign directory, rewritten after every run."""
 
@@ -61,7 +55,7 @@ class Campaign:
     def save(self) -> None:
         write_json_atomic(self.dir / store.CAMPAIGN, self.doc)
 
-    def start_run(self, index: int, seed: int, **extra) -> tuple[Path, dict]:
+    def add_run(self, index: int, seed: int, **extra) -> tuple[Path, dict]:
         name = store.run_name(index)
         entry = {"name": name, "seed": seed, "started_utc": _now(), "status": "running", **extra}
         self.doc["runs"].append(entry)
@@ -89,32 +83,22 @@ def new_seed() -> int:
     return int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
 
 
-def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> int:
+def run_campaign(opts: RunOptions, runs: int, seed: int | None = None) -> Done:
     """`osmeter run --runs N`: N runs into one campaign directory."""
-    from .osmnet import peer_session
-
     if runs < 1:
         raise RunError("--runs: expected 1 or more")
-    p = plan(opts, sentinels=True)
-    try:
-        return _run_campaign(p, opts, runs, seed)
-    finally:
-        p.host.close()  # a thin host's agent session (--on)
+    with start_run(opts, "-campaign", sentinels=True) as (p, out):
+        return Done(_run_campaign(p, out, opts, runs, seed), out)
 
 
-def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
+def _run_campaign(p, out: Path, opts: RunOptions, runs: int, seed: int | None) -> int:
     from .osmnet import peer_session
 
-    out = opts.out or default_out(p.root, "-campaign")
-    opts.out_used = out
-    clean_stale(out, opts)
     claim = ResultsDir(out, store.CAMPAIGN)
     seed = new_seed() if seed is None else seed
     camp = Campaign(out, opts, seed, runs)
     camp.save()
     status = 0
-    if not p.fifo:
-        print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
         with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), \
@@ -123,7 +107,7 @@ def _run_campaign(p, opts: RunOptions, runs: int, seed: int | None) -> int:
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json
                 p.extra_conditions["isolation"] = camp.doc["isolation"] = iso
             for k, s in enumerate(run_seeds(seed, runs), 1):
-                run_dir, entry = camp.start_run(k, s)
+                run_dir, entry = camp.add_run(k, s)
                 try:
                     rc = execute(p, run_dir, order_seed=s, sentinels=True, label=f"run {k}/{runs} ", quiet=True)
                 except Interrupted:

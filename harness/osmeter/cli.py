@@ -6,9 +6,9 @@ import math
 import sys
 from pathlib import Path
 
-from . import registry, store
+from . import registry, runopts, store
 from .errors import Interrupted, RunError, interruptible
-from .runner import RunOptions
+from .runopts import count
 
 SIDES = "\0--"  # stands for the `--` between the two sides of compare
 
@@ -20,36 +20,6 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _cpu(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a CPU number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a CPU number, got {text!r}")
-    return v
-
-
-def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 1 <= v <= 1000:
-        raise argparse.ArgumentTypeError(f"expected 1 to 1000, got {v}")
-    return v
-
-
-def _seed(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not 0 <= v < 2**31:
-        raise argparse.ArgumentTypeError(f"expected 0 to 2^31-1, got {v}")
-    return v
-
-
 def _fraction(text: str) -> float:
     try:
         v = float(text)
@@ -58,45 +28,6 @@ def _fraction(text: str) -> float:
     if not math.isfinite(v) or not 0 <= v < 10:
         raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02 (0 or more, finite), got {text!r}")
     return v
-
-
-def _patterns(text: str) -> list[str]:
-    pats = [p.strip() for p in text.split(",") if p.strip()]
-    if not pats:
-        raise argparse.ArgumentTypeError("expected ids or patterns such as cpu.* or cpu.call")
-    return pats
-
-
-def _run_options(r: argparse.ArgumentParser) -> None:
-    """The options of one run: `run` and `ab` share them."""
-    r.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
-    r.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call, cpu.ctx.proc")
-    r.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to (default: the last online one)")
-    r.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
-    r.add_argument("--timer", choices=("tsc", "clock"), default="tsc",
-                   help="the probes' timer: tsc (the fenced TSC, or the aarch64 counter; default) or clock "
-                        "(clock_gettime, ns): the fallback where there is no invariant TSC")
-    r.add_argument("--disk-target", type=Path, metavar="PATH",
-                   help="file or block device for the disk probes (default: a file in the results directory)")
-    r.add_argument("--disk-size", metavar="SIZE", help="region of the disk target (default 256M quick, 1G full)")
-    r.add_argument("--allow-destroy-data", action="store_true",
-                   help="let the disk probes write to a block device given as --disk-target (its data is lost; "
-                        "still refused while it is mounted or holds a file-system signature)")
-    r.add_argument("--peer", metavar="HOST:PORT", help="a running netpeer: adds the .remote network ids")
-    r.add_argument("--remote", metavar="USER@HOST", help="copy netpeer there over ssh, start it, and measure against it")
-    r.add_argument("--remote-cpu", type=_cpu, metavar="N", help="pin the netpeer that --remote starts to CPU N "
-                   "there (as netperf's -T ,N); default: wherever its scheduler puts it")
-    r.add_argument("--fs-dir", type=Path, metavar="DIR", help="where the file-system probes make their files "
-                   "(default: the results directory)")
-    r.add_argument("--fs-remote", type=Path, metavar="DIR", help="a directory on an NFS/sshfs/FUSE mount: "
-                   "adds fs.read.seq.remote and fs.read.rand.remote")
-    r.add_argument("--kernel-paths", action="store_true",
-                   help="(root, or tracefs access) after each probe's timed processes, run it once more with the "
-                        "kernel's tracer on and split each sample's time into user, system calls, interrupts, "
-                        "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed "
-                        "figures never come from the traced run); without the privilege, says why and runs the rest")
-    r.add_argument("--seed", type=_seed, metavar="N",
-                   help="seed of the probe order shuffle (and of ab's round order); default: drawn and recorded")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,11 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="lmbench's summary tables, in its order and groups, each row with its osmeter id")
 
     r = sub.add_parser("run", help="run probes and write a results directory (or a campaign of several runs)")
-    _run_options(r)
-    r.add_argument("--out", type=Path, metavar="DIR", help="results directory (default results/<host>-<UTC time>)")
-    r.add_argument("--runs", type=_count, metavar="N",
-                   help="N complete runs into one campaign directory (DIR/run-01 ...), each in a shuffled order "
-                        "and bracketed by sentinel ids: what `compare` needs to tell a change from drift")
+    runopts.add_to(r, "run")
     r.add_argument("--estimates", metavar="FILE|example", default=None,
                    help="estimates: a TOML file (`osmeter estimates init` writes a blank one for this machine), or 'example' "
                         "for the shipped example (one machine's guesses; the report says so); default none")
@@ -123,14 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "median")
     r.add_argument("--no-report", action="store_true",
                    help="write neither the LaTeX report nor the executed notebook")
-    r.add_argument("--on", metavar="USER@HOST",
-                   help="measure that host (a thin fleet host): the probes run there, started over ssh by "
-                        "agent.py (Python's standard library only), the harness and the results stay here")
-    r.add_argument("--on-tree", metavar="DIR", help="with --on: the osmeter tree built there (fleet run ships it)")
-    r.add_argument("--isolate", action="store_true",
-                   help="(root) for the run, move other tasks and IRQs off the pinned CPU, take its SMT siblings "
-                        "offline and boost off, where the machine allows; all restored afterwards (also on Ctrl-C); "
-                        "what was done and what could not be, with why, goes to conditions.isolation")
 
     ab = sub.add_parser(
         "ab", help="randomized, interleaved before/after runs of a setting a command can switch",
@@ -143,16 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--restore", metavar="CMD",
                     help="shell command run at the end, and on Ctrl-C or SIGTERM, to put the machine back "
                          "(default: none: nothing is restored unless you give one)")
-    ab.add_argument("--rounds", type=_count, metavar="N", help="rounds, one run of each side per round")
+    ab.add_argument("--rounds", type=count, metavar="N", help="rounds, one run of each side per round")
     ab.add_argument("--until-decided", action="store_true",
                     help="add rounds until every id is decided at --min-change (changed, '=' or '~'), or "
                          "--max-rounds; each look tests at its share of the 5%% (O'Brien-Fleming-type alpha "
                          "spending), so the chance of ever calling an unchanged id changed stays at 5%%")
-    ab.add_argument("--max-rounds", type=_count, metavar="N", help="with --until-decided: the most rounds (default 8)")
-    ab.add_argument("--out", type=Path, metavar="DIR", help="where DIR/a and DIR/b go (default results/<host>-<time>-ab)")
+    ab.add_argument("--max-rounds", type=count, metavar="N", help="with --until-decided: the most rounds (default 8)")
     ab.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
                     help="smallest relative change the final comparison reports (default 0.02)")
-    _run_options(ab)
+    runopts.add_to(ab, "ab")
 
     cp = sub.add_parser(
         "compare", help="before/after: what changed beyond run-to-run drift",
@@ -183,13 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      f"DIR/<host>/; DIR/{store.FLEET} indexes them. With --python the whole `osmeter "
                                      "run` runs there instead. Compare with `osmeter compare DIR`.")
     fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
-    fr.add_argument("--preset", default="quick", choices=registry.PRESETS, help="quick (default) or full")
-    fr.add_argument("--probes", type=_patterns, metavar="ID,ID", help="ids or patterns: cpu.*, cpu.call")
-    fr.add_argument("--cpu", type=_cpu, metavar="N", help="CPU to pin probes to on every host")
-    fr.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even where permitted")
-    fr.add_argument("--timer", choices=("tsc", "clock"), help="the probes' timer on every host")
-    fr.add_argument("--runs", type=_count, metavar="N", help="a campaign of N runs on each host")
-    fr.add_argument("--seed", type=_seed, metavar="N", help="seed of the probe order shuffle")
+    runopts.add_to(fr, "fleet")
     fr.add_argument("--parallel", action="store_true",
                     help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
     fr.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
@@ -388,9 +300,7 @@ def cmd_fleet(args) -> int:
     stamp = fleet._stamp()
     if args.fleet_cmd == "run":
         out = args.out or root / "results" / f"fleet-{stamp}"
-        opts = {"preset": args.preset, "probes": args.probes, "cpu": args.cpu, "no_rt": args.no_rt,
-                "timer": args.timer, "runs": args.runs, "seed": args.seed}
-        return fleet.fleet_run(hosts, out, opts, args.parallel, args.dirty, args.python, root)
+        return fleet.fleet_run(hosts, out, runopts.fleet_values(args), args.parallel, args.dirty, args.python, root)
     if not math.isfinite(args.time) or args.time <= 0 or not math.isfinite(args.ramp) or args.ramp < 0:
         raise RunError("--time must be above 0 and --ramp 0 or more")
     if not math.isfinite(args.start_in) or not 0.5 <= args.start_in <= 600:
@@ -584,38 +494,29 @@ def cmd_list(args) -> int:
     return 0
 
 
-def _run_opts(args) -> RunOptions:
-    return RunOptions(preset=args.preset, patterns=args.probes, out=args.out, cpu=args.cpu, rt=not args.no_rt,
-                      disk_target=args.disk_target, disk_size=args.disk_size, peer=args.peer, remote=args.remote,
-                      remote_cpu=args.remote_cpu, fs_dir=args.fs_dir, fs_remote=args.fs_remote,
-                      allow_destroy_data=args.allow_destroy_data,
-                      timer=args.timer, isolate=getattr(args, "isolate", False), on=getattr(args, "on", None),
-                      on_tree=getattr(args, "on_tree", None), kernel_paths=args.kernel_paths)
-
-
 def cmd_run(args) -> int:
     from .runner import run
 
-    opts = _run_opts(args)
+    opts = runopts.from_args(args)
     if args.runs:
         from .campaign import run_campaign
 
-        return run_campaign(opts, args.runs, args.seed)
+        return run_campaign(opts, args.runs, args.seed).status
     est = None if args.no_report else _estimates(args.estimates)
-    status = run(opts)
-    if est is not None and opts.out_used and (opts.out_used / store.RESULTS).exists():
+    status, out = run(opts)
+    if est is not None and (out / store.RESULTS).exists():
         from .latex import build_pdf, write_report
         from .runner import repo_root
 
         try:
-            tex = write_report(opts.out_used, est, repo_root(), args.quote)
+            tex = write_report(out, est, repo_root(), args.quote)
         except ValueError as e:  # estimates in cycles this run cannot convert, say
             raise RunError(str(e)) from None
         pdf, msg = build_pdf(tex)
         print(f"osmeter: report {tex}; {msg}")
         from .notebook import execute
 
-        ok, msg = execute(opts.out_used, est, repo_root())
+        ok, msg = execute(out, est, repo_root())
         print(f"osmeter: {msg}", file=sys.stdout if ok else sys.stderr)
         if not ok:
             status = status or 1
@@ -637,8 +538,8 @@ def cmd_ab(args) -> int:
         if not args.rounds:
             raise RunError("give --rounds N (or --until-decided with --max-rounds N)")
         rounds = args.rounds
-    return run_ab(_run_opts(args), args.a, args.b, args.restore, rounds, args.seed, args.min_change,
-                  until_decided=args.until_decided)
+    return run_ab(runopts.from_args(args), args.a, args.b, args.restore, rounds, args.seed, args.min_change,
+                  until_decided=args.until_decided).status
 
 
 def guarded(fn, *args) -> int:

@@ -56,6 +56,7 @@ from pathlib import Path
 from . import hist, loadstatus, ssh, store
 from .errors import Interrupted, RunError, shielded
 from .results import write_json_atomic
+from .runopts import run_args
 
 LOCAL = ("local", "localhost")
 NEEDS = ("python3", "make", "cc", "tar")
@@ -395,21 +396,9 @@ def _extract_safely(tf: tarfile.TarFile, dest: Path) -> None:
 
 # ------------------------------------------------------------ fleet run
 
-def run_args(opts: dict) -> list[str]:
-    """The options of `osmeter run` a fleet passes on to every host."""
-    out = ["--preset", opts["preset"]]
-    if opts.get("probes"):
-        out += ["--probes", ",".join(opts["probes"])]
-    for k in ("cpu", "timer", "runs", "seed", "disk_size"):
-        if opts.get(k) is not None:
-            out += [f"--{k.replace('_', '-')}", str(opts[k])]
-    if opts.get("no_rt"):
-        out.append("--no-rt")
-    return out
-
-
 def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: bool,
               python: str | None, root: Path) -> int:
+    """`opts`: the run options to pass on, by name (runopts.fleet_values)."""
     out.mkdir(parents=True, exist_ok=True)
     if store.is_fleet(out):
         raise RunError(f"{out} already holds a fleet ({store.FLEET}): give a new --out")

@@ -1,13 +1,16 @@
 """`osmeter run`, in three steps.
 
 plan     checks the whole request before anything runs: the selection, the
-         binaries, the CPU, SCHED_FIFO, the directories.
+         binaries, the CPU, SCHED_FIFO, the directories; start_run adds the
+         results directory and removes what killed runs left beside it (a
+         run, a campaign and ab each begin with it).
 execute  makes one results directory: each probe pinned, scheduled, with a
          timeout; results.json rewritten atomically after every probe, so an
          interrupted or killed run leaves a valid file.
 finish   writes the summary and the CSV and prints them.
 
-A campaign (campaign.py) is one plan and several executions.
+A campaign (campaign.py) is one plan and several executions. The options
+a run takes are runopts.py's table.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import isolate, kpaths, ktimers, registry, sentinel, store, tracefs
 from .errors import Interrupted, RunError
@@ -29,39 +33,20 @@ from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher, fifo_permission  # noqa: F401 (fifo_permission: its old home)
 from .progress import StatusLine
 from .interference import NOISE_ARGS, add, delta, noise_of, shares
+from .runopts import RunOptions
 from .results import (ProbeOutputError, Results, ResultsDir, WriteError, line_values, merge_processes,
                       parse_probe_output, run_figure, write_json_atomic, write_text_atomic)
 from .stats import figure_ci
 
 
-__all__ = ["RunError", "RunOptions", "Plan", "plan", "execute", "run", "repo_root"]
+__all__ = ["RunError", "RunOptions", "Done", "Plan", "plan", "start_run", "execute", "run", "repo_root"]
 
 
-@dataclass
-class RunOptions:
-    preset: str = "quick"
-    patterns: list[str] | None = None
-    out: Path | None = None
-    cpu: int | None = None
-    rt: bool = True
-    disk_target: Path | None = None  # default: a file in the results directory
-    disk_size: str | None = None     # default: 256M quick, 1G full
-    peer: str | None = None          # HOST:PORT of a running netpeer
-    remote: str | None = None        # USER@HOST: start a netpeer there over ssh
-    remote_cpu: int | None = None    # the CPU that netpeer is pinned to there (default: not pinned)
-    fs_dir: Path | None = None       # where the fs probes make their files (default: the results directory)
-    fs_remote: Path | None = None    # a directory on a network/FUSE mount: the fs.read.*.remote ids
-    allow_destroy_data: bool = False  # the disk probes may write to a block device given as --disk-target
-    timer: str = "tsc"               # --timer passed to every probe of the common contract
-    on: str | None = None            # --on USER@HOST: a thin fleet host measured through its agent (onhost.py)
-    on_tree: str | None = None       # --on-tree DIR: the built tree there
-    isolate: bool = False            # --isolate: the pinned CPU cleared of other work, SMT siblings and boost off
-    kernel_paths: bool = False       # --kernel-paths: each probe run once more, traced (kpaths.py)
-    # what to run and from where (tests pass their own)
-    probes: tuple | None = None      # default registry.PROBES
-    derived: tuple | None = None     # default registry.DERIVED
-    bin_dir: Path | None = None      # default <repository>/build/bin
-    out_used: Path | None = None     # set by run(): where the results went
+class Done(NamedTuple):
+    """What run(), run_campaign() and run_ab() return."""
+
+    status: int  # 0, or 1 when a probe failed
+    out: Path    # the results (campaign, ab) directory
 
 
 @dataclass
@@ -621,28 +606,41 @@ def _ids_text(ids: list[str]) -> str:
     return ", ".join(ids) if len(ids) <= 3 else f"{ids[0]} and {len(ids) - 1} more ids"
 
 
-def run(opts: RunOptions) -> int:
-    """A single run: plan, the peer, execute."""
-    from .osmnet import peer_session
-
-    p = plan(opts)
+@contextlib.contextmanager
+def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
+    """The start a run, a campaign and ab share: the plan (checked before
+    anything runs), the results directory (--out, else
+    results/<host>-<UTC time><suffix>), what killed runs left beside it
+    removed, and a word when SCHED_FIFO is not to be had. Yields (plan,
+    directory); the measured machine's session (a thin host's agent) is
+    closed when the block ends."""
+    p = plan(opts, sentinels)
     try:
-        out = opts.out or default_out(p.root)
-        opts.out_used = out
+        out = opts.out or default_out(p.root, suffix)
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
-        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
-            p.peer = peer
-            if not opts.isolate:
-                return execute(p, out)
-            with isolate.isolated(p.cpu, after=lambda doc: _record_isolation(out, doc)) as doc:
-                p.extra_conditions["isolation"] = doc
-                return execute(p, out)
+        yield p, out
     finally:
         p.host.close()
-        if "kernel_paths" in p.extra_conditions and opts.out_used is not None:
-            _record_kernel_paths(opts.out_used, p.extra_conditions["kernel_paths"])
+
+
+def run(opts: RunOptions) -> Done:
+    """A single run: its start, the peer, execute."""
+    from .osmnet import peer_session
+
+    with start_run(opts) as (p, out):
+        try:
+            with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
+                p.peer = peer
+                if not opts.isolate:
+                    return Done(execute(p, out), out)
+                with isolate.isolated(p.cpu, after=lambda doc: _record_isolation(out, doc)) as doc:
+                    p.extra_conditions["isolation"] = doc
+                    return Done(execute(p, out), out)
+        finally:
+            if "kernel_paths" in p.extra_conditions:
+                _record_kernel_paths(out, p.extra_conditions["kernel_paths"])
 
 
 @contextlib.contextmanager
