@@ -504,6 +504,9 @@ MUTANTS = [
     Mutant("runner-spells-raw-itself", "harness/osmeter/runner.py",
            "raw_dir = out / store.RAW", 'raw_dir = out / "raw"',
            "tests/test_layout.py::test_only_the_store_spells_the_results_layout"),
+    Mutant("ktimers-command-reads-the-wrong-directory", "harness/osmeter/cli.py",
+           "kpaths.load_timelines(args.dir / store.RAW, name,", "kpaths.load_timelines(args.dir, name,",
+           "tests/test_kpaths.py::test_the_ktimers_command_reads_a_runs_traces"),
 ]
 
 

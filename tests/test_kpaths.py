@@ -155,6 +155,35 @@ def test_kernel_timers_take_out_interrupts_softirqs_and_time_off_the_cpu():
     assert "syscall:read" in text and "[t]" in text
 
 
+def test_the_ktimers_command_reads_a_runs_traces(tmp_path):
+    """`osmeter ktimers DIR --timer syscall:read` on a run whose raw/ holds
+    the synthetic traces: the read's physical 350 ticks and its virtual 150
+    (its 120 asleep and 80 preempted taken out); --probe of a probe not
+    traced is refused, named. Mutant caught: the traces looked for in the
+    wrong directory."""
+    import gzip
+
+    from conftest import osmeter
+    from osmeter import store
+    from osmeter.results import Results
+
+    run = tmp_path / "run"
+    res = Results(run, {"hostname": "h"}, {"preset": "quick"})
+    m = res.add_line({"id": "t.id", "unit": "ns", "samples": [800.0, 800.0, 800.0], "params": {}}, "t", "t.id")
+    m["tsc_hz"] = HZ
+    res.save()
+    (run / store.RAW).mkdir(exist_ok=True)
+    for kind, lines in (("task", TASK), ("cpu", CPU)):
+        with gzip.open(run / store.RAW / store.trace_file("t", kind), "wt") as f:
+            f.write("\n".join(lines) + "\n")
+    r = osmeter("ktimers", str(run), "--timer", "syscall:read")
+    assert r.returncode == 0, r.stderr
+    row = next(ln.split() for ln in r.stdout.splitlines() if ln.startswith("syscall:read"))
+    assert row[1:4] == ["1", "350", "150"], r.stdout
+    r = osmeter("ktimers", str(run), "--probe", "nope")
+    assert r.returncode == 2 and "not traced in this run" in r.stderr, r.stderr
+
+
 def test_only_a_time_is_traced():
     """A traced pass is run only for a probe with a single time asked for
     and measured: the disk workload for its mean latency (not its IOPS or

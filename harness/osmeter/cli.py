@@ -397,7 +397,7 @@ def cmd_ktimers(args) -> int:
     hz = _tsc_hz(args.dir)
     sections = []
     for name in traced:
-        tl = kpaths.load_timelines(raw, name, repo_root())
+        tl = kpaths.load_timelines(args.dir / store.RAW, name, repo_root())
         tids = sorted(tl.threads)
         sections.append((name, ktimers.rows(tl, timers or ktimers.default_timers(tl, tids), tids, hz)))
     sys.stdout.write(ktimers.table(sections))
@@ -416,6 +416,8 @@ def _tsc_hz(run_dir: Path) -> float:
     if not hz:
         raise RunError(f"{run_dir}: no measurement gives the TSC rate the trace's ticks need")
     return float(hz)
+
+
 def cmd_iogen_plot(args) -> int:
     import json
 
