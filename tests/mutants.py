@@ -507,6 +507,9 @@ MUTANTS = [
     Mutant("ktimers-command-reads-the-wrong-directory", "harness/osmeter/cli.py",
            "kpaths.load_timelines(args.dir / store.RAW, name,", "kpaths.load_timelines(args.dir, name,",
            "tests/test_kpaths.py::test_the_ktimers_command_reads_a_runs_traces"),
+    Mutant("netpeer-cpu-not-pinned", "bench/net/netpeer.c",
+           "    if (cpu >= 0 && osm_pin(cpu) != 0)", "    if (cpu >= 0 && 0)",
+           "tests/test_net.py::test_peer_refuses_bad_options"),
 ]
 
 

@@ -100,6 +100,11 @@ def test_peer_refuses_bad_options():
     assert r.returncode == 2 and "--port" in r.stderr
     r = run(NETPEER, "--bind", "not-an-address!")
     assert r.returncode != 0 and "--bind" in r.stderr
+    # --cpu: a CPU this machine does not have (online ones are numbered from 0), and not a number
+    r = run(NETPEER, "--cpu", str(os.cpu_count() + 64), timeout=10)  # unrefused, it would serve on
+    assert r.returncode == 2 and "cannot pin there" in r.stderr and "online CPUs" in r.stderr, r.stderr
+    r = run(NETPEER, "--cpu", "x")
+    assert r.returncode == 2 and "--cpu" in r.stderr
 
 
 # --- clear and quick errors ----------------------------------------------------
