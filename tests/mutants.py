@@ -510,6 +510,9 @@ MUTANTS = [
     Mutant("netpeer-cpu-not-pinned", "bench/net/netpeer.c",
            "    if (cpu >= 0 && osm_pin(cpu) != 0)", "    if (cpu >= 0 && 0)",
            "tests/test_net.py::test_peer_refuses_bad_options"),
+    Mutant("collect-leaves-the-area-unstamped", "harness/osmeter/probes/__init__.py",
+           "    return dataclasses.replace(decl, area=area.name)", "    return decl",
+           "tests/test_layout.py::test_each_declaration_has_its_modules_area_unwritten"),
 ]
 
 

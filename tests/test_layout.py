@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from osmeter import registry
 
@@ -81,6 +83,28 @@ def test_a_new_probe_is_its_c_file_and_one_declaration(tmp_path):
     # no estimate for it: the report says so, and still builds
     tex = (out / "report" / "report.tex").read_text()
     assert "cpu.nop" in tex and "no estimate" in tex
+
+
+def test_each_declaration_has_its_modules_area_unwritten():
+    """A declaration in probes/<area>.py leaves its area out: collect()
+    stamps the module's AREA on each probe and derived figure, and one that
+    names another area is refused. Mutant caught: collect() not stamping."""
+    import importlib
+    import pkgutil
+
+    from osmeter import probes
+    from osmeter.probe import Probe, m
+
+    for info in pkgutil.iter_modules(probes.__path__):
+        mod = importlib.import_module(f"osmeter.probes.{info.name}")
+        names = {p.name for p in mod.PROBES}
+        assert {p.area for p in registry.PROBES if p.name in names} == {mod.AREA.name}, info.name
+        ids = {d.measure.id for d in getattr(mod, "DERIVED", ())}
+        assert {d.area for d in registry.DERIVED if d.measure.id in ids} <= {mod.AREA.name}, info.name
+        assert 'area="' not in (HARNESS / "probes" / f"{info.name}.py").read_text(), info.name
+    wrong = Probe(name="cpu.x", binary="cpu_x", area="mem", measures=(m("cpu.x", "ns", "x"),), methodology="x")
+    with pytest.raises(ValueError, match="cpu.x says area 'mem', but its module's AREA is 'cpu'"):
+        probes.in_area(wrong, registry.area("cpu"), "osmeter.probes.cpu")
 
 
 def _imports(path: Path, package: str) -> set[str]:

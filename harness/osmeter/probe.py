@@ -36,9 +36,11 @@ class Measure:
 class Probe:
     name: str  # short name, e.g. "cpu.call"
     binary: str  # file name in build/bin
-    area: str  # cpu, mem, disk, net, fs
     measures: tuple[Measure, ...]
     methodology: str  # how this probe measures (method only: never one machine's figures)
+    # its area's name (cpu, mem, ...): left out in probes/<area>.py, where collect() stamps the
+    # module's AREA on each declaration (a declaration that names another area is an error)
+    area: str = ""
     # preset -> extra arguments; a probe absent from a preset does not run in it
     presets: dict[str, tuple[str, ...]] = field(default_factory=dict)
     timeout: float = 120.0  # seconds, per run of the binary

@@ -9,7 +9,7 @@ AREA = Area("cpu", "CPU and operating-system services", 10)
 
 PROBES = (
     Probe(
-        name="cpu.timer", binary="cpu_timer", area="cpu",
+        name="cpu.timer", binary="cpu_timer",
         measures=(
             m("cpu.timer_overhead", "ns", "empty fenced timing window (CPUID;RDTSC ... RDTSCP;CPUID)"),
             m("cpu.timer.rdtsc", "ns", "one RDTSC instruction"),
@@ -30,7 +30,7 @@ PROBES = (
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
-        name="cpu.loop", binary="cpu_loop", area="cpu",
+        name="cpu.loop", binary="cpu_loop",
         measures=(m("cpu.loop", "ns", "one turn of an empty counted loop; series over loop counts 0..N"),),
         methodology=(
             "An empty counted loop (a compiler barrier keeps it a loop at -O2) runs N turns "
@@ -43,7 +43,7 @@ PROBES = (
         presets={"quick": ("--samples", "100", "--series-max", "1024"), "full": ("--samples", "500")},
     ),
     Probe(
-        name="cpu.call", binary="cpu_call", area="cpu",
+        name="cpu.call", binary="cpu_call",
         measures=tuple(
             m(f"cpu.call.args{k}", "ns", f"procedure call with {k} integer argument{'s' if k != 1 else ''}")
             for k in range(8)
@@ -59,7 +59,7 @@ PROBES = (
         presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
     ),
     Probe(
-        name="cpu.syscall", binary="cpu_syscall", area="cpu",
+        name="cpu.syscall", binary="cpu_syscall",
         measures=(
             m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
               ktimer="syscall:getppid"),
@@ -86,7 +86,7 @@ PROBES = (
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
-        name="cpu.select", binary="cpu_select", area="cpu",
+        name="cpu.select", binary="cpu_select",
         measures=(
             m("cpu.select.tcp", "ns", "select() over 100 descriptors of a loopback TCP socket"),
             m("cpu.select.file", "ns", "select() over 100 descriptors of a file"),
@@ -103,7 +103,7 @@ PROBES = (
         presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
     ),
     Probe(
-        name="cpu.proc", binary="cpu_proc", area="cpu",
+        name="cpu.proc", binary="cpu_proc",
         measures=(
             m("cpu.proc_create", "ns", "fork() until the first of parent or child runs"),
             m("cpu.proc_create_wait", "ns", "fork(), child _exit(0), parent waitpid()"),
@@ -127,7 +127,7 @@ PROBES = (
         expect={"quick": 1.5, "full": 6},
     ),
     Probe(
-        name="cpu.exec", binary="cpu_exec", area="cpu",
+        name="cpu.exec", binary="cpu_exec",
         measures=(
             m("cpu.proc_exec", "ns", "fork(), execve() of a small program, waitpid() (lmbench's exec proc)"),
             m("cpu.proc_sh", "ns", "fork(), /bin/sh -c a small program, waitpid() (lmbench's sh proc)"),
@@ -145,7 +145,7 @@ PROBES = (
         expect={"quick": 0.4, "full": 1},
     ),
     Probe(
-        name="cpu.thread", binary="cpu_thread", area="cpu",
+        name="cpu.thread", binary="cpu_thread",
         measures=(
             m("cpu.thread_create", "ns", "pthread_create() until the first of creator or new thread runs"),
             m("cpu.thread_create_join", "ns", "pthread_create(), thread returns, pthread_join()"),
@@ -159,7 +159,7 @@ PROBES = (
         presets={"quick": ("--samples", "300"), "full": ("--samples", "1500")},
     ),
     Probe(
-        name="cpu.ctx", binary="cpu_ctx", area="cpu",
+        name="cpu.ctx", binary="cpu_ctx",
         measures=(
             m("cpu.ctx.proc", "ns", "context switch between two processes on one CPU"),
             m("cpu.ctx.thread", "ns", "context switch between two threads of a process on one CPU"),
@@ -179,7 +179,7 @@ PROBES = (
         expect={"quick": 1.5, "full": 7},
     ),
     Probe(
-        name="cpu.signal", binary="cpu_signal", area="cpu",
+        name="cpu.signal", binary="cpu_signal",
         measures=(
             m("cpu.signal.install", "ns", "sigaction() installing a handler"),
             m("cpu.signal.install.old", "ns", "sigaction() installing a handler and reading back the old one "
@@ -202,7 +202,7 @@ PROBES = (
         presets={"quick": ("--samples", "100"), "full": ("--samples", "500")},
     ),
     Probe(
-        name="cpu.ctx.matrix", binary="cpu_ctxring", area="cpu",
+        name="cpu.ctx.matrix", binary="cpu_ctxring",
         measures=(m("cpu.ctx.matrix", "ns", "context switch in a ring of N processes each touching its own "
                                             "working set, per (processes, KiB) (series)", curve=True),),
         methodology=(
@@ -225,7 +225,7 @@ PROBES = (
         smoke=("--procs", "2,3", "--sizes", "0,4", "--switches", "200"),
     ),
     Probe(
-        name="cpu.c2c", binary="cpu_c2c", area="cpu",
+        name="cpu.c2c", binary="cpu_c2c",
         measures=(m("cpu.c2c", "ns", "core-to-core transfer of a cache line, per ordered pair of CPUs "
                                      "(params.matrix_ns)"),),
         methodology=(
@@ -244,7 +244,7 @@ PROBES = (
         smoke=("--iterations", "200"),
     ),
     Probe(
-        name="cpu.ops", binary="cpu_ops", area="cpu",
+        name="cpu.ops", binary="cpu_ops",
         measures=(
             *(m(f"cpu.ops.int.{o}", "ns", f"latency of a 32-bit integer {o}")
               for o in ("bit", "add", "mul", "div", "mod")),
@@ -268,7 +268,7 @@ PROBES = (
         presets={"quick": ("--samples", "30"), "full": ("--samples", "150")},
     ),
     Probe(
-        name="cpu.vtimer", binary="cpu_vtimer", area="cpu",
+        name="cpu.vtimer", binary="cpu_vtimer",
         measures=(
             m("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
             m("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),

@@ -231,7 +231,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         measures += (m(f"disk.{workload}.zones", "MB/s", f"{workload}: MB/s of each zone of the target's address "
                        "range against its offset (series)", curve=True),)
     return Probe(
-        name=f"disk.{workload}", binary="iogen", area="disk",
+        name=f"disk.{workload}", binary="iogen",
         measures=measures,
         shared_method=METHOD,
         methodology=f"Workload {workload} (iogen --list-workloads) at queue depth {full_qd}"
@@ -255,7 +255,7 @@ def _cycle(*args: str) -> tuple[str, ...]:
 
 PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
     Probe(
-        name="disk.qd_sweep", binary="iogen", area="disk",
+        name="disk.qd_sweep", binary="iogen",
         measures=(m("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)",
                     curve=True),),
         shared_method=METHOD,
@@ -270,7 +270,7 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         parse=lambda out: iogen_lines(out, "4k-random-read", sweep=True),
     ),
     Probe(
-        name="disk.size_qd", binary="iogen", area="disk",
+        name="disk.size_qd", binary="iogen",
         measures=(m("disk.4k-random-read.size_qd", "MB/s", "random reads (4 KiB aligned): MB/s and IOPS against "
                     "transfer size and queue depth (a 2-D series; its own figure: the largest size at the deepest "
                     "queue)", curve=True),),

@@ -21,7 +21,7 @@ def _read(remote: bool) -> Probe:
     sfx = ".remote" if remote else ""
     where = ("--dir", "{fs_remote}", "--remote") if remote else ("--dir", "{fs_dir}")
     return Probe(
-        name=f"fs.read{sfx}", binary="fs_read", area="fs",
+        name=f"fs.read{sfx}", binary="fs_read",
         measures=(
             m(f"fs.read.seq{sfx}", "ns", "time per 4 KiB block reading a file in order, below the cache (series)"),
             m(f"fs.read.rand{sfx}", "ns", "time per 4 KiB block reading a file at random, below the cache (series)"),
@@ -38,7 +38,7 @@ def _read(remote: bool) -> Probe:
 
 PROBES = (
     Probe(
-        name="fs.cache", binary="fs_cache", area="fs",
+        name="fs.cache", binary="fs_cache",
         measures=(m("fs.cache_size", "bytes", "size of the file cache: largest file whose second read is from memory"),),
         methodology=(
             "Files of doubling size are read twice through the page cache in 1 MiB reads, first with their "
@@ -59,7 +59,7 @@ PROBES = (
     _read(False),
     _read(True),
     Probe(
-        name="fs.contention", binary="fs_contention", area="fs",
+        name="fs.contention", binary="fs_contention",
         measures=(m("fs.contention", "ns",
                     "time per 4 KiB block as 1, 2, 4 ... processes read their own files (series; the figure "
                     "is the most processes')"),),
@@ -75,7 +75,7 @@ PROBES = (
         smoke=("--max-procs", "2", "--size", "4M"),
     ),
     Probe(
-        name="fs.meta", binary="fs_meta", area="fs",
+        name="fs.meta", binary="fs_meta",
         measures=tuple(x for k in (0, 1, 4, 10) for x in (
             m(f"fs.create.{k}k", "files/s", f"{k} KiB files created per second"),
             m(f"fs.delete.{k}k", "files/s", f"{k} KiB files deleted per second"))),
@@ -96,7 +96,7 @@ PROBES = (
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples
     ),
     Probe(
-        name="fs.path", binary="fs_path", area="fs",
+        name="fs.path", binary="fs_path",
         measures=(
             m("fs.stat", "ns", "stat() of a file by its full path"),
             m("fs.open_close", "ns", "open() and close() of a file by its full path"),
@@ -110,7 +110,7 @@ PROBES = (
         presets={"quick": ("--dir", "{fs_dir}", "--samples", "60"), "full": ("--dir", "{fs_dir}", "--samples", "300")},
     ),
     Probe(
-        name="fs.reread", binary="fs_reread", area="fs",
+        name="fs.reread", binary="fs_reread",
         measures=(
             m("fs.reread", "MB/s", "rereading a cached file with read(), 64 KiB at a time, summing it"),
             m("fs.mmap_reread", "MB/s", "rereading a cached file through a mapping, summing it"),

@@ -100,7 +100,7 @@ def fault_vs_copy(lines: dict[str, dict]) -> dict:
 
 PROBES = (
     Probe(
-        name="mem.lat", binary="mem_lat", area="mem",
+        name="mem.lat", binary="mem_lat",
         measures=(
             m("mem.lat.curve", "ns", "load-to-use latency against working-set size (series)", curve=True),
             m("mem.lat.l1", "ns", "L1 data cache latency, found on the curve"),
@@ -140,7 +140,7 @@ PROBES = (
         smoke=("--max", "4M", "--steps", "1"),
     ),
     Probe(
-        name="mem.bw", binary="mem_bw", area="mem",
+        name="mem.bw", binary="mem_bw",
         measures=(
             m("mem.bw.read", "MB/s", "read bandwidth from memory (wide loads, one thread)"),
             m("mem.bw.write", "MB/s", "write bandwidth to memory (one thread)"),
@@ -177,7 +177,7 @@ PROBES = (
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples
     ),
     Probe(
-        name="mem.pagefault", binary="mem_pagefault", area="mem",
+        name="mem.pagefault", binary="mem_pagefault",
         measures=(
             m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page", ktimer="fault"),
             m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault",
@@ -202,7 +202,7 @@ PROBES = (
 
 PROBES = PROBES + (
     Probe(
-        name="mem.vm", binary="mem_vm", area="mem",
+        name="mem.vm", binary="mem_vm",
         measures=(
             m("mem.mmap", "ns", "mmap of a file, a write every 16 KiB of its first tenth, munmap"),
             m("mem.protfault", "ns", "write to a read-only page: fault, SIGSEGV, handler, sigreturn"),
@@ -222,7 +222,7 @@ PROBES = PROBES + (
         smoke=("--size", "4M"),
     ),
     Probe(
-        name="mem.par", binary="mem_par", area="mem",
+        name="mem.par", binary="mem_par",
         measures=(m("mem.par", "loads", "memory-level parallelism: loads served at once, per working set "
                                         "(series; the figure is the largest set's)", curve=True),),
         methodology=(
@@ -243,7 +243,7 @@ PROBES = PROBES + (
         smoke=("--sizes", "16K,1M"),
     ),
     Probe(
-        name="mem.lat.loaded", binary="mem_loaded", area="mem",
+        name="mem.lat.loaded", binary="mem_loaded",
         measures=(m("mem.lat.loaded", "ns", "memory latency on one CPU while the other CPUs read memory at "
                                             "rising rates (series over load levels)", curve=True),),
         methodology=(
@@ -291,7 +291,6 @@ DERIVED = (
         "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
         "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
         "times dearer it is to fault a byte in from the device than to copy it in memory.",
-        area="mem",
     ),
     Derived(
         m("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
@@ -300,6 +299,5 @@ DERIVED = (
         "Each mem.protfault sample less the median of cpu.signal.catch: what lmbench's lat_sig prot "
         "reports, which takes its own catch figure (signal delivery less the kill) from the whole fault. "
         "mem.protfault is the whole cost a program pays.",
-        area="mem",
     ),
 )

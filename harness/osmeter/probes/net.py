@@ -51,7 +51,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
     dest = "{peer_host}" if remote else "127.0.0.1"  # loopback pings loopback, whatever peer is given
     return (
         Probe(
-            name=f"net.rtt.{where}", binary="net_rtt", area="net",
+            name=f"net.rtt.{where}", binary="net_rtt",
             measures=(
                 m(f"net.rtt.tcp.{where}", "ns", f"TCP round trip of a 1-byte message ({where})"),
                 m(f"net.rtt.udp.{where}", "ns", f"UDP round trip of a 1-byte datagram ({where})"),
@@ -61,7 +61,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
             timeout=120.0, needs=needs,
         ),
         Probe(
-            name=f"net.bw.{where}", binary="net_bw", area="net",
+            name=f"net.bw.{where}", binary="net_bw",
             measures=(
                 m(f"net.bw.tcp.{where}", "MB/s", f"TCP bulk bandwidth, this host sending ({where})"),
                 m(f"net.bw.tcp.recv.{where}", "MB/s", f"TCP bulk bandwidth, this host receiving ({where})"),
@@ -73,7 +73,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
             timeout=300.0, needs=needs, smoke=("--seconds", "0.2"),
         ),
         Probe(
-            name=f"net.conn.{where}", binary="net_conn", area="net",
+            name=f"net.conn.{where}", binary="net_conn",
             measures=(
                 m(f"net.connect.{where}", "ns", f"TCP connect until established ({where})"),
                 m(f"net.close.{where}", "ns", f"TCP teardown until the peer has closed too ({where})"),
@@ -83,7 +83,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
             timeout=120.0, needs=needs,
         ),
         Probe(
-            name=f"net.icmp.{where}", binary="ping", area="net",
+            name=f"net.icmp.{where}", binary="ping",
             measures=(m(f"net.rtt.icmp.{where}", "ns", f"ICMP echo round trip, by ping ({where})"),),
             methodology=("ping -c N -i 0.01 (0.2 when not root) -n; each reply's time is one sample. ping runs "
                          "in three processes per run, as the probes that take --samples do: between two pings "
@@ -100,7 +100,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
 
 
 IPC = Probe(
-    name="net.ipc", binary="net_ipc", area="net",
+    name="net.ipc", binary="net_ipc",
     measures=(
         m("net.rtt.pipe", "ns", "round trip of 1 byte through two pipes between two processes"),
         m("net.rtt.unix", "ns", "round trip of 1 byte on an AF_UNIX stream socket pair"),

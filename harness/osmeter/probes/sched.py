@@ -8,7 +8,7 @@ AREA = Area("sched", "Scheduler and timer latency", 15)
 
 PROBES = (
     Probe(
-        name="sched.wakeup", binary="sched_wakeup", area="sched",
+        name="sched.wakeup", binary="sched_wakeup",
         measures=(
             m("sched.wakeup.same", "ns", "futex wake-up of a thread on the waker's CPU, SCHED_OTHER"),
             m("sched.wakeup.cross", "ns", "futex wake-up of a thread on another CPU, SCHED_OTHER"),
@@ -41,7 +41,7 @@ PROBES = (
         timeout=300.0,
     ),
     Probe(
-        name="timer.latency", binary="sched_timer", area="sched",
+        name="timer.latency", binary="sched_timer",
         measures=(m("timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
         methodology=(
             "cyclictest's method: the thread, pinned and at SCHED_FIFO where permitted, sleeps with "
@@ -60,7 +60,7 @@ PROBES = (
         timeout=180.0,
     ),
     Probe(
-        name="sched.noise", binary="sched_noise", area="sched",
+        name="sched.noise", binary="sched_noise",
         measures=(
             m("sched.noise.lost", "%", "share of a pinned spinning thread's time lost to interruptions "
               "(interrupts, kernel threads, the hypervisor), per 10 ms quantum"),
