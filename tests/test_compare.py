@@ -115,6 +115,28 @@ def test_rates_and_other_units_get_their_own_direction():
             assert r.verdict == want, (unit, shift, r.verdict)
 
 
+def test_a_new_rate_unit_is_one_row_of_the_units_table(monkeypatch):
+    """units.UNITS is the one table of directions and rate/time pairs: a
+    row added there gives compare its verdict and area change, present its
+    conversion and estimates its time per unit. Mutant caught: compare
+    keeping its own set of rates."""
+    from osmeter import present, units
+    from osmeter.estimates import Estimate
+
+    monkeypatch.setitem(units.UNITS, "ops/s", units.Unit("ops/s", "higher", per="us/op", k=1e6))
+    rng = np.random.default_rng(7)
+    a = draw_side(rng, 1, 3, np.zeros(1))[0]
+    b = draw_side(rng, 1, 3, np.array([0.3]))[0]
+    r = compare.compare_id("x", "ops/s", a, b, area="x")
+    compare.decide([r], 0.02)
+    assert r.verdict == "faster", r.verdict
+    [(area, cost, n)] = compare.area_changes([r])
+    assert area == "x" and n == 1 and cost < 1  # a higher rate is a lower cost
+    assert present.convert(4.0, "ops/s", "us/op") == pytest.approx(2.5e5)
+    assert present.convert(2.5e5, "us/op", "ops/s") == pytest.approx(4.0)
+    assert Estimate("x", None, None, 1.0, unit="us/op").as_time
+
+
 def test_hierarchical_interval_covers_the_true_ratio():
     """A 95% interval: over 300 draws of 5 runs a side it covers the true
     ratio (1.1) 90-99% of the time (binomial sd at 95%: 1.3%), and its

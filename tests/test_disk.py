@@ -1430,7 +1430,7 @@ def test_size_qd_parse_gives_every_cell_and_the_heat_map_draws_the_run_s_own(tmp
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match=r"grid.values.iops.median' is not 3 rows of 2 numbers"):
         load(tmp_path / "bad.json")
-    fig = plots.disk_size_qd(doc)
+    fig = disk.disk_size_qd(doc)
     mb, io = fig.axes[0], fig.axes[1]
     assert np.allclose(mb.collections[0].get_array().reshape(len(SIZES), len(DEPTHS)), med)
     assert np.allclose(io.collections[0].get_array().reshape(len(SIZES), len(DEPTHS)),
@@ -1477,7 +1477,7 @@ def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
     (sq,) = disk.size_qd_lines(_matrix_out([_cell(s, q) for s in SIZES for q in DEPTHS]), "4k-random-read")
     run = _planted_run(tmp_path, [sq, z])
     doc = load(run)
-    fig = plots.disk_zones(doc)
+    fig = disk.disk_zones(doc)
     ax = fig.axes[0]
     bars = [tuple(map(tuple, seg)) for seg in ax.collections[0].get_segments()]
     gib = 2 ** 30
@@ -1489,7 +1489,7 @@ def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stderr
     tex = (run / "report" / "report.tex").read_text()
-    for fn in (plots.disk_size_qd, plots.disk_zones):
+    for fn in (disk.disk_size_qd, disk.disk_zones):
         cap = f"\\caption{{{esc('Disk. ' + plots.caption(fn))}}}"
         assert cap in tex, fn.__name__
         graphic = tex[:tex.index(cap)].rsplit("\\includegraphics{", 1)[1].split("}")[0]

@@ -1,9 +1,10 @@
-"""The layout's promises: a new probe is its C file and one declaration; the
+"""The layout's promises: a new probe is its C file and its area's module; the
 harness has no import circles; methodology states methods, never one
 machine's figures."""
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
 import re
@@ -30,7 +31,7 @@ static void body(void *ctx, uint64_t n)
 }
 
 static const struct osm_probe_info info = {
-    .name = "cpu_nop",
+    .name = "toy_nop",
     .summary = "An empty loop turn, as a probe written for a test.",
     .default_samples = 10,
 };
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     struct osm_meas m;
-    osm_meas_init(&m, "cpu.nop", o.samples);
+    osm_meas_init(&m, "toy.nop", o.samples);
     osm_run_batched(&m, body, NULL, o.iterations, o.samples, 0);
     osm_emit(&m);
     osm_meas_free(&m);
@@ -48,16 +49,44 @@ int main(int argc, char **argv)
 }
 """
 
-NOP_DECLARATION = """
+# A new area's whole module: its AREA, its probe and its figure, nothing named elsewhere.
+TOY_AREA = '''"""A toy area, written by a test: one probe and one figure."""
+from __future__ import annotations
 
-PROBES = PROBES + (
-    Probe(name="cpu.nop", binary="cpu_nop", area="cpu", measures=(m("cpu.nop", "ns", "an empty loop turn"),),
+from ..probe import Area, Probe, m
+
+AREA = Area("toy", "A toy area", 99)
+
+PROBES = (
+    Probe(name="toy.nop", binary="toy_nop", measures=(m("toy.nop", "ns", "an empty loop turn"),),
           methodology="An empty loop turn in batches.", presets={"quick": ("--samples", "10")}),
 )
-"""
 
 
-def test_a_new_probe_is_its_c_file_and_one_declaration(tmp_path):
+def nop_bar(doc, est=None):
+    """An empty loop turn: the median of toy.nop, drawn by its own area."""
+    from ..plots import measured, plt
+
+    d = measured(doc).get("toy.nop")
+    if not d:
+        return None
+    fig, ax = plt.subplots()
+    ax.bar([0], [d["median"]])
+    return fig
+
+
+FIGURES = (nop_bar,)
+'''
+
+
+def test_a_new_probe_with_a_figure_is_two_files(tmp_path):
+    """A new probe with its figure, in a new area, is two files: its C file
+    (bench/toy/nop.c, built by the Makefile's pattern rule) and its area's
+    module (probes/toy.py: AREA, the Probe, the figure). In a copy of the
+    tree it is listed, runs alone, has its section and its figure (a PDF
+    under the figure function's caption) in the report, with "no estimate",
+    and its row in compare, in its area. Mutant caught: collect() not
+    handing the module's FIGURES to its area."""
     tree = tmp_path / "tree"
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            capture_output=True, text=True, check=True).stdout.split("\0")
@@ -66,23 +95,38 @@ def test_a_new_probe_is_its_c_file_and_one_declaration(tmp_path):
             (tree / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, tree / f)
     shutil.copytree(ROOT / "build", tree / "build", symlinks=True)  # what is built stays built
-    (tree / "bench" / "cpu" / "nop.c").write_text(NOP_PROBE)
-    with open(tree / "harness" / "osmeter" / "probes" / "cpu.py", "a") as f:
-        f.write(NOP_DECLARATION)
+    before = {p for p in tree.rglob("*") if p.is_file()}
+    (tree / "bench" / "toy").mkdir()
+    (tree / "bench" / "toy" / "nop.c").write_text(NOP_PROBE)
+    (tree / "harness" / "osmeter" / "probes" / "toy.py").write_text(TOY_AREA)
+    assert {p for p in tree.rglob("*") if p.is_file()} - before == {
+        tree / "bench" / "toy" / "nop.c", tree / "harness" / "osmeter" / "probes" / "toy.py"}
     env = dict(os.environ, OSMETER_ROOT=str(tree), PYTHONPATH=str(tree / "harness"))
     run = [sys.executable, "-m", "osmeter"]
     listed = subprocess.run([*run, "list"], capture_output=True, text=True, env=env, cwd=tree)
-    assert "cpu.nop" in listed.stdout, listed.stderr
-    out = tmp_path / "out"
-    r = subprocess.run([*run, "run", "--probes", "cpu.nop", "--out", str(out)], capture_output=True, text=True,
-                       env=env, cwd=tree, timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    doc = json.loads((out / "results.json").read_text())
-    assert [m["id"] for m in doc["measurements"]] == ["cpu.nop"]
+    assert "toy.nop" in listed.stdout, listed.stderr
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        r = subprocess.run([*run, "run", "--probes", "toy.nop", "--out", str(out)], capture_output=True, text=True,
+                           env=env, cwd=tree, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((outs[0] / "results.json").read_text())
+    assert [m["id"] for m in doc["measurements"]] == ["toy.nop"]
     assert doc["measurements"][0]["median"] > 0
-    # no estimate for it: the report says so, and still builds
-    tex = (out / "report" / "report.tex").read_text()
-    assert "cpu.nop" in tex and "no estimate" in tex
+    # its section, with no estimate, and its figure: a PDF under its caption
+    tex = (outs[0] / "report" / "report.tex").read_text()
+    assert "A toy area" in tex and "toy.nop" in tex and "no estimate" in tex
+    cap = r"\caption{A toy area. An empty loop turn: the median of toy.nop, drawn by its own area.}"
+    assert cap in tex, "the toy area's figure is not in the report"
+    graphic = tex[:tex.index(cap)].rsplit("\\includegraphics{", 1)[1].split("}")[0]
+    assert (outs[0] / "report" / graphic).read_bytes().startswith(b"%PDF-")
+    # compare: its row, in its area
+    r = subprocess.run([*run, "compare", *map(str, outs), "--csv", str(tmp_path / "c.csv")], capture_output=True,
+                       text=True, env=env, cwd=tree, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert [(x["id"], x["unit"], x["area"]) for x in rows] == [("toy.nop", "ns", "toy")], rows
+    assert "toy.nop" in r.stdout
 
 
 def test_each_declaration_has_its_modules_area_unwritten():

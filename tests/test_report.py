@@ -26,10 +26,28 @@ EXAMPLE = ROOT / "estimates" / "example.toml"
 
 # --- estimates ---------------------------------------------------------------
 
-def test_the_example_estimates_every_id_but_the_curves():
+def test_the_example_estimates_are_optional_and_each_given_one_fits_its_id(tmp_path):
+    """Estimates are optional per id (DESIGN, probe.py): a new probe needs
+    none. Each estimate the example gives names a real id that is not a
+    curve, has a number and its reasoning, and is in the id's unit or, for
+    a rate, its time per unit; a file of one estimate loads as just that
+    one. Mutant caught: a rate estimated as time per unit predicted as that
+    time."""
+    from osmeter.units import time_per
+
     est = load_estimates(EXAMPLE)
-    assert set(est) == {m.id for _, m in registry.all_measures() if not m.curve}
-    assert all(e.total is not None and e.note for e in est.values())
+    measures = {m.id: m for _, m in registry.all_measures()}
+    assert est and set(est) <= set(measures)
+    for mid, e in est.items():
+        m = measures[mid]
+        assert not m.curve and e.total is not None and e.note, mid
+        assert e.unit in (m.unit, time_per(m.unit)), (mid, e.unit, m.unit)
+        assert e.predicted > 0 and math.isfinite(e.predicted), mid
+        if e.unit != m.unit:  # a rate as time per unit: predicted back as the rate
+            assert e.predicted == pytest.approx(1e3 / e.total if m.unit == "MB/s" else 1e6 / e.total), mid
+    one = tmp_path / "one.toml"
+    one.write_text('["cpu.loop"]\ntotal = 0.3\nreasoning = "one add and a branch"\n')
+    assert set(load_estimates(one)) == {"cpu.loop"}
     # rates are estimated as time per unit, and predicted back as rates
     bw = est["mem.bw.read"]
     assert bw.unit == "ns/B" and bw.hw + bw.sw == pytest.approx(bw.total)
@@ -417,6 +435,7 @@ def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run,
     naming it in its row with no figure and n = 0."""
     import json
     from osmeter import plots
+    from osmeter.probes import cpu, mem
     run = tmp_path / "run"
     shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report"))
     doc = json.loads((run / "results.json").read_text())
@@ -427,7 +446,7 @@ def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run,
             m.update(n=0, mean=None, median=None, std=None, min=None, max=None, ci95=[None, None])
             emptied.append(m["id"])
     assert "mem.bw.read" in emptied and "cpu.call.args0" in emptied
-    fns = [fn for figures in plots.FIGURES.values() for fn in figures]
+    fns = [fn for area in registry.AREAS for fn in area.figures]
     assert sorted(fn.__name__ for fn in fns) == sorted(FIGURE_IDS)
     # every figure with something left to draw (a curve, the disk) is drawn; the others are not
     assert sum(_drawable(doc, fn) for fn in fns) >= 5
@@ -443,11 +462,11 @@ def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run,
         assert (fn(doc) is not None) == _drawable(full, fn), fn.__name__
         plots.plt.close("all")
     bw_ids = [m["id"] for m in full["measurements"] if m["id"].startswith("mem.bw.") and m.get("median") is not None]
-    bars = {t.get_text(): p.get_width() for t, p in zip(plots.bandwidths(doc).axes[0].get_yticklabels(),
-                                                         plots.bandwidths(doc).axes[0].patches)}
+    bars = {t.get_text(): p.get_width() for t, p in zip(mem.bandwidths(doc).axes[0].get_yticklabels(),
+                                                         mem.bandwidths(doc).axes[0].patches)}
     med = {m["id"]: m["median"] for m in full["measurements"]}
     assert bars == {i.removeprefix("mem.bw."): med[i] for i in bw_ids if i != "mem.bw.read"}
-    calls = plots.loop_and_calls(doc).axes[1].lines[0].get_xdata()
+    calls = cpu.loop_and_calls(doc).axes[1].lines[0].get_xdata()
     assert list(calls) == [k for k in range(8) if med.get(f"cpu.call.args{k}") is not None and k != 3]
     plots.plt.close("all")
     (run / "results.json").write_text(json.dumps(doc))

@@ -47,6 +47,7 @@ from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_tab
 from .results import run_figure
 from .stats import (benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
                     runs_needed, spend_alpha, tost, welch)
+from .units import better
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02
@@ -56,8 +57,6 @@ MIN_CHANGE = 0.02
 # near zero, and a mere split between the sides would look like a change.
 RUN_SD_FLOOR = 0.01
 POWER = 0.8
-LOWER_IS_BETTER = {"ns", "cycles"}
-HIGHER_IS_BETTER = {"MB/s", "IOPS", "files/s"}
 VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
 DIRECTIONS = ("faster", "slower", "higher", "lower")
 DECIDED = ("faster", "slower", "higher", "lower", "=", "~")
@@ -131,9 +130,9 @@ class Comparison:
 
 
 def direction(unit: str, up: bool) -> str:
-    if unit in LOWER_IS_BETTER:
+    if better(unit) == "lower":
         return "slower" if up else "faster"
-    if unit in HIGHER_IS_BETTER:
+    if better(unit) == "higher":
         return "faster" if up else "slower"
     return "higher" if up else "lower"
 
@@ -458,9 +457,9 @@ def area_changes(rows: list[Row]) -> list[tuple[str, float, int]]:
     for r in rows:
         if not (math.isfinite(r.ratio) and r.ratio > 0):
             continue
-        if r.unit in LOWER_IS_BETTER:
+        if better(r.unit) == "lower":
             per.setdefault(r.area, []).append(math.log(r.ratio))
-        elif r.unit in HIGHER_IS_BETTER:
+        elif better(r.unit) == "higher":
             per.setdefault(r.area, []).append(-math.log(r.ratio))
     return [(area, math.exp(float(np.mean(v))), len(v)) for area, v in per.items()]
 

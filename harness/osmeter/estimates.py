@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import registry
-from .present import RATE_TIME, convert
+from .present import convert
+from .units import is_time_per, time_per
 
 MAX_BYTES = 1 << 20  # an estimates file is a page of text, not a stream
 
@@ -56,7 +57,7 @@ class Estimate:
     @property
     def as_time(self) -> bool:
         """A rate estimated as time per unit."""
-        return self.unit in {t for t, _ in RATE_TIME.values()}
+        return is_time_per(self.unit)
 
 
 @dataclass
@@ -131,7 +132,7 @@ def load(path: Path, clock_hz: float | None = None) -> dict[str, Estimate]:
                                     f"(estimate the figures found on it instead)")
             out[mid] = Estimate(mid, None, None, None, unit=m.unit, given_unit=m.unit, **text)
             continue
-        rate_time = RATE_TIME.get(m.unit, (None,))[0]
+        rate_time = time_per(m.unit) or None
         given_unit = t.get("unit", m.unit)
         cycles = given_unit == "cycles" and m.unit == "ns"
         if given_unit not in (m.unit, rate_time) and not cycles:
@@ -211,7 +212,7 @@ def init_text(doc: dict | None) -> str:
             body.append(f"[{_toml_str(m.id)}]")
             body.append(f"# {m.description}" + (" (a curve: drawn, not estimated; discuss it)" if m.curve else ""))
             if not m.curve:
-                rate_time = RATE_TIME.get(m.unit, (None,))[0]
+                rate_time = time_per(m.unit)
                 alt = f' (or "{rate_time}")' if rate_time else (' (or "cycles")' if m.unit == "ns" else "")
                 body += [f"unit = {_toml_str(rate_time or m.unit)}  # the id is measured in {m.unit}{alt}",
                          "# hw = ", "# sw = ", "# total = "]

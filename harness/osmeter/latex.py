@@ -1,5 +1,6 @@
 """The LaTeX report: report/report.tex filled from a results directory and
-an estimates file; figures from plots.py; PDF with latexmk or pdflatex.
+an estimates file; each area's figures from its module (Area.figures, from
+probes/<area>.py), the shared ones from plots.py; PDF with latexmk or pdflatex.
 The rows come from present.py, as for every other output."""
 from __future__ import annotations
 
@@ -234,7 +235,7 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
             body += [f"{esc(', '.join(drawn))}: a curve, drawn in this section's figures rather than set "
                      "against one estimate.", ""]
         body.append(_table(ms, est, curves, quote))
-    figures = [(fn, lambda fn=fn: fn(doc, est)) for fn in plots.FIGURES.get(area.name, ())]
+    figures = [(fn, lambda fn=fn: fn(doc, est)) for fn in area.figures]
     ids = [i for p in probes for i in p.ids()]
     figures.append((plots.latency_ecdf,
                     lambda: plots.latency_ecdf(doc, ids, lambda i: kept_samples(run_dir, by_id[i]))))

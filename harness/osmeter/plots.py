@@ -1,6 +1,10 @@
-"""Figures, one function each, shared by the notebook and the LaTeX report.
-Each takes a results document (and estimates where it can draw them) and
-returns a matplotlib Figure, or None when the run lacks the data."""
+"""The plot kinds several areas and commands share: the style (one text
+width, one font size), the helpers area figures draw with, tail ECDFs,
+kernel-path breakdowns, the forest plot, the size x depth heat map and the
+zones plot (also iogen-plot's). Each area's own figures are in its module,
+probes/<area>.py (FIGURES). A figure function takes a results document (and
+estimates where it can draw them) and returns a matplotlib Figure, or None
+when the run lacks the data; its docstring's first paragraph is its caption."""
 from __future__ import annotations
 
 import matplotlib
@@ -8,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 # Every figure is drawn at the report's text width (A4, 2.2 cm margins: 16.6 cm) and set at its own size,
@@ -31,261 +36,25 @@ def caption(fn) -> str:
     return " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
 
 
-def _m(doc: dict) -> dict:
+def measured(doc: dict) -> dict:
     """The measurements that have something to draw: a median (none when every
     sample was disturbed and dropped), a series or a grid."""
     return {m["id"]: m for m in doc.get("measurements", [])
             if m.get("median") is not None or "series" in m or "grid" in m}
 
 
-def _bytes_label(v: float) -> str:
+def bytes_label(v: float) -> str:
     for unit, f in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if v >= f:
             return f"{v / f:g} {unit}"
     return f"{v:g} B"
 
 
-def _est(est, mid):
+def predicted(est, mid):
     """The predicted figure in the id's own unit (a rate estimated as time
     per unit is turned back into the rate)."""
     e = (est or {}).get(mid)
     return e.predicted if e else None
-
-
-def memory_latency(doc: dict, est=None):
-    """Memory latency against the working-set size: the median load time
-    with its quartiles, the cache sizes sysfs states (dotted), the level
-    ends found on the curve (dashed) and the estimates (dash-dotted)."""
-    m = _m(doc)
-    c = m.get("mem.lat.curve")
-    if not c or "series" not in c:
-        return None
-    s = c["series"]
-    fig, ax = plt.subplots()
-    x = np.array(s["x"])
-    ax.plot(x, s["median"], "o-", ms=3, label="measured (median)")
-    ax.fill_between(x, s["p25"], s["p75"], alpha=0.25, label="quartiles")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    for cache in doc.get("machine", {}).get("caches", []):
-        if cache.get("type") in ("Data", "Unified") and cache.get("size"):
-            ax.axvline(cache["size"], color="grey", ls=":", lw=1)
-            ax.text(cache["size"], ax.get_ylim()[1], f" L{cache['level']} (sysfs)", rotation=90, va="top", fontsize=7)
-    for lv in ("l1", "l2", "l3"):
-        d = m.get(f"mem.lat.{lv}")
-        if d:
-            ax.axvline(d["params"]["level_end"], color="C3", ls="--", lw=1)
-        e = _est(est, f"mem.lat.{lv}")
-        if e:
-            ax.axhline(e, color="C2", ls="-.", lw=0.8)
-    if _est(est, "mem.lat.dram"):
-        ax.axhline(_est(est, "mem.lat.dram"), color="C2", ls="-.", lw=0.8, label="estimates")
-    ax.plot([], [], "C3--", lw=1, label="detected level ends")
-    ax.set_xlabel("working set (bytes, log scale)")
-    ax.set_ylabel("latency per load (ns, log scale)")
-    ax.set_title("Memory latency against working-set size")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _bytes_label(v)))
-    ax.legend(fontsize=7, loc="upper left")
-    return fig
-
-
-def loop_and_calls(doc: dict, est=None):
-    """Left: a timed window against the loop iterations it holds (the slope
-    is one iteration). Right: the cost of a procedure call against its
-    integer arguments, with the estimates."""
-    m = _m(doc)
-    loop = m.get("cpu.loop")
-    calls = [m.get(f"cpu.call.args{k}") for k in range(8)]
-    if not loop and not any(calls):
-        return None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
-    if loop and "series" in loop:
-        s = loop["series"]
-        a.plot(s["x"], s["median"], "o-", ms=3)
-        a.set_xscale("symlog", base=2)
-        a.set_xlabel("loop iterations in the window")
-        a.set_ylabel("window time (ns)")
-        a.set_title(f"Loop: {loop['median']:.3g} ns per iteration")
-    ks = [k for k in range(8) if calls[k]]
-    if ks:
-        b.errorbar(ks, [calls[k]["median"] for k in ks], yerr=[calls[k].get("std") or 0 for k in ks], fmt="o-", ms=3,
-                   label="measured")
-        ests = [_est(est, f"cpu.call.args{k}") for k in ks]
-        if any(e is not None for e in ests):
-            b.plot(ks, ests, "s--", ms=3, color="C2", label="estimate")
-        b.set_xlabel("integer arguments")
-        b.set_ylabel("cost per call (ns)")
-        b.set_title("Procedure call")
-        b.set_ylim(bottom=0)
-        b.legend(fontsize=7)
-    return fig
-
-
-def bandwidths(doc: dict, est=None):
-    """Memory bandwidth of each access pattern (median and standard
-    deviation; .mt on every CPU at once, .cache within the cache), with the
-    estimates as diamonds."""
-    m = _m(doc)
-    ids = [i for i in ("mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop",
-                       "mem.bw.read.mt", "mem.bw.write.mt", "mem.bw.copy.mt", "mem.bw.read.cache",
-                       "mem.bw.write.cache", "mem.bw.copy.cache") if i in m]
-    if not ids:
-        return None
-    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.4))
-    y = np.arange(len(ids))
-    ax.barh(y, [m[i]["median"] for i in ids], xerr=[m[i].get("std") or 0 for i in ids], label="measured")
-    first = True
-    for k, i in enumerate(ids):
-        e = _est(est, i)
-        if e:
-            ax.plot(e, k, "D", color="C2", ms=4, label="estimate" if first else None)
-            first = False
-    ax.set_yticks(y, [lit(i.removeprefix("mem.bw.")) for i in ids])
-    ax.set_xscale("log")
-    ax.set_xlabel("bandwidth (MB/s, millions of bytes a second; log scale)")
-    ax.set_title("Memory bandwidth")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def disk_sweep(doc: dict, est=None):
-    """4 KiB random reads against the queue depth: IOPS (left axis) and
-    the mean latency (right axis)."""
-    s = _m(doc).get("disk.4k-random-read.qd_sweep")
-    if not s or "series" not in s:
-        return None
-    fig, ax = plt.subplots()
-    x = s["series"]["x"]
-    ax.plot(x, np.array(s["series"]["median"]) / 1e3, "o-", label="IOPS (thousands)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("queue depth (outstanding I/Os)")
-    ax.set_ylabel("IOPS (thousands)")
-    lat = s["params"].get("lat_mean_ns")
-    if lat:
-        ax2 = ax.twinx()
-        ax2.plot(x, np.array(lat) / 1e3, "s--", color="C1", label="mean latency")
-        ax2.set_ylabel("mean latency (us)")
-        ax2.grid(False)
-    ax.set_title("4 KiB random read: IOPS and latency against queue depth")
-    return fig
-
-
-def fs_read(doc: dict, est=None):
-    """File read time per 4 KiB block against the file size, sequential
-    and random, below the page cache, with the estimates."""
-    m = _m(doc)
-    lines = [(i, m[i]) for i in ("fs.read.seq", "fs.read.rand", "fs.read.seq.remote", "fs.read.rand.remote")
-             if i in m and "series" in m[i]]
-    if not lines:
-        return None
-    fig, ax = plt.subplots()
-    for i, d in lines:
-        ax.plot(d["series"]["x"], np.array(d["series"]["median"]) / 1e3, "o-", ms=3, label=lit(i))
-        e = _est(est, i)
-        if e:
-            ax.axhline(e / 1e3, ls="-.", lw=0.8, color=ax.lines[-1].get_color())
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _bytes_label(v)))
-    ax.set_xlabel("file size")
-    ax.set_ylabel("time per 4 KiB block (us)")
-    ax.set_title("File read time against file size (below the page cache)")
-    ax.legend(fontsize=7)
-    return fig
-
-
-def contention(doc: dict, est=None):
-    """Contention: the time per 4 KiB block each reader sees against the
-    number of processes reading their own files at once."""
-    c = _m(doc).get("fs.contention")
-    if not c or "series" not in c:
-        return None
-    fig, ax = plt.subplots()
-    ax.plot(c["series"]["x"], np.array(c["series"]["median"]) / 1e3, "o-")
-    ax.set_xlabel("processes reading at once")
-    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.set_ylabel("time per 4 KiB block, each (us)")
-    ax.set_title("Contention: readers of their own files")
-    ax.set_ylim(bottom=0)
-    return fig
-
-
-def network(doc: dict, est=None):
-    """Network: round trips (left) and TCP bandwidth (right), medians, with
-    the estimates as diamonds."""
-    m = _m(doc)
-    rtt = [i for i in m if i.startswith("net.rtt.")]
-    bw = [i for i in m if i.startswith("net.bw.")]
-    if not rtt and not bw:
-        return None
-    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
-    for ax, ids, scale, unit in ((a, sorted(rtt), 1e3, "round trip (us)"), (b, sorted(bw), 1, "MB/s")):
-        if not ids:
-            ax.set_visible(False)
-            continue
-        y = np.arange(len(ids))
-        ax.barh(y, [m[i]["median"] / scale for i in ids])
-        for k, i in enumerate(ids):
-            e = _est(est, i)
-            if e:
-                ax.plot(e / scale, k, "D", color="C2", ms=4, label="estimate" if not ax.get_legend_handles_labels()[0]
-                        else None)
-        ax.set_yticks(y, [lit(i.removeprefix("net.")) for i in ids], fontsize=7)
-        ax.set_xlabel(unit)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    a.set_title("Round trips")
-    b.set_title("TCP bandwidth")
-    return fig
-
-
-def fork_parent_size(doc: dict, est=None):
-    """Process creation (fork, exit, wait) against the memory the parent
-    has touched: fork copies the page tables."""
-    m = _m(doc).get("cpu.proc_create_wait")
-    if not m or "series" not in m:
-        return None
-    s = m["series"]
-    x = np.array(s["x"], dtype=float)
-    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
-    ax.errorbar(x, np.array(s["median"]) / 1e3, yerr=[(np.array(s["median"]) - np.array(s["p25"])) / 1e3,
-                                                      (np.array(s["p75"]) - np.array(s["median"])) / 1e3],
-                fmt="o-", capsize=3, label="median (quartiles)")
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_yscale("log")
-    ax.set_xlabel("memory the parent touched before forking (MiB)")
-    ax.set_ylabel("fork + exit + wait (us)")
-    ax.set_title("Process creation against the parent's size")
-    return fig
-
-
-def c2c_heatmap(doc: dict, est=None):
-    """Core to core: the time to move a cache line from one CPU (row) to
-    another (column), one cell per ordered pair."""
-    c = _m(doc).get("cpu.c2c")
-    if not c or not c.get("params", {}).get("matrix_ns"):
-        return None
-    cpus = c["params"]["cpus"]
-    mat = np.array([[np.nan if v is None else v for v in row] for row in c["params"]["matrix_ns"]], dtype=float)
-    n = len(cpus)
-    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 3.2 + 0.3 * n), min(6.5, 2.4 + 0.28 * n)))
-    # the scale starts at 0: a few percent between pairs is not a contrast
-    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", vmin=0, vmax=float(np.nanmax(mat)) * 1.05)
-    ax.grid(False)
-    step = max(1, n // 16)
-    ax.set_xticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
-    ax.set_yticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
-    ax.set_xlabel("destination CPU (answers)")
-    ax.set_ylabel("source CPU (line first touched here)")
-    if n <= 12:
-        for a in range(n):
-            for b in range(n):
-                if np.isfinite(mat[a, b]):
-                    ax.text(b, a, f"{mat[a, b]:.0f}", ha="center", va="center", color="w", fontsize=8)
-    measured = c["params"].get("pairs_measured")
-    total = c["params"].get("pairs_total")
-    ax.set_title("Core-to-core transfer, ns" + (f" ({measured} of {total} pairs)" if measured != total else ""))
-    fig.colorbar(im, ax=ax, label="ns (half a round trip)")
-    return fig
 
 
 def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
@@ -297,7 +66,7 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
     samples(id) -> the kept samples or None."""
     from . import hist
 
-    by = _m(doc)
+    by = measured(doc)
     drawn = []
     for i in ids:
         m = by.get(i)
@@ -449,59 +218,12 @@ def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
     ax.set_yticks(y, [lit(r.id) for r in rows], fontsize=6.5)
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: ""))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: ""))
     ax.set_xlabel(f"{labels[1]} / {labels[0]} (ratio of medians of run medians, 95% interval; log scale)")
     ax.set_title(lit(title))
     ax.legend(fontsize=6.5, loc="lower right", framealpha=0.9)
     ax.grid(axis="y", alpha=0)
-    return fig
-
-
-def ctx_matrix(doc: dict, est=None):
-    """Context switches in a ring of N processes against the working set
-    each touches, one line per N (lmbench's lat_ctx -s): the cost left
-    after the cached set's own sum is subtracted grows once all N sets no
-    longer fit a cache."""
-    m = _m(doc).get("cpu.ctx.matrix")
-    if not m or "series" not in m:
-        return None
-    s, procs = m["series"], m.get("params", {}).get("processes") or []
-    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
-    for n in sorted(set(procs)):
-        pts = [(x / 1024, y / 1e3) for p, x, y in zip(procs, s["x"], s["median"]) if p == n]
-        ax.plot([a for a, _ in pts], [b for _, b in pts], "o-", label=f"{n} processes")
-    ax.set_xscale("symlog", linthresh=1)
-    ax.set_xlabel("working set per process (KiB)")
-    ax.set_ylabel("per switch (us)")
-    ax.set_title("Context switch against working set")
-    ax.legend()
-    return fig
-
-
-def mem_parallelism(doc: dict, est=None):
-    """Memory-level parallelism (lmbench's par_mem) against the working
-    set, and latency on one CPU against the bandwidth the others draw."""
-    c = _m(doc)
-    par, loaded = c.get("mem.par"), c.get("mem.lat.loaded")
-    if not (par and "series" in par) and not (loaded and "series" in loaded):
-        return None
-    fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.0))
-    if par and "series" in par:
-        axes[0].plot(par["series"]["x"], par["series"]["median"], "o-")
-        axes[0].set_xscale("log", base=2)
-        axes[0].set_xticks(par["series"]["x"], [_bytes_label(v) for v in par["series"]["x"]])
-        axes[0].set_xlabel("working set")
-        axes[0].set_ylabel("loads served at once")
-        axes[0].set_title("Memory-level parallelism")
-    if loaded and "series" in loaded:
-        bw = np.array(loaded.get("params", {}).get("bandwidth_mbs") or [], dtype=float)
-        y = np.array(loaded["series"]["median"], dtype=float)
-        if bw.size == y.size:
-            axes[1].plot(bw / 1e3, y, "o-")
-            axes[1].set_xlabel("bandwidth drawn by the other CPUs (GB/s)")
-            axes[1].set_ylabel("latency (ns)")
-            axes[1].set_title("Loaded latency")
     return fig
 
 
@@ -530,7 +252,7 @@ def _log2_edges(v) -> np.ndarray:
     return 2 ** np.concatenate([[lv[0] - step[0] / 2], mids, [lv[-1] + step[-1] / 2]])
 
 
-def _size_qd_map(sizes, depths, mbps, iops, title: str):
+def size_qd_map(sizes, depths, mbps, iops, title: str):
     """The size x queue depth heat maps: MB/s (left) and IOPS (right), the
     transfer size up and the outstanding I/Os across, both on log2 axes,
     each cell's figure written in it."""
@@ -545,7 +267,7 @@ def _size_qd_map(sizes, depths, mbps, iops, title: str):
         ax.set_yscale("log", base=2)
         ax.grid(False)
         ax.set_xticks(depths, [str(int(q)) for q in depths])
-        ax.set_yticks(sizes, [_bytes_label(s) for s in sizes])
+        ax.set_yticks(sizes, [bytes_label(s) for s in sizes])
         ax.minorticks_off()
         ax.set_xlabel("outstanding I/Os (log2 scale)")
         if ax is axes[0]:
@@ -573,27 +295,11 @@ def iogen_size_qd(objs: list[dict]):
     sizes, depths, mbps = m
     _, _, iops = iogen_matrix(objs, "iops")
     w = objs[0]
-    return _size_qd_map(sizes, depths, mbps, iops,
-                        f"{w.get('workload', '')} with every size, on {w.get('target') or w.get('engine')}")
+    return size_qd_map(sizes, depths, mbps, iops,
+                       f"{w.get('workload', '')} with every size, on {w.get('target') or w.get('engine')}")
 
 
-def disk_size_qd(doc: dict, est=None):
-    """Random reads (4 KiB-aligned offsets) against transfer size (rows)
-    and outstanding I/Os (columns), the PenguinoMeter paper's test matrix:
-    each cell's median report interval, in MB/s (left) and IOPS (right)."""
-    d = _m(doc).get("disk.4k-random-read.size_qd")
-    g = (d or {}).get("grid")
-    if not g:
-        return None
-    v = g["values"]
-    nan = lambda rows: [[np.nan if c is None else c for c in r] for r in rows]  # noqa: E731
-    where = d.get("params") or {}
-    return _size_qd_map(g["x"], g["y"], nan(v["mbps"]["median"]), nan(v["iops"]["median"]),
-                        f"random reads at every size: {where.get('workers') or '?'} worker(s), "
-                        f"{where.get('engine') or '?'} engine, on a {where.get('target_type') or 'target'}")
-
-
-def _zones_figure(targets: dict):
+def zones_figure(targets: dict):
     """Throughput by offset: per target (name -> offsets, MB/s, zone
     length in bytes) a bar for each zone, from its first byte to its last,
     and a line through their middles."""
@@ -625,30 +331,7 @@ def iogen_zones(objs: list[dict]):
         pts = [(o, z) for o, z in zs if z["target"] == t]
         zone = (pts[0][0].get("region_bytes") or 0) / max(1, len({z["zone"] for _, z in pts}))
         targets[t or "(no device)"] = ([z["offset"] for _, z in pts], [z["mbps"] for _, z in pts], zone)
-    return _zones_figure(targets)
-
-
-def disk_zones(doc: dict, est=None):
-    """Sequential reads of 1 MiB across the target's address range (SPEK's
-    ZCAV figure): each zone's MB/s over the run, a bar over the offsets the
-    zone covers; a block device shows its zoned recording, a file the
-    places its file system gave it."""
-    d = _m(doc).get("disk.1m-seq-read.zones")
-    if not d or "series" not in d:
-        return None
-    p = d.get("params") or {}
-    path = (doc.get("conditions", {}).get("disk_target") or {}).get("path") or "the disk target"
-    name = f"{p.get('target_type') or 'target'} {path.rsplit('/', 1)[-1]}" + (
-        f" on {p['filesystem']}" if p.get("filesystem") else "") + (f" ({p['device']})" if p.get("device") else "")
-    return _zones_figure({name: (d["series"]["x"], d["series"]["median"], p.get("zone_bytes") or 0)})
+    return zones_figure(targets)
 
 
 IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON lines: osmeter iogen-plot
-
-FIGURES = {
-    "cpu": (loop_and_calls, fork_parent_size, c2c_heatmap, ctx_matrix),
-    "mem": (memory_latency, bandwidths, mem_parallelism),
-    "disk": (disk_sweep, disk_size_qd, disk_zones),
-    "net": (network,),
-    "fs": (fs_read, contention),
-}

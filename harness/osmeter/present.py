@@ -9,19 +9,17 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-QUOTED = "median"  # the figure every output quotes for a measurement: the median across trials
+from .units import rate_time_pair
 
-# Rates and the time per unit that estimates add up in: rate = k / time.
-RATE_TIME = {"MB/s": ("ns/B", 1e3), "IOPS": ("us/IO", 1e6), "files/s": ("us/file", 1e6)}
-TIME_RATE = {t: (rate, k) for rate, (t, k) in RATE_TIME.items()}
+QUOTED = "median"  # the figure every output quotes for a measurement: the median across trials
 
 
 def convert(v: float | None, frm: str, to: str) -> float | None:
-    """Between a rate and its time per unit (MB/s <-> ns/B, IOPS <-> us/IO,
-    files/s <-> us/file); the same unit passes through."""
+    """Between a rate and its time per unit (units.py's pairs: MB/s <-> ns/B,
+    IOPS <-> us/IO, ...); the same unit passes through."""
     if v is None or frm == to:
         return v
-    pair = RATE_TIME.get(frm) or TIME_RATE.get(frm)
+    pair = rate_time_pair(frm)
     if pair is None or pair[0] != to:
         raise ValueError(f"cannot convert {frm} to {to}")
     return pair[1] / v if v else float("inf")

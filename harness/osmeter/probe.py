@@ -3,7 +3,8 @@ harness/osmeter/probes/<area>.py; registry.py collects them.
 
 A new probe is its C file (bench/<area>/<name>.c, built to
 build/bin/<area>_<name> by the Makefile's pattern rule), one Probe in its
-area's module, and its test. Estimates are optional per id.
+area's module (and its figure there, in FIGURES, if it has one), and its
+test. Estimates are optional per id: the report says "no estimate".
 """
 from __future__ import annotations
 
@@ -134,6 +135,9 @@ class Area:
     name: str   # cpu, mem, ...
     title: str  # the report's section title
     order: int  # position in lists and the report
+    # the area's figures, fn(doc, est) -> a matplotlib Figure or None (its docstring's first
+    # paragraph the caption): the module's FIGURES, set by collect()
+    figures: tuple[Callable[..., object], ...] = ()
 
 
 def m(id: str, unit: str, description: str, curve: bool = False, ktimer: str = "") -> Measure:

@@ -21,9 +21,9 @@ from . import SCHEMA
 from . import store
 from .errors import RunError
 from .stats import series_summary, summarize, tail
+from .units import has_tail
 
 REQUIRED_LINE_KEYS = ("id", "unit", "samples")
-TIME_UNITS = ("ns", "us", "ms", "s")  # measurements in these get tail percentiles
 
 
 class ProbeOutputError(ValueError):
@@ -233,7 +233,7 @@ class Results:
         m.update(summarize(values[keep]))
         m["dropped_disturbed"] = int(disturbed.sum())
         m["samples_total"] = int(raw.size)
-        if unit in TIME_UNITS:
+        if has_tail(unit):
             # a probe that kept every event in a histogram gives its own (per-event) tail
             m["tail"] = line["tail"] if isinstance(line.get("tail"), dict) else tail(values[keep])
         if line["unit"] == "cycles":

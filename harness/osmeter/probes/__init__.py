@@ -1,8 +1,12 @@
 """Every area's probe declarations: one module per area (cpu.py, mem.py,
-...), each with AREA (an Area), PROBES and, where figures are computed from
-several probes, DERIVED. This package only collects them: a module added
-here is found without being named anywhere else. A declaration leaves its
-area out: collect() stamps the module's AREA on it."""
+...), each with AREA (an Area), PROBES, where figures are computed from
+several probes DERIVED, and where it draws figures FIGURES (functions of
+the results document and the estimates; plots.py has the plot kinds they
+share). This package only collects them: a module added here is found
+without being named anywhere else. A declaration leaves its area out:
+collect() stamps the module's AREA on it, and the module's FIGURES on the
+AREA. An area module imports plots (matplotlib) only inside its figure
+functions: collecting the declarations draws nothing."""
 from __future__ import annotations
 
 import dataclasses
@@ -27,7 +31,7 @@ def in_area(decl: Probe | Derived, area: Area, module: str) -> Probe | Derived:
 
 def collect() -> tuple[tuple[Area, ...], tuple[Probe, ...], tuple[Derived, ...]]:
     mods = sorted(_modules(), key=lambda mod: mod.AREA.order)
-    areas = tuple(mod.AREA for mod in mods)
+    areas = tuple(dataclasses.replace(mod.AREA, figures=tuple(getattr(mod, "FIGURES", ()))) for mod in mods)
     probes = tuple(in_area(p, mod.AREA, mod.__name__) for mod in mods for p in mod.PROBES)
     derived = tuple(in_area(d, mod.AREA, mod.__name__) for mod in mods for d in getattr(mod, "DERIVED", ()))
     return areas, probes, derived

@@ -3,6 +3,8 @@ calls, process and thread creation, context switches, signals, and the
 cost of osmeter's own stop-watch library."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..probe import Area, Probe, m
 
 AREA = Area("cpu", "CPU and operating-system services", 10)
@@ -286,3 +288,115 @@ PROBES = (
         presets={"quick": ("--samples", "50"), "full": ("--samples", "300")},
     ),
 )
+
+
+# ---- figures (the report's and the notebook's; shared plot kinds in plots.py) -------------
+
+def loop_and_calls(doc: dict, est=None):
+    """Left: a timed window against the loop iterations it holds (the slope
+    is one iteration). Right: the cost of a procedure call against its
+    integer arguments, with the estimates."""
+    from ..plots import TEXT_WIDTH_IN, measured, predicted, plt
+    m = measured(doc)
+    loop = m.get("cpu.loop")
+    calls = [m.get(f"cpu.call.args{k}") for k in range(8)]
+    if not loop and not any(calls):
+        return None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
+    if loop and "series" in loop:
+        s = loop["series"]
+        a.plot(s["x"], s["median"], "o-", ms=3)
+        a.set_xscale("symlog", base=2)
+        a.set_xlabel("loop iterations in the window")
+        a.set_ylabel("window time (ns)")
+        a.set_title(f"Loop: {loop['median']:.3g} ns per iteration")
+    ks = [k for k in range(8) if calls[k]]
+    if ks:
+        b.errorbar(ks, [calls[k]["median"] for k in ks], yerr=[calls[k].get("std") or 0 for k in ks], fmt="o-", ms=3,
+                   label="measured")
+        ests = [predicted(est, f"cpu.call.args{k}") for k in ks]
+        if any(e is not None for e in ests):
+            b.plot(ks, ests, "s--", ms=3, color="C2", label="estimate")
+        b.set_xlabel("integer arguments")
+        b.set_ylabel("cost per call (ns)")
+        b.set_title("Procedure call")
+        b.set_ylim(bottom=0)
+        b.legend(fontsize=7)
+    return fig
+
+
+def fork_parent_size(doc: dict, est=None):
+    """Process creation (fork, exit, wait) against the memory the parent
+    has touched: fork copies the page tables."""
+    from ..plots import TEXT_WIDTH_IN, measured, plt
+    m = measured(doc).get("cpu.proc_create_wait")
+    if not m or "series" not in m:
+        return None
+    s = m["series"]
+    x = np.array(s["x"], dtype=float)
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
+    ax.errorbar(x, np.array(s["median"]) / 1e3, yerr=[(np.array(s["median"]) - np.array(s["p25"])) / 1e3,
+                                                      (np.array(s["p75"]) - np.array(s["median"])) / 1e3],
+                fmt="o-", capsize=3, label="median (quartiles)")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("memory the parent touched before forking (MiB)")
+    ax.set_ylabel("fork + exit + wait (us)")
+    ax.set_title("Process creation against the parent's size")
+    return fig
+
+
+def c2c_heatmap(doc: dict, est=None):
+    """Core to core: the time to move a cache line from one CPU (row) to
+    another (column), one cell per ordered pair."""
+    from ..plots import TEXT_WIDTH_IN, measured, plt
+    c = measured(doc).get("cpu.c2c")
+    if not c or not c.get("params", {}).get("matrix_ns"):
+        return None
+    cpus = c["params"]["cpus"]
+    mat = np.array([[np.nan if v is None else v for v in row] for row in c["params"]["matrix_ns"]], dtype=float)
+    n = len(cpus)
+    fig, ax = plt.subplots(figsize=(min(TEXT_WIDTH_IN, 3.2 + 0.3 * n), min(6.5, 2.4 + 0.28 * n)))
+    # the scale starts at 0: a few percent between pairs is not a contrast
+    im = ax.imshow(mat, cmap="viridis", interpolation="nearest", vmin=0, vmax=float(np.nanmax(mat)) * 1.05)
+    ax.grid(False)
+    step = max(1, n // 16)
+    ax.set_xticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
+    ax.set_yticks(range(0, n, step), [str(cpus[i]) for i in range(0, n, step)])
+    ax.set_xlabel("destination CPU (answers)")
+    ax.set_ylabel("source CPU (line first touched here)")
+    if n <= 12:
+        for a in range(n):
+            for b in range(n):
+                if np.isfinite(mat[a, b]):
+                    ax.text(b, a, f"{mat[a, b]:.0f}", ha="center", va="center", color="w", fontsize=8)
+    measured = c["params"].get("pairs_measured")
+    total = c["params"].get("pairs_total")
+    ax.set_title("Core-to-core transfer, ns" + (f" ({measured} of {total} pairs)" if measured != total else ""))
+    fig.colorbar(im, ax=ax, label="ns (half a round trip)")
+    return fig
+
+
+def ctx_matrix(doc: dict, est=None):
+    """Context switches in a ring of N processes against the working set
+    each touches, one line per N (lmbench's lat_ctx -s): the cost left
+    after the cached set's own sum is subtracted grows once all N sets no
+    longer fit a cache."""
+    from ..plots import TEXT_WIDTH_IN, measured, plt
+    m = measured(doc).get("cpu.ctx.matrix")
+    if not m or "series" not in m:
+        return None
+    s, procs = m["series"], m.get("params", {}).get("processes") or []
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.2))
+    for n in sorted(set(procs)):
+        pts = [(x / 1024, y / 1e3) for p, x, y in zip(procs, s["x"], s["median"]) if p == n]
+        ax.plot([a for a, _ in pts], [b for _, b in pts], "o-", label=f"{n} processes")
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_xlabel("working set per process (KiB)")
+    ax.set_ylabel("per switch (us)")
+    ax.set_title("Context switch against working set")
+    ax.legend()
+    return fig
+
+
+FIGURES = (loop_and_calls, fork_parent_size, c2c_heatmap, ctx_matrix)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from ..probe import Area, Probe, m
 from ..stats import tail_of
 
@@ -295,3 +297,64 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         parse=lambda out: size_qd_lines(out, "4k-random-read"),
     ),
 )
+
+
+# ---- figures (the report's and the notebook's; shared plot kinds in plots.py) -------------
+
+def disk_sweep(doc: dict, est=None):
+    """4 KiB random reads against the queue depth: IOPS (left axis) and
+    the mean latency (right axis)."""
+    from ..plots import measured, plt
+    s = measured(doc).get("disk.4k-random-read.qd_sweep")
+    if not s or "series" not in s:
+        return None
+    fig, ax = plt.subplots()
+    x = s["series"]["x"]
+    ax.plot(x, np.array(s["series"]["median"]) / 1e3, "o-", label="IOPS (thousands)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("queue depth (outstanding I/Os)")
+    ax.set_ylabel("IOPS (thousands)")
+    lat = s["params"].get("lat_mean_ns")
+    if lat:
+        ax2 = ax.twinx()
+        ax2.plot(x, np.array(lat) / 1e3, "s--", color="C1", label="mean latency")
+        ax2.set_ylabel("mean latency (us)")
+        ax2.grid(False)
+    ax.set_title("4 KiB random read: IOPS and latency against queue depth")
+    return fig
+
+
+def disk_size_qd(doc: dict, est=None):
+    """Random reads (4 KiB-aligned offsets) against transfer size (rows)
+    and outstanding I/Os (columns), the PenguinoMeter paper's test matrix:
+    each cell's median report interval, in MB/s (left) and IOPS (right)."""
+    from ..plots import measured, size_qd_map
+    d = measured(doc).get("disk.4k-random-read.size_qd")
+    g = (d or {}).get("grid")
+    if not g:
+        return None
+    v = g["values"]
+    nan = lambda rows: [[np.nan if c is None else c for c in r] for r in rows]  # noqa: E731
+    where = d.get("params") or {}
+    return size_qd_map(g["x"], g["y"], nan(v["mbps"]["median"]), nan(v["iops"]["median"]),
+                       f"random reads at every size: {where.get('workers') or '?'} worker(s), "
+                       f"{where.get('engine') or '?'} engine, on a {where.get('target_type') or 'target'}")
+
+
+def disk_zones(doc: dict, est=None):
+    """Sequential reads of 1 MiB across the target's address range (SPEK's
+    ZCAV figure): each zone's MB/s over the run, a bar over the offsets the
+    zone covers; a block device shows its zoned recording, a file the
+    places its file system gave it."""
+    from ..plots import measured, zones_figure
+    d = measured(doc).get("disk.1m-seq-read.zones")
+    if not d or "series" not in d:
+        return None
+    p = d.get("params") or {}
+    path = (doc.get("conditions", {}).get("disk_target") or {}).get("path") or "the disk target"
+    name = f"{p.get('target_type') or 'target'} {path.rsplit('/', 1)[-1]}" + (
+        f" on {p['filesystem']}" if p.get("filesystem") else "") + (f" ({p['device']})" if p.get("device") else "")
+    return zones_figure({name: (d["series"]["x"], d["series"]["median"], p.get("zone_bytes") or 0)})
+
+
+FIGURES = (disk_sweep, disk_size_qd, disk_zones)

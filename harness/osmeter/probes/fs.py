@@ -3,6 +3,8 @@ size below the cache (local and on a remote mount), contention between
 readers, and metadata rates."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..probe import Area, Probe, m
 
 AREA = Area("fs", "File system", 50)
@@ -130,3 +132,49 @@ PROBES = (
         smoke=("--size", "4M"),
     ),
 )
+
+
+# ---- figures (the report's and the notebook's; shared plot kinds in plots.py) -------------
+
+def fs_read(doc: dict, est=None):
+    """File read time per 4 KiB block against the file size, sequential
+    and random, below the page cache, with the estimates."""
+    from ..plots import bytes_label, lit, measured, predicted, plt, ticker
+    m = measured(doc)
+    lines = [(i, m[i]) for i in ("fs.read.seq", "fs.read.rand", "fs.read.seq.remote", "fs.read.rand.remote")
+             if i in m and "series" in m[i]]
+    if not lines:
+        return None
+    fig, ax = plt.subplots()
+    for i, d in lines:
+        ax.plot(d["series"]["x"], np.array(d["series"]["median"]) / 1e3, "o-", ms=3, label=lit(i))
+        e = predicted(est, i)
+        if e:
+            ax.axhline(e / 1e3, ls="-.", lw=0.8, color=ax.lines[-1].get_color())
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: bytes_label(v)))
+    ax.set_xlabel("file size")
+    ax.set_ylabel("time per 4 KiB block (us)")
+    ax.set_title("File read time against file size (below the page cache)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def contention(doc: dict, est=None):
+    """Contention: the time per 4 KiB block each reader sees against the
+    number of processes reading their own files at once."""
+    from ..plots import measured, plt, ticker
+    c = measured(doc).get("fs.contention")
+    if not c or "series" not in c:
+        return None
+    fig, ax = plt.subplots()
+    ax.plot(c["series"]["x"], np.array(c["series"]["median"]) / 1e3, "o-")
+    ax.set_xlabel("processes reading at once")
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    ax.set_ylabel("time per 4 KiB block, each (us)")
+    ax.set_title("Contention: readers of their own files")
+    ax.set_ylim(bottom=0)
+    return fig
+
+
+FIGURES = (fs_read, contention)

@@ -301,3 +301,101 @@ DERIVED = (
         "mem.protfault is the whole cost a program pays.",
     ),
 )
+
+
+# ---- figures (the report's and the notebook's; shared plot kinds in plots.py) -------------
+
+def memory_latency(doc: dict, est=None):
+    """Memory latency against the working-set size: the median load time
+    with its quartiles, the cache sizes sysfs states (dotted), the level
+    ends found on the curve (dashed) and the estimates (dash-dotted)."""
+    from ..plots import bytes_label, measured, predicted, plt, ticker
+    m = measured(doc)
+    c = m.get("mem.lat.curve")
+    if not c or "series" not in c:
+        return None
+    s = c["series"]
+    fig, ax = plt.subplots()
+    x = np.array(s["x"])
+    ax.plot(x, s["median"], "o-", ms=3, label="measured (median)")
+    ax.fill_between(x, s["p25"], s["p75"], alpha=0.25, label="quartiles")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    for cache in doc.get("machine", {}).get("caches", []):
+        if cache.get("type") in ("Data", "Unified") and cache.get("size"):
+            ax.axvline(cache["size"], color="grey", ls=":", lw=1)
+            ax.text(cache["size"], ax.get_ylim()[1], f" L{cache['level']} (sysfs)", rotation=90, va="top", fontsize=7)
+    for lv in ("l1", "l2", "l3"):
+        d = m.get(f"mem.lat.{lv}")
+        if d:
+            ax.axvline(d["params"]["level_end"], color="C3", ls="--", lw=1)
+        e = predicted(est, f"mem.lat.{lv}")
+        if e:
+            ax.axhline(e, color="C2", ls="-.", lw=0.8)
+    if predicted(est, "mem.lat.dram"):
+        ax.axhline(predicted(est, "mem.lat.dram"), color="C2", ls="-.", lw=0.8, label="estimates")
+    ax.plot([], [], "C3--", lw=1, label="detected level ends")
+    ax.set_xlabel("working set (bytes, log scale)")
+    ax.set_ylabel("latency per load (ns, log scale)")
+    ax.set_title("Memory latency against working-set size")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: bytes_label(v)))
+    ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def bandwidths(doc: dict, est=None):
+    """Memory bandwidth of each access pattern (median and standard
+    deviation; .mt on every CPU at once, .cache within the cache), with the
+    estimates as diamonds."""
+    from ..plots import TEXT_WIDTH_IN, lit, measured, predicted, plt
+    m = measured(doc)
+    ids = [i for i in ("mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop",
+                       "mem.bw.read.mt", "mem.bw.write.mt", "mem.bw.copy.mt", "mem.bw.read.cache",
+                       "mem.bw.write.cache", "mem.bw.copy.cache") if i in m]
+    if not ids:
+        return None
+    fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 3.4))
+    y = np.arange(len(ids))
+    ax.barh(y, [m[i]["median"] for i in ids], xerr=[m[i].get("std") or 0 for i in ids], label="measured")
+    first = True
+    for k, i in enumerate(ids):
+        e = predicted(est, i)
+        if e:
+            ax.plot(e, k, "D", color="C2", ms=4, label="estimate" if first else None)
+            first = False
+    ax.set_yticks(y, [lit(i.removeprefix("mem.bw.")) for i in ids])
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth (MB/s, millions of bytes a second; log scale)")
+    ax.set_title("Memory bandwidth")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def mem_parallelism(doc: dict, est=None):
+    """Memory-level parallelism (lmbench's par_mem) against the working
+    set, and latency on one CPU against the bandwidth the others draw."""
+    from ..plots import TEXT_WIDTH_IN, bytes_label, measured, plt
+    c = measured(doc)
+    par, loaded = c.get("mem.par"), c.get("mem.lat.loaded")
+    if not (par and "series" in par) and not (loaded and "series" in loaded):
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.0))
+    if par and "series" in par:
+        axes[0].plot(par["series"]["x"], par["series"]["median"], "o-")
+        axes[0].set_xscale("log", base=2)
+        axes[0].set_xticks(par["series"]["x"], [bytes_label(v) for v in par["series"]["x"]])
+        axes[0].set_xlabel("working set")
+        axes[0].set_ylabel("loads served at once")
+        axes[0].set_title("Memory-level parallelism")
+    if loaded and "series" in loaded:
+        bw = np.array(loaded.get("params", {}).get("bandwidth_mbs") or [], dtype=float)
+        y = np.array(loaded["series"]["median"], dtype=float)
+        if bw.size == y.size:
+            axes[1].plot(bw / 1e3, y, "o-")
+            axes[1].set_xlabel("bandwidth drawn by the other CPUs (GB/s)")
+            axes[1].set_ylabel("latency (ns)")
+            axes[1].set_title("Loaded latency")
+    return fig
+
+
+FIGURES = (memory_latency, bandwidths, mem_parallelism)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..probe import Area, Probe, m
 
 AREA = Area("net", "Network", 40)
@@ -120,3 +122,38 @@ IPC = Probe(
 )
 
 PROBES = _probes("loopback") + (IPC,) + _probes("remote")
+
+
+# ---- figures (the report's and the notebook's; shared plot kinds in plots.py) -------------
+
+def network(doc: dict, est=None):
+    """Network: round trips (left) and TCP bandwidth (right), medians, with
+    the estimates as diamonds."""
+    from ..plots import TEXT_WIDTH_IN, lit, measured, predicted, plt
+    m = measured(doc)
+    rtt = [i for i in m if i.startswith("net.rtt.")]
+    bw = [i for i in m if i.startswith("net.bw.")]
+    if not rtt and not bw:
+        return None
+    fig, (a, b) = plt.subplots(1, 2, figsize=(TEXT_WIDTH_IN, 3.2))
+    for ax, ids, scale, unit in ((a, sorted(rtt), 1e3, "round trip (us)"), (b, sorted(bw), 1, "MB/s")):
+        if not ids:
+            ax.set_visible(False)
+            continue
+        y = np.arange(len(ids))
+        ax.barh(y, [m[i]["median"] / scale for i in ids])
+        for k, i in enumerate(ids):
+            e = predicted(est, i)
+            if e:
+                ax.plot(e / scale, k, "D", color="C2", ms=4, label="estimate" if not ax.get_legend_handles_labels()[0]
+                        else None)
+        ax.set_yticks(y, [lit(i.removeprefix("net.")) for i in ids], fontsize=7)
+        ax.set_xlabel(unit)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    a.set_title("Round trips")
+    b.set_title("TCP bandwidth")
+    return fig
+
+
+FIGURES = (network,)
