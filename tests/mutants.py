@@ -521,7 +521,7 @@ MUTANTS = [
            "tests/test_report.py::test_the_example_estimates_are_optional_and_each_given_one_fits_its_id"),
     Mutant("area-figures-not-collected", "harness/osmeter/probes/__init__.py",
            'figures=tuple(getattr(mod, "FIGURES", ()))', "figures=()",
-           "tests/test_layout.py::test_a_new_probe_with_a_figure_is_two_files", slow=True),
+           "tests/test_layout.py::test_a_new_probe_with_a_figure_is_two_files"),
 ]
 
 
