@@ -302,7 +302,7 @@ struct osm_meas {
     const char *series_y_unit;
     double *sx;
     double *sy; /* nx * sy_per rows */
-    bool *sd;   /* nx * sy_per: disturbed flags of sy */
+    bool *sy_disturbed; /* nx * sy_per: disturbed flags of sy */
     size_t nx, sy_per;
 };
 

@@ -149,7 +149,7 @@ int main(int argc, char **argv)
             uint64_t t = osm_window_close(&w, &d);
             m.sx[lv] = (double)lv;
             m.sy[lv * o.samples + i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
-            m.sd[lv * o.samples + i] = d;
+            m.sy_disturbed[lv * o.samples + i] = d;
         }
         uint64_t t1 = osm_clock_ns();
         for (size_t k = 0; k < nl; k++)
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
         osm_buffer_free(ld[k].buf, load_size);
     }
     for (size_t i = 0; i < o.samples; i++)
-        osm_meas_add(&m, m.sy[(levels - 1) * o.samples + i], m.sd[(levels - 1) * o.samples + i]);
+        osm_meas_add(&m, m.sy[(levels - 1) * o.samples + i], m.sy_disturbed[(levels - 1) * o.samples + i]);
     struct json *j = osm_param(&m, "bandwidth_mbs");
     json_arr(j);
     for (size_t lv = 0; lv < levels; lv++)
