@@ -510,6 +510,12 @@ MUTANTS = [
     Mutant("netpeer-cpu-not-pinned", "bench/net/netpeer.c",
            "    if (cpu >= 0 && osm_pin(cpu) != 0)", "    if (cpu >= 0 && 0)",
            "tests/test_net.py::test_peer_refuses_bad_options"),
+    Mutant("pin-here-does-not-pin", "bench/common/timing.c",
+           "    if (osm_pin(cpu) != 0)\n        osm_die(\"cannot pin to the current CPU", "    if (0)\n        osm_die(\"cannot pin to the current CPU",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("pin-here-repins-a-given-cpu", "bench/common/timing.c",
+           "    if (o->cpu >= 0)\n        return o->cpu;", "    if (o->cpu < -1)\n        return o->cpu;",
+           "tests/test_timing_core.py::test_timing_core_checks"),
 ]
 
 

@@ -92,9 +92,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     load_size = load_size / CHUNK * CHUNK;
-    int me = o.cpu >= 0 ? o.cpu : (int)osm_current_cpu();
-    if (o.cpu < 0 && osm_pin(me) != 0)
-        osm_die("cannot pin to the current CPU: %m");
+    int me = osm_pin_here(&o); /* the loaders run on the other CPUs */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct loader *ld = calloc((size_t)ncpu, sizeof *ld);
     if (!ld)
