@@ -522,6 +522,20 @@ MUTANTS = [
     Mutant("area-figures-not-collected", "harness/osmeter/probes/__init__.py",
            'figures=tuple(getattr(mod, "FIGURES", ()))', "figures=()",
            "tests/test_layout.py::test_a_new_probe_with_a_figure_is_two_files"),
+    Mutant("engine-list-drops-its-last-row", "bench/disk/engine.c",
+           "return i < sizeof engines / sizeof engines[0] ? engines[i] : NULL;",
+           "return i + 2 < sizeof engines / sizeof engines[0] ? engines[i] : NULL;",
+           "tests/test_layout.py::test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name"),
+    Mutant("engine-options-set-skips-the-last-engine", "bench/disk/options.c",
+           "    for (size_t i = 0; engine_at(i); i++)\n        if (engine_at(i)->options && engine_at(i)->options->set())",
+           "    for (size_t i = 0; engine_at(i + 1); i++)\n        if (engine_at(i)->options && engine_at(i)->options->set())",
+           "tests/test_layout.py::test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name"),
+    Mutant("pin-here-does-not-pin", "bench/common/timing.c",
+           "    if (osm_pin(cpu) != 0)\n        osm_die(\"cannot pin to the current CPU", "    if (0)\n        osm_die(\"cannot pin to the current CPU",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("pin-here-repins-a-given-cpu", "bench/common/timing.c",
+           "    if (o->cpu >= 0)\n        return o->cpu;", "    if (o->cpu < -1)\n        return o->cpu;",
+           "tests/test_timing_core.py::test_timing_core_checks"),
 ]
 
 

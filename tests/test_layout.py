@@ -427,12 +427,14 @@ def test_iogen_passes_its_job_instead_of_sharing_globals():
     assert found == ALLOWED_EXTERN_STATE, found
 
 
-ECHO_ENGINE = r"""/* engine_echo.c - every request done at once, without I/O; its one
- * option names what it set up. */
+ECHO_ENGINE = r"""/* engine_echo.c - pread/pwrite, one call per request, made in queue;
+ * its one option names what it set up. */
 #include "engine.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *word = "quiet";
 
@@ -445,32 +447,48 @@ static const struct engine_option table[] = {
 };
 static const struct engine_options options = { .owner = "echo", .table = table, .set = word_set };
 
+struct echo {
+    const int *fds;
+    struct io *done;
+};
+
 static int e_init(struct engine *e, const int *fds, unsigned nfds, struct io *slots, unsigned n, size_t bufsize,
                   char *err, size_t errlen)
 {
-    (void)fds, (void)nfds, (void)slots, (void)n, (void)bufsize, (void)err, (void)errlen;
-    e->priv = calloc(1, sizeof(struct io *));
+    (void)nfds, (void)slots, (void)n, (void)bufsize;
+    struct echo *p = calloc(1, sizeof *p);
+    if (!p)
+        return snprintf(err, errlen, "out of memory"), -1;
+    p->fds = fds;
+    e->priv = p;
     snprintf(e->setup, sizeof e->setup, "echo %s", word);
-    return e->priv ? 0 : -1;
+    return 0;
 }
-static void e_queue(struct engine *e, struct io *io) { io->res = io->len; *(struct io **)e->priv = io; }
+static void e_queue(struct engine *e, struct io *io)
+{
+    struct echo *p = e->priv;
+    int fd = p->fds[io->target];
+    ssize_t r = io->write ? pwrite(fd, io->buf, io->len, (off_t)io->off) : pread(fd, io->buf, io->len, (off_t)io->off);
+    io->res = r < 0 ? -errno : r;
+    e->syscalls++;
+    p->done = io;
+}
 static int e_submit_reap(struct engine *e, unsigned min, struct io **done, unsigned max, char *err, size_t errlen)
 {
     (void)min, (void)err, (void)errlen;
-    struct io **q = e->priv;
-    if (!*q || !max)
+    struct echo *p = e->priv;
+    if (!p->done || !max)
         return 0;
-    done[0] = *q;
-    *q = NULL;
+    done[0] = p->done;
+    p->done = NULL;
     return 1;
 }
-static void e_exit(struct engine *e) { free(e->priv); }
+static void e_exit(struct engine *e) { free(e->priv); e->priv = NULL; }
 
 const struct engine_ops engine_echo = {
     .name = "echo",
-    .summary = "every request done at once, no I/O (a test's)",
+    .summary = "pread/pwrite, one call per request (a test's)",
     .sync = true,
-    .no_target = true,
     .options = &options,
     .init = e_init,
     .queue = e_queue,
@@ -483,8 +501,9 @@ const struct engine_ops engine_echo = {
 def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
     """An engine owns its options: a new one with an option is its
     engine_<name>.c (the option a row of its table) and its name in
-    engine.c's ENGINES line; iogen then lists it, takes its option, and
-    refuses the option with any other engine."""
+    engine.c's ENGINES line; iogen then lists it, takes its option, runs
+    its pread/pwrite on a file, and refuses the option with any other
+    engine."""
     tree = tmp_path / "tree"
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            capture_output=True, text=True, check=True).stdout.split("\0")
@@ -504,11 +523,15 @@ def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
     lines = subprocess.run([str(iogen), "--help"], capture_output=True, text=True).stdout.splitlines()
     echo = next(i for i, line in enumerate(lines) if line.startswith("  echo "))
     assert lines[echo + 1].split()[:2] == ["--echo-word", "WORD"]
-    r = subprocess.run([str(iogen), "--engine", "echo", "--echo-word", "hello", "--workload", "4k-random-read",
-                        "--qd", "2", "--time", "0.2", "--ramp", "0"], capture_output=True, text=True, timeout=60)
+    target = tmp_path / "t.dat"
+    r = subprocess.run([str(iogen), "--engine", "echo", "--echo-word", "hello", "--target", str(target), "--size", "1M",
+                        "--buffered", "--workload", "database", "--qd", "2", "--time", "0.2", "--ramp", "0"],
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     o = json.loads(r.stdout.splitlines()[0])
-    assert o["engine"] == "echo" and o["engine_setup"] == "echo hello" and o["reads"] > 0
+    # its I/O reached the file: reads and writes, one system call each
+    assert o["engine"] == "echo" and o["engine_setup"] == "echo hello", o
+    assert o["reads"] > 0 and o["writes"] > 0 and o["syscalls_per_io"] == 1, o
     r = subprocess.run([str(iogen), "--engine", "nop", "--echo-word", "hello", "--workload", "4k-random-read"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--echo-word is echo's: not for --engine nop" in r.stderr, r.stderr

@@ -34,7 +34,7 @@ void osm_meas_free(struct osm_meas *m)
     free(m->disturbed);
     free(m->sx);
     free(m->sy);
-    free(m->sd);
+    free(m->sy_disturbed);
     json_free(&m->params);
     memset(m, 0, sizeof *m);
 }
@@ -72,8 +72,8 @@ void osm_meas_series(struct osm_meas *m, const char *x_name, const char *y_unit,
     m->sy_per = per;
     m->sx = xrealloc(NULL, nx * sizeof *m->sx);
     m->sy = xrealloc(NULL, nx * per * sizeof *m->sy);
-    m->sd = calloc(nx * per + 1, sizeof *m->sd);
-    if (!m->sd)
+    m->sy_disturbed = calloc(nx * per + 1, sizeof *m->sy_disturbed);
+    if (!m->sy_disturbed)
         osm_die("out of memory");
 }
 
@@ -208,7 +208,7 @@ void osm_emit(const struct osm_meas *m)
         for (size_t i = 0; i < m->nx; i++) {
             json_arr(&j);
             for (size_t k = 0; k < m->sy_per; k++)
-                if (m->sd[i * m->sy_per + k])
+                if (m->sy_disturbed[i * m->sy_per + k])
                     json_uint(&j, k);
             json_arr_end(&j);
         }

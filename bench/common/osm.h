@@ -302,7 +302,7 @@ struct osm_meas {
     const char *series_y_unit;
     double *sx;
     double *sy; /* nx * sy_per rows */
-    bool *sd;   /* nx * sy_per: disturbed flags of sy */
+    bool *sy_disturbed; /* nx * sy_per: disturbed flags of sy */
     size_t nx, sy_per;
 };
 
@@ -452,6 +452,10 @@ int osm_scan_u64(const char *s, const char **end, uint64_t min, uint64_t max, ui
  * or a CPU number of CPU_SETSIZE or more (no CPU can have it). */
 int osm_parse_cpu_list(const char *s, int *out, int max);
 int osm_pin(int cpu); /* 0 ok; -1 and errno */
+/* For a probe whose processes or threads must share one CPU: the CPU --cpu
+ * chose (osm_init has pinned there), else the one this process runs on now,
+ * pinned here (children inherit it). Returns that CPU; exits if it cannot pin. */
+int osm_pin_here(const struct osm_opts *o);
 /* A thread that starts on `cpu` (its affinity set before it first runs: a
  * creator spinning at SCHED_FIFO on its own CPU could otherwise keep the new
  * thread from ever running there to move itself). 0 ok, else an errno. */

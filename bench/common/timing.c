@@ -369,6 +369,16 @@ int osm_pin(int cpu)
     return sched_setaffinity(0, sizeof set, &set);
 }
 
+int osm_pin_here(const struct osm_opts *o)
+{
+    if (o->cpu >= 0)
+        return o->cpu;
+    int cpu = (int)osm_current_cpu();
+    if (osm_pin(cpu) != 0)
+        osm_die("cannot pin to the current CPU (%d): %m", cpu);
+    return cpu;
+}
+
 /* ------------------------------------------------- stamps across CPUs */
 
 struct skew {

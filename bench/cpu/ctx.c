@@ -129,8 +129,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     osm_switch_check_off(); /* a perf event on this task would add to every switch timed here */
-    if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0) /* same CPU for both ends */
-        osm_die("cannot pin to the current CPU: %m");
+    osm_pin_here(&o); /* same CPU for both ends */
 
     int fd[2];
     if (pipe(fd) != 0)

@@ -143,8 +143,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     osm_switch_check_off();
-    if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0)
-        osm_die("cannot pin to the current CPU: %m");
+    osm_pin_here(&o);
     signal(SIGPIPE, SIG_IGN);
 
     size_t nx = nprocs * nsizes, total = 0;
@@ -193,7 +192,7 @@ int main(int argc, char **argv)
             double trip = ((double)tr - osm_timer.overhead) / (double)k[x];
             hops[x * o.samples + i] = hop_cost;
             m.sy[x * o.samples + i] = trip / (double)r->n - hop_cost;
-            m.sd[x * o.samples + i] = d1 || d2;
+            m.sy_disturbed[x * o.samples + i] = d1 || d2;
         }
     }
     for (size_t x = 0; x < nx; x++) {
@@ -209,7 +208,7 @@ int main(int argc, char **argv)
     free(hops);
     json_arr_end(jp);
     for (size_t i = 0; i < o.samples; i++)
-        osm_meas_add(&m, m.sy[i], m.sd[i]);
+        osm_meas_add(&m, m.sy[i], m.sy_disturbed[i]);
     m.overhead_subtracted = hop_first;
     struct json *jh = osm_param(&m, "hop_median");
     json_arr(jh);

@@ -147,7 +147,7 @@ int main(int argc, char **argv)
             }
             json_int(rss, rss_kib());
             m.sx[k] = (double)parent_mb[k];
-            fork_wait_samples(NULL, o.warmup, per, &m.sy[k * per], &m.sd[k * per]);
+            fork_wait_samples(NULL, o.warmup, per, &m.sy[k * per], &m.sy_disturbed[k * per]);
             if (len)
                 munmap(mem, len);
         }

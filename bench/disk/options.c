@@ -23,7 +23,7 @@ static const struct iogen_config defaults = { .cpu = -1, .seed = 0x5eed, .batch 
 
 /* ------------------------------------------------------------ setters */
 
-static const char *cur; /* the option being set, for messages: "--time" */
+static const char *setting; /* the name of the option being set, for messages: "--time" */
 
 static double parse_num(const char *v, const char *what, double lo, double hi)
 {
@@ -31,7 +31,7 @@ static double parse_num(const char *v, const char *what, double lo, double hi)
     errno = 0;
     double d = strtod(v, &end);
     if (!*v || *end || errno || !(d >= lo) || !(d <= hi))
-        osm_usage_error("%s: expected %s from %g to %g, got '%s'", cur, what, lo, hi, v);
+        osm_usage_error("%s: expected %s from %g to %g, got '%s'", setting, what, lo, hi, v);
     return d;
 }
 
@@ -49,7 +49,7 @@ static void set_source(struct iogen_config *c, const char *v)
 {
     if (c->workload || c->spec_file || c->icf_file)
         osm_usage_error("give exactly one of --workload, --spec or --icf, once");
-    *(!strcmp(cur, "--workload") ? &c->workload : !strcmp(cur, "--spec") ? &c->spec_file : &c->icf_file) = v;
+    *(!strcmp(setting, "--workload") ? &c->workload : !strcmp(setting, "--spec") ? &c->spec_file : &c->icf_file) = v;
 }
 static void set_spec_name(struct iogen_config *c, const char *v) { c->spec_name = v; }
 static void set_engine(struct iogen_config *c, const char *v)
@@ -59,23 +59,23 @@ static void set_engine(struct iogen_config *c, const char *v)
     if (!c->engine)
         osm_usage_error("--engine: expected %s, got '%s'", engine_names(), v);
 }
-static void set_qd(struct iogen_config *c, const char *v) { c->qd = (unsigned)osm_parse_u64(cur, v, 1, 65536); }
+static void set_qd(struct iogen_config *c, const char *v) { c->qd = (unsigned)osm_parse_u64(setting, v, 1, 65536); }
 static void set_cycle(struct iogen_config *c, const char *v)
 {
-    *(!strcmp(cur, "--cycle-qd") ? &c->cycle : !strcmp(cur, "--cycle-workers") ? &c->cycle_workers
-      : !strcmp(cur, "--cycle-targets") ? &c->cycle_targets : &c->cycle_size) = v;
+    *(!strcmp(setting, "--cycle-qd") ? &c->cycle : !strcmp(setting, "--cycle-workers") ? &c->cycle_workers
+      : !strcmp(setting, "--cycle-targets") ? &c->cycle_targets : &c->cycle_size) = v;
 }
 static void set_save_icf(struct iogen_config *c, const char *v) { c->save_icf = v; }
 static void set_results_csv(struct iogen_config *c, const char *v) { c->results_csv = v; }
 static void set_live(struct iogen_config *c, const char *v) { (void)v; c->live = true; }
 static void set_status(struct iogen_config *c, const char *v) { (void)v; c->status = true; }
-static void set_ramp_ios(struct iogen_config *c, const char *v) { c->ramp_ios = osm_parse_u64(cur, v, 1, UINT64_MAX / 2); }
-static void set_zones(struct iogen_config *c, const char *v) { c->zones = (unsigned)osm_parse_u64(cur, v, 1, 100000); }
-static void set_workers(struct iogen_config *c, const char *v) { c->workers = (unsigned)osm_parse_u64(cur, v, 1, SPEC_MAX_WORKERS); }
-static void set_size(struct iogen_config *c, const char *v) { c->size = osm_parse_size(cur, v, 4096, 1ull << 50); }
+static void set_ramp_ios(struct iogen_config *c, const char *v) { c->ramp_ios = osm_parse_u64(setting, v, 1, UINT64_MAX / 2); }
+static void set_zones(struct iogen_config *c, const char *v) { c->zones = (unsigned)osm_parse_u64(setting, v, 1, 100000); }
+static void set_workers(struct iogen_config *c, const char *v) { c->workers = (unsigned)osm_parse_u64(setting, v, 1, SPEC_MAX_WORKERS); }
+static void set_size(struct iogen_config *c, const char *v) { c->size = osm_parse_size(setting, v, 4096, 1ull << 50); }
 static void set_time(struct iogen_config *c, const char *v) { c->time_s = parse_num(v, "seconds", 0, MAX_RUN_S); c->time_set = true; }
 static void set_ramp(struct iogen_config *c, const char *v) { c->ramp_s = parse_num(v, "seconds", 0, MAX_RUN_S); c->ramp_set = true; }
-static void set_transactions(struct iogen_config *c, const char *v) { c->transactions = osm_parse_u64(cur, v, 1, UINT64_MAX); }
+static void set_transactions(struct iogen_config *c, const char *v) { c->transactions = osm_parse_u64(setting, v, 1, UINT64_MAX); }
 static void set_interval(struct iogen_config *c, const char *v) { c->interval_s = parse_num(v, "seconds", 0, MAX_RUN_S); }
 static void set_rate(struct iogen_config *c, const char *v) { c->rate = parse_num(v, "I/Os per second", 0, 1e9); }
 static void set_start_at(struct iogen_config *c, const char *v)
@@ -92,9 +92,9 @@ static void set_verify_state(struct iogen_config *c, const char *v) { c->verify_
 static void set_buffered(struct iogen_config *c, const char *v) { (void)v; c->buffered = true; }
 static void set_destroy(struct iogen_config *c, const char *v) { (void)v; c->allow_destroy = true; }
 static void set_signature(struct iogen_config *c, const char *v) { (void)v; c->allow_signature = true; }
-static void set_cpu(struct iogen_config *c, const char *v) { c->cpu = (int)osm_parse_u64(cur, v, 0, CPU_SETSIZE - 1); }
-static void set_seed(struct iogen_config *c, const char *v) { c->seed = osm_parse_u64(cur, v, 0, UINT64_MAX); c->seed_set = true; }
-static void set_batch(struct iogen_config *c, const char *v) { c->batch = (unsigned)osm_parse_u64(cur, v, 0, 65536); }
+static void set_cpu(struct iogen_config *c, const char *v) { c->cpu = (int)osm_parse_u64(setting, v, 0, CPU_SETSIZE - 1); }
+static void set_seed(struct iogen_config *c, const char *v) { c->seed = osm_parse_u64(setting, v, 0, UINT64_MAX); c->seed_set = true; }
+static void set_batch(struct iogen_config *c, const char *v) { c->batch = (unsigned)osm_parse_u64(setting, v, 0, 65536); }
 static void set_dump(struct iogen_config *c, const char *v) { (void)v; c->dump_spec = true; }
 static void set_steady(struct iogen_config *c, const char *v)
 {
@@ -282,7 +282,7 @@ void options_parse(int argc, char **argv, struct iogen_config *c)
         const struct engine_option *eo = d ? NULL : engine_option_find(a, len, &of);
         if (!d && !eo)
             osm_usage_error("unknown option '%s'", a);
-        cur = d ? d->name : eo->name;
+        setting = d ? d->name : eo->name;
         const char *metavar = d ? d->metavar : eo->metavar;
         const char *val = NULL;
         if (metavar) {
@@ -291,9 +291,9 @@ void options_parse(int argc, char **argv, struct iogen_config *c)
             else if (i + 1 < argc)
                 val = argv[++i];
             else
-                osm_usage_error("%s needs a value (%s)", cur, metavar);
+                osm_usage_error("%s needs a value (%s)", setting, metavar);
         } else if (eq) {
-            osm_usage_error("%s takes no value", cur);
+            osm_usage_error("%s takes no value", setting);
         }
         if (d)
             d->set(c, val);

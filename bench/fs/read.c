@@ -126,17 +126,17 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < o.samples; i++) {
             bool d;
             ms.sy[k * o.samples + i] = pass(fd, used, sizes[k], NULL, buf, &d, path);
-            ms.sd[k * o.samples + i] = d;
+            ms.sy_disturbed[k * o.samples + i] = d;
             mr.sy[k * o.samples + i] = pass(fd, used, sizes[k], order, buf, &d, path);
-            mr.sd[k * o.samples + i] = d;
+            mr.sy_disturbed[k * o.samples + i] = d;
         }
         free(order);
         close(fd);
     }
     size_t last = (nsizes - 1) * o.samples;
     for (size_t i = 0; i < o.samples; i++) {
-        osm_meas_add(&ms, ms.sy[last + i], ms.sd[last + i]);
-        osm_meas_add(&mr, mr.sy[last + i], mr.sd[last + i]);
+        osm_meas_add(&ms, ms.sy[last + i], ms.sy_disturbed[last + i]);
+        osm_meas_add(&mr, mr.sy[last + i], mr.sy_disturbed[last + i]);
     }
     struct osm_meas *both[2] = { &ms, &mr };
     for (int k = 0; k < 2; k++) {

@@ -163,10 +163,10 @@ int main(int argc, char **argv)
         m.sx[k] = sizes[k];
         osm_progress("size %zu of %zu: %.0f KiB", k + 1, cap, sizes[k] / 1024);
         measure_size((uint64_t)sizes[k], curve_pages, o.samples, o.iterations, &m.sy[k * o.samples],
-                     &m.sd[k * o.samples], NULL);
+                     &m.sy_disturbed[k * o.samples], NULL);
     }
     for (size_t i = 0; i < o.samples; i++) /* top level: the largest size */
-        osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], m.sd[(cap - 1) * o.samples + i]);
+        osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], m.sy_disturbed[(cap - 1) * o.samples + i]);
     osm_param_str(&m, "chain", sequential ? "sequential" : "random");
     osm_param_num(&m, "stride", (double)stride);
     osm_param_str(&m, "pages", curve_pages == OSM_PAGES_HUGE ? "thp (MADV_HUGEPAGE)" : "4k (MADV_NOHUGEPAGE)");

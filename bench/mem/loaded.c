@@ -92,9 +92,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     load_size = load_size / CHUNK * CHUNK;
-    int me = o.cpu >= 0 ? o.cpu : (int)osm_current_cpu();
-    if (o.cpu < 0 && osm_pin(me) != 0)
-        osm_die("cannot pin to the current CPU: %m");
+    int me = osm_pin_here(&o); /* the loaders run on the other CPUs */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct loader *ld = calloc((size_t)ncpu, sizeof *ld);
     if (!ld)
@@ -149,7 +147,7 @@ int main(int argc, char **argv)
             uint64_t t = osm_window_close(&w, &d);
             m.sx[lv] = (double)lv;
             m.sy[lv * o.samples + i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
-            m.sd[lv * o.samples + i] = d;
+            m.sy_disturbed[lv * o.samples + i] = d;
         }
         uint64_t t1 = osm_clock_ns();
         for (size_t k = 0; k < nl; k++)
@@ -162,7 +160,7 @@ int main(int argc, char **argv)
         osm_buffer_free(ld[k].buf, load_size);
     }
     for (size_t i = 0; i < o.samples; i++)
-        osm_meas_add(&m, m.sy[(levels - 1) * o.samples + i], m.sd[(levels - 1) * o.samples + i]);
+        osm_meas_add(&m, m.sy[(levels - 1) * o.samples + i], m.sy_disturbed[(levels - 1) * o.samples + i]);
     struct json *j = osm_param(&m, "bandwidth_mbs");
     json_arr(j);
     for (size_t lv = 0; lv < levels; lv++)

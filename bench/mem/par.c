@@ -134,7 +134,7 @@ int main(int argc, char **argv)
             best_sum += best;
             lat1_sum += per_load[0];
             m.sy[z * o.samples + i] = best;
-            m.sd[z * o.samples + i] = dist;
+            m.sy_disturbed[z * o.samples + i] = dist;
         }
         (void)best_sum;
         size_t mode = 0;
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
         json_num(jl, lat_one[z]);
     json_arr_end(jl);
     for (size_t i = 0; i < o.samples; i++)
-        osm_meas_add(&m, m.sy[(nsizes - 1) * o.samples + i], m.sd[(nsizes - 1) * o.samples + i]);
+        osm_meas_add(&m, m.sy[(nsizes - 1) * o.samples + i], m.sy_disturbed[(nsizes - 1) * o.samples + i]);
     m.unit = "loads";
     m.overhead_subtracted = 0;
     osm_param_str(&m, "method", "max over K of (time per load, 1 chain) / (time per load, K chains)");

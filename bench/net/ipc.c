@@ -132,8 +132,7 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     osm_switch_check_off();
-    if (o.cpu < 0 && osm_pin((int)osm_current_cpu()) != 0)
-        osm_die("cannot pin to the current CPU: %m");
+    osm_pin_here(&o);
     signal(SIGPIPE, SIG_IGN);
 
     struct chan ch[2];

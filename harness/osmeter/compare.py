@@ -1,35 +1,7 @@
-"""`osmeter compare A B`: what changed between two sides beyond run-to-run
-drift. Each side is one or more runs (results directories, or campaigns,
-which stand for all their runs).
-
-The unit of the statistics is the run, because a shared machine drifts as a
-whole between runs by more than the spread of the trials inside one:
-
-- per id, each run's median (of its kept trials);
-- the change: B/A, the ratio of the sides' medians of run medians, with a
-  95% interval from a hierarchical bootstrap (runs resampled, then the
-  trials of each chosen run);
-- significance: Welch's t test on the logs of the run medians (where one
-  side has a single run, its variance is taken from the other side), each
-  side's spread taken as at least 1% (RUN_SD_FLOOR): a shared machine's
-  runs fall into modes a few percent apart that three runs can all miss,
-  and a near-zero observed spread would make a split between modes look
-  like a change. It can decide with 3 runs per side, where a rank test on
-  run medians never reaches p < 0.05 below 4 runs per side;
-- many ids at once: Benjamini-Hochberg adjusted p values (q). It keeps the
-  expected share of false "changed" verdicts among the flagged ids at 5%,
-  and, when nothing changed at all, the chance of flagging anything at 5%;
-  a tuning change usually moves many ids at once, and Holm's correction
-  would then cost most of the power of a small campaign;
-- verdict: faster/slower (times and rates) or higher/lower (other units)
-  only when q < 0.05 and the change is at least --min-change; "too few
-  runs" when the design could not have seen a change of that size (the
-  runs per side it would need are given); "~" otherwise.
-
-With one run on each side there is no run-to-run variance to test against:
-the trials of the two runs are compared instead (Mann-Whitney U on the
-trials, bootstrap interval of the ratio), and every verdict says it is
-within-run only.
+"""`osmeter compare A B`: what changed between two sides (each one or more
+runs or campaigns) beyond run-to-run drift, per id, with a verdict. The
+method (the run as the unit, the tests, RUN_SD_FLOOR, the verdicts) is in
+docs/DESIGN.md, "Before and after (compare)"; this module carries it out.
 """
 from __future__ import annotations
 

@@ -57,6 +57,25 @@ int main(void)
               "cpu_list_bad", "reversed, junk and too many are refused");
     }
 
+    /* 0b. osm_pin_here: with no --cpu it pins to the CPU it runs on; with
+     * --cpu it returns that CPU and leaves the affinity osm_init set alone. */
+    {
+        cpu_set_t saved, now;
+        sched_getaffinity(0, sizeof saved, &saved);
+        struct osm_opts o = { .cpu = -1 };
+        int here = osm_pin_here(&o);
+        sched_getaffinity(0, sizeof now, &now);
+        check(CPU_COUNT(&now) == 1 && CPU_ISSET(here, &now) && (int)osm_current_cpu() == here, "pin here",
+              "no --cpu: pinned to %d alone (%d CPUs allowed)", here, CPU_COUNT(&now));
+        sched_setaffinity(0, sizeof saved, &saved);
+        o.cpu = here;
+        int given = osm_pin_here(&o);
+        sched_getaffinity(0, sizeof now, &now);
+        check(given == here && CPU_EQUAL(&now, &saved), "pin here given", "--cpu %d: returned %d, affinity untouched",
+              here, given);
+        sched_setaffinity(0, sizeof saved, &saved);
+    }
+
     /* 1. The calibrated rate converts a TSC interval into the clock's time. */
     for (int attempt = 0; attempt < 3; attempt++) {
         uint32_t c;

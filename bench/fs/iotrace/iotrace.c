@@ -43,7 +43,7 @@ static const char usage_text[] =
     "show    prints a summary: processes, threads, files, calls\n"
     "The trace format: docs/iotrace.md.\n";
 
-_Noreturn void fail(int status, const char *fmt, ...)
+_Noreturn void iot_fail(int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -54,26 +54,26 @@ _Noreturn void fail(int status, const char *fmt, ...)
     exit(status);
 }
 
-uint64_t now_ns(void)
+uint64_t iot_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void *xcalloc(size_t n, size_t size)
+void *iot_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p)
-        fail(1, "out of memory");
+        iot_fail(1, "out of memory");
     return p;
 }
 
-void load(const char *path, struct trace *t)
+void iot_load_trace(const char *path, struct trace *t)
 {
     char err[512];
     if (trace_load(path, true, false, t, err, sizeof err))
-        fail(2, "%s", err);
+        iot_fail(2, "%s", err);
 }
 
 /* Rows of a merged trace are on line seq + 3 (version line, header row). */
@@ -108,7 +108,7 @@ int by_process(const void *a, const void *b)
 
 size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *))
 {
-    size_t *idx = xcalloc(t->n, sizeof *idx);
+    size_t *idx = iot_xcalloc(t->n, sizeof *idx);
     for (size_t i = 0; i < t->n; i++)
         idx[i] = i;
     sort_trace = t;
@@ -121,8 +121,8 @@ struct layout layout_of(const struct trace *t)
 {
     struct layout L = {0};
     L.order = sorted_rows(t, by_thread);
-    L.procs = xcalloc(t->n, sizeof *L.procs);
-    struct thread_rows *threads = L.threads = xcalloc(t->n, sizeof *threads);
+    L.procs = iot_xcalloc(t->n, sizeof *L.procs);
+    struct thread_rows *threads = L.threads = iot_xcalloc(t->n, sizeof *threads);
     for (size_t k = 0; k < t->n; k++) {
         const struct trace_rec *r = &t->rec[L.order[k]];
         if (!L.nthreads || threads[L.nthreads - 1].pid != r->pid || threads[L.nthreads - 1].tid != r->tid)

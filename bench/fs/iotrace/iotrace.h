@@ -38,11 +38,12 @@ struct tally {
     uint64_t count, bytes, rec_ns, rep_ns, done_rec, done_rep;
 };
 
-/* an error: message on stderr, exit with status */
-_Noreturn void fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t now_ns(void);
-void *xcalloc(size_t n, size_t size);
-void load(const char *path, struct trace *t);
+/* The command's helpers, prefixed iot_ so that no other object's name is taken. */
+/* an error: "iotrace: error: ..." on stderr, exit with status */
+_Noreturn void iot_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t iot_now_ns(void);                  /* CLOCK_MONOTONIC, the recorder's clock */
+void *iot_xcalloc(size_t n, size_t size);   /* calloc, or iot_fail(1) */
+void iot_load_trace(const char *path, struct trace *t); /* a merged trace, or iot_fail(2) */
 /* Rows of a merged trace are on line seq + 3 (version line, header row). */
 size_t line_of(const struct trace_rec *r);
 /* The trace's rows by process and thread. */

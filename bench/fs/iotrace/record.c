@@ -28,16 +28,16 @@ static void library_path(char *out)
     char exe[PATH_MAX], lib[PATH_MAX + 32];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n < 0)
-        fail(1, "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
+        iot_fail(1, "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
     snprintf(lib, sizeof lib, "%s/../lib/libiotrace.so", exe);
     if (!realpath(lib, out) || access(out, R_OK))
-        fail(1, "the recorder library %s is missing (make build/lib/libiotrace.so)", lib);
+        iot_fail(1, "the recorder library %s is missing (make build/lib/libiotrace.so)", lib);
     if (strpbrk(out, " :"))
-        fail(1, "the recorder library's path %s has a space or colon: LD_PRELOAD cannot name it", out);
+        iot_fail(1, "the recorder library's path %s has a space or colon: LD_PRELOAD cannot name it", out);
 }
 
 static void remove_dir(const char *dir)
@@ -76,7 +76,7 @@ static int merge_dir(const char *dir, struct trace *out)
             cap = cap ? 2 * cap : 16;
             parts = realloc(parts, cap * sizeof *parts);
             if (!parts)
-                fail(1, "out of memory");
+                iot_fail(1, "out of memory");
         }
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (trace_load(path, false, true, &parts[n], err, sizeof err)) {
@@ -88,7 +88,7 @@ static int merge_dir(const char *dir, struct trace *out)
     }
     closedir(d);
     if (rc == 0 && trace_merge(parts, n, out))
-        fail(1, "out of memory");
+        iot_fail(1, "out of memory");
     for (size_t i = 0; rc && i < n; i++)
         trace_free(&parts[i]);
     free(parts);
@@ -122,22 +122,22 @@ int cmd_record(int argc, char **argv)
     library_path(lib);
     FILE *f = fopen(out, "we");
     if (!f)
-        fail(2, "cannot write the trace %s: %s", out, strerror(errno));
+        iot_fail(2, "cannot write the trace %s: %s", out, strerror(errno));
     const char *tmpdir = getenv("TMPDIR");
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/iotrace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(dir))
-        fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
+        iot_fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
 
     /* Descendants that outlive CMD are re-parented to us; wait for them too. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC))
-        fail(1, "pipe: %s", strerror(errno));
+        iot_fail(1, "pipe: %s", strerror(errno));
     fflush(NULL);
     pid_t child = fork();
     if (child < 0)
-        fail(1, "fork: %s", strerror(errno));
+        iot_fail(1, "fork: %s", strerror(errno));
     if (child == 0) {
         char preload[2 * PATH_MAX + 2];
         const char *old = getenv("LD_PRELOAD");
@@ -179,7 +179,7 @@ int cmd_record(int argc, char **argv)
     }
     remove_dir(dir);
     if (trace_write(f, &t) || fclose(f))
-        fail(1, "cannot write the trace %s: %s", out, strerror(errno));
+        iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
     struct layout L = layout_of(&t);
     fprintf(stderr, "iotrace: %zu calls from %zu processes, %zu threads -> %s\n", t.n, L.nprocs, L.nthreads, out);
     if (WIFSIGNALED(status))

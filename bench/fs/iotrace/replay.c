@@ -159,7 +159,7 @@ static void replay_row(struct worker *w, size_t i)
     int flags = (int)r->flags;
     mode_t mode = (mode_t)r->mode;
 
-    uint64_t t0 = now_ns();
+    uint64_t t0 = iot_now_ns();
     int64_t ret = -1;
     switch (r->call) {
     case TC_OPEN: case TC_OPEN64: ret = open(path, flags, mode); break;
@@ -179,7 +179,7 @@ static void replay_row(struct worker *w, size_t i)
     case TC_FTRUNCATE: case TC_FTRUNCATE64: ret = ftruncate(fd, off); break;
     case TC_NCALLS: break;
     }
-    uint64_t t1 = now_ns();
+    uint64_t t1 = iot_now_ns();
     int err = ret == -1 ? errno : 0;
 
     if (kind == TK_OPEN && s)
@@ -284,7 +284,7 @@ static void *worker_main(void *arg)
 /* One replaying process: its threads start together when the parent closes `go`. */
 static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int ready, int go)
 {
-    struct worker *w = xcalloc(p->nthreads, sizeof *w);
+    struct worker *w = iot_xcalloc(p->nthreads, sizeof *w);
     pthread_barrier_init(&R.start, NULL, (unsigned)p->nthreads + 1);
     for (size_t k = 0; k < p->nthreads; k++) {
         int64_t most = 4096;
@@ -296,14 +296,14 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
         w[k].rows = &p->threads[k];
         w[k].g = (size_t)(&p->threads[k] - R.L->threads);
         if (posix_memalign((void **)&w[k].buf, 4096, size))
-            fail(1, "cannot allocate %zu bytes for a replay thread", size);
+            iot_fail(1, "cannot allocate %zu bytes for a replay thread", size);
         random_fill(w[k].buf, size, pi * 1000 + k + 1);
         if (pthread_create(&w[k].th, NULL, worker_main, &w[k]))
-            fail(1, "cannot create a replay thread");
+            iot_fail(1, "cannot create a replay thread");
     }
     char c = 1;
     if (write(ready, &c, 1) != 1 || read(go, &c, 1) < 0)
-        fail(1, "lost the replay's parent");
+        iot_fail(1, "lost the replay's parent");
     pthread_barrier_wait(&R.start);
     struct tally *out = &R.sh->calls[pi * TC_NCALLS];
     for (size_t k = 0; k < p->nthreads; k++) {
@@ -331,16 +331,16 @@ static void check_replayable(const char *name, const struct trace *t, const stru
         for (size_t k = 1; k < L->threads[h].n; k++) {
             const struct trace_rec *r = &t->rec[L->threads[h].rows[k]], *prev = &t->rec[L->threads[h].rows[k - 1]];
             if (r->t_start < prev->t_end)
-                fail(2, "%s:%zu: starts before the previous call of thread %lld (line %zu) ended", name,
+                iot_fail(2, "%s:%zu: starts before the previous call of thread %lld (line %zu) ended", name,
                      line_of(r), (long long)r->tid, line_of(prev));
         }
     for (size_t i = 0; i < t->n; i++) {
         const struct trace_rec *r = &t->rec[i];
         if (moves_data(r->call) && r->bytes > REPLAY_MAX_BYTES)
-            fail(2, "%s:%zu: %lld bytes in one call; replay's limit is %lld", name, line_of(r),
+            iot_fail(2, "%s:%zu: %lld bytes in one call; replay's limit is %lld", name, line_of(r),
                  (long long)r->bytes, REPLAY_MAX_BYTES);
         if (r->fd >= REPLAY_MAX_FD)
-            fail(2, "%s:%zu: descriptor %lld is beyond replay's limit %d", name, line_of(r), (long long)r->fd,
+            iot_fail(2, "%s:%zu: descriptor %lld is beyond replay's limit %d", name, line_of(r), (long long)r->fd,
                  REPLAY_MAX_FD);
     }
 }
@@ -350,7 +350,7 @@ static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
     *nfiles = 0;
     for (size_t i = 0; i < t->n; i++)
         *nfiles = (size_t)t->rec[i].file + 1 > *nfiles ? (size_t)t->rec[i].file + 1 : *nfiles;
-    struct file_need *need = xcalloc(*nfiles, sizeof *need);
+    struct file_need *need = iot_xcalloc(*nfiles, sizeof *need);
     for (size_t f = 0; f < *nfiles; f++)
         need[f].first_open = NONE;
     for (size_t i = 0; i < t->n; i++) {
@@ -374,7 +374,7 @@ static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
  * O_TRUNC and read later); nothing where the first open created it or failed. */
 static void prepare_files(const struct trace *t, const struct file_need *need, size_t nfiles)
 {
-    char path[PATH_MAX], *buf = xcalloc(1, 1 << 20);
+    char path[PATH_MAX], *buf = iot_xcalloc(1, 1 << 20);
     random_fill(buf, 1 << 20, 12345);
     for (size_t f = 0; f < nfiles; f++) {
         file_path(path, sizeof path, (int64_t)f);
@@ -385,7 +385,7 @@ static void prepare_files(const struct trace *t, const struct file_need *need, s
         const struct trace_rec *o = &t->rec[need[f].first_open];
         if (need[f].directory) {
             if (mkdir(path, 0755) && errno != EEXIST)
-                fail(1, "cannot make %s: %s", path, strerror(errno));
+                iot_fail(1, "cannot make %s: %s", path, strerror(errno));
             continue;
         }
         int64_t fl = o->flags;
@@ -395,17 +395,17 @@ static void prepare_files(const struct trace *t, const struct file_need *need, s
             continue;
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
-            fail(1, "cannot create %s: %s", path, strerror(errno));
+            iot_fail(1, "cannot create %s: %s", path, strerror(errno));
         int64_t size = fl & O_TRUNC ? 0 : need[f].read_end;
         for (int64_t done = 0; done < size;) {
             size_t n = size - done < (1 << 20) ? (size_t)(size - done) : (1 << 20);
             ssize_t w = write(fd, buf, n);
             if (w <= 0)
-                fail(1, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "no progress");
+                iot_fail(1, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "no progress");
             done += w;
         }
         if (close(fd))
-            fail(1, "cannot write %s: %s", path, strerror(errno));
+            iot_fail(1, "cannot write %s: %s", path, strerror(errno));
     }
     free(buf);
 }
@@ -414,9 +414,9 @@ static void prepare_files(const struct trace *t, const struct file_need *need, s
 static void assign_slots(const struct trace *t)
 {
     size_t *order = sorted_rows(t, by_process), nslots = 0;
-    R.slots = xcalloc(t->n, sizeof *R.slots);
-    R.row_slot = xcalloc(t->n, sizeof *R.row_slot);
-    size_t *cur = xcalloc(REPLAY_MAX_FD, sizeof *cur), *gen = xcalloc(REPLAY_MAX_FD, sizeof *gen), proc = 0;
+    R.slots = iot_xcalloc(t->n, sizeof *R.slots);
+    R.row_slot = iot_xcalloc(t->n, sizeof *R.row_slot);
+    size_t *cur = iot_xcalloc(REPLAY_MAX_FD, sizeof *cur), *gen = iot_xcalloc(REPLAY_MAX_FD, sizeof *gen), proc = 0;
     for (size_t k = 0; k < t->n; k++) {
         size_t i = order[k];
         const struct trace_rec *r = &t->rec[i];
@@ -486,14 +486,14 @@ int cmd_replay(int argc, char **argv)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N]");
     struct stat st;
     if (stat(dir, &st))
-        fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
+        iot_fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        fail(2, "--dir %s: not a directory", dir);
+        iot_fail(2, "--dir %s: not a directory", dir);
     struct trace t;
-    load(path, &t);
+    iot_load_trace(path, &t);
     struct layout L = layout_of(&t);
     if (want && want < L.nprocs)
-        fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
+        iot_fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
                 "replays in a process of its own)", L.nprocs, (unsigned long long)want);
     if (want > L.nprocs)
         fprintf(stderr, "iotrace: the trace has %zu processes; the other %llu are not needed\n", L.nprocs,
@@ -511,7 +511,7 @@ int cmd_replay(int argc, char **argv)
     R.sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     R.done = mmap(NULL, (L.nthreads + 1) * sizeof *R.done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (R.sh == MAP_FAILED || R.done == MAP_FAILED)
-        fail(1, "mmap: %s", strerror(errno));
+        iot_fail(1, "mmap: %s", strerror(errno));
     pthread_mutexattr_t ma;
     pthread_condattr_t ca;
     pthread_mutexattr_init(&ma);
@@ -522,13 +522,13 @@ int cmd_replay(int argc, char **argv)
     pthread_cond_init(&R.sh->cond, &ca);
     int ready[2], go[2];
     if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
-        fail(1, "pipe: %s", strerror(errno));
+        iot_fail(1, "pipe: %s", strerror(errno));
     fflush(NULL);
-    pid_t *kids = xcalloc(L.nprocs, sizeof *kids);
+    pid_t *kids = iot_xcalloc(L.nprocs, sizeof *kids);
     for (size_t p = 0; p < L.nprocs; p++) {
         kids[p] = fork();
         if (kids[p] < 0)
-            fail(1, "fork: %s", strerror(errno));
+            iot_fail(1, "fork: %s", strerror(errno));
         if (kids[p] == 0) {
             close(ready[0]), close(go[1]);
             replay_process(&L.procs[p], p, ready[1], go[0]);
@@ -540,7 +540,7 @@ int cmd_replay(int argc, char **argv)
     for (ssize_t got; started < L.nprocs; started += got == 1)
         if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
             break; /* a replaying process died before it was ready */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = iot_now_ns();
     close(go[1]); /* go */
     bool failed = started < L.nprocs;
     for (size_t left = L.nprocs; left > 0;) {
@@ -560,9 +560,9 @@ int cmd_replay(int argc, char **argv)
                     kill(kids[p], SIGKILL);
         }
     }
-    uint64_t wall = now_ns() - t0;
+    uint64_t wall = iot_now_ns() - t0;
     if (failed)
-        fail(1, "a replaying process failed");
+        iot_fail(1, "a replaying process failed");
 
     struct tally calls[TC_NCALLS] = {{0}}, total = {0};
     for (size_t p = 0; p < L.nprocs; p++)

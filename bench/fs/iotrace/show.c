@@ -27,7 +27,7 @@ int cmd_show(int argc, char **argv)
     if (argc != 1)
         osm_usage_error("show takes one trace: iotrace show TRACE");
     struct trace t;
-    load(argv[0], &t);
+    iot_load_trace(argv[0], &t);
     struct layout L = layout_of(&t);
     uint64_t span = 0;
     if (t.n) {
@@ -47,9 +47,9 @@ int cmd_show(int argc, char **argv)
     size_t nfiles = 0;
     for (size_t i = 0; i < t.n; i++)
         nfiles = (size_t)t.rec[i].file + 1 > nfiles ? (size_t)t.rec[i].file + 1 : nfiles;
-    const char **fpath = xcalloc(nfiles, sizeof *fpath);
-    struct tally *fread_ = xcalloc(nfiles, sizeof *fread_), *fwrite_ = xcalloc(nfiles, sizeof *fwrite_);
-    uint64_t *opens = xcalloc(nfiles, sizeof *opens);
+    const char **fpath = iot_xcalloc(nfiles, sizeof *fpath);
+    struct tally *fread_ = iot_xcalloc(nfiles, sizeof *fread_), *fwrite_ = iot_xcalloc(nfiles, sizeof *fwrite_);
+    uint64_t *opens = iot_xcalloc(nfiles, sizeof *opens);
     struct tally calls[TC_NCALLS] = {{0}}, total = {0};
     for (size_t i = 0; i < t.n; i++) {
         const struct trace_rec *r = &t.rec[i];
