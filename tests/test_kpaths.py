@@ -494,14 +494,14 @@ def test_a_delay_added_on_the_network_path_is_time_off_the_cpu(tmp_path):
     add 2D. The probe's thread is asleep meanwhile: its time off the CPU per
     round trip grows by about D, its user time does not."""
     _tracing_or_skip()
-    from osmeter.probe import Probe, m
+    from osmeter.probe import Probe, measure
 
     delay_us = 300
     got = {}
     for d in (0, delay_us):
         probe = Probe(name="net.rtt", binary="net_rtt", area="net",
-                      measures=(m("net.rtt.tcp.loopback", "ns", "TCP round trip"),
-                                m("net.rtt.udp.loopback", "ns", "UDP round trip")),
+                      measures=(measure("net.rtt.tcp.loopback", "ns", "TCP round trip"),
+                                measure("net.rtt.udp.loopback", "ns", "UDP round trip")),
                       methodology="round trips to a local netpeer that holds each echo",
                       presets={"quick": ("--samples", "60", "--iterations", "20", "--peer-delay-us", str(d))})
         doc = _run_probe(tmp_path / f"d{d}", probe, "net.rtt.tcp.loopback")
@@ -524,14 +524,14 @@ def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
     between (the medians with and without it agree). Mutant caught: every
     wait after a wake-up called wake-up latency, whoever ran."""
     _tracing_or_skip()
-    from osmeter.probe import Probe, m
+    from osmeter.probe import Probe, measure
 
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("one CPU: no wake-up across CPUs")
     cpu, other = cpus[-1], cpus[0]
     probe = Probe(name="sched.wakeup", binary="sched_wakeup", area="sched",
-                  measures=(m("sched.wakeup.cross", "ns", "futex wake-up on another CPU"),),
+                  measures=(measure("sched.wakeup.cross", "ns", "futex wake-up on another CPU"),),
                   methodology="wake-ups", presets={"quick": ("--samples", "300", "--other-cpu", str(other))},
                   processes=1)
     quiet = _paths(_run_probe(tmp_path / "quiet", probe, "sched.wakeup.cross", cpu=cpu, rt=False))

@@ -53,12 +53,12 @@ int main(int argc, char **argv)
 TOY_AREA = '''"""A toy area, written by a test: one probe and one figure."""
 from __future__ import annotations
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 
 AREA = Area("toy", "A toy area", 99)
 
 PROBES = (
-    Probe(name="toy.nop", binary="toy_nop", measures=(m("toy.nop", "ns", "an empty loop turn"),),
+    Probe(name="toy.nop", binary="toy_nop", measures=(measure("toy.nop", "ns", "an empty loop turn"),),
           methodology="An empty loop turn in batches.", presets={"quick": ("--samples", "10")}),
 )
 
@@ -137,7 +137,7 @@ def test_each_declaration_has_its_modules_area_unwritten():
     import pkgutil
 
     from osmeter import probes
-    from osmeter.probe import Probe, m
+    from osmeter.probe import Probe, measure
 
     for info in pkgutil.iter_modules(probes.__path__):
         mod = importlib.import_module(f"osmeter.probes.{info.name}")
@@ -146,7 +146,7 @@ def test_each_declaration_has_its_modules_area_unwritten():
         ids = {d.measure.id for d in getattr(mod, "DERIVED", ())}
         assert {d.area for d in registry.DERIVED if d.measure.id in ids} <= {mod.AREA.name}, info.name
         assert 'area="' not in (HARNESS / "probes" / f"{info.name}.py").read_text(), info.name
-    wrong = Probe(name="cpu.x", binary="cpu_x", area="mem", measures=(m("cpu.x", "ns", "x"),), methodology="x")
+    wrong = Probe(name="cpu.x", binary="cpu_x", area="mem", measures=(measure("cpu.x", "ns", "x"),), methodology="x")
     with pytest.raises(ValueError, match="cpu.x says area 'mem', but its module's AREA is 'cpu'"):
         probes.in_area(wrong, registry.area("cpu"), "osmeter.probes.cpu")
 

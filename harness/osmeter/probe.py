@@ -140,5 +140,5 @@ class Area:
     figures: tuple[Callable[..., object], ...] = ()
 
 
-def m(id: str, unit: str, description: str, curve: bool = False, ktimer: str = "") -> Measure:
+def measure(id: str, unit: str, description: str, curve: bool = False, ktimer: str = "") -> Measure:
     return Measure(id, unit, description, curve, ktimer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 
 AREA = Area("cpu", "CPU and operating-system services", 10)
 
@@ -13,11 +13,11 @@ PROBES = (
     Probe(
         name="cpu.timer", binary="cpu_timer",
         measures=(
-            m("cpu.timer_overhead", "ns", "empty fenced timing window (CPUID;RDTSC ... RDTSCP;CPUID)"),
-            m("cpu.timer.rdtsc", "ns", "one RDTSC instruction"),
-            m("cpu.timer.rdtscp", "ns", "one RDTSCP instruction"),
-            m("cpu.timer.cpuid", "ns", "one CPUID instruction (a VM exit in a guest)"),
-            m("cpu.timer.clock_gettime", "ns", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
+            measure("cpu.timer_overhead", "ns", "empty fenced timing window (CPUID;RDTSC ... RDTSCP;CPUID)"),
+            measure("cpu.timer.rdtsc", "ns", "one RDTSC instruction"),
+            measure("cpu.timer.rdtscp", "ns", "one RDTSCP instruction"),
+            measure("cpu.timer.cpuid", "ns", "one CPUID instruction (a VM exit in a guest)"),
+            measure("cpu.timer.clock_gettime", "ns", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
         ),
         methodology=(
             "Every probe times a window opened by CPUID;RDTSC and closed by RDTSCP;CPUID "
@@ -33,7 +33,7 @@ PROBES = (
     ),
     Probe(
         name="cpu.loop", binary="cpu_loop",
-        measures=(m("cpu.loop", "ns", "one turn of an empty counted loop; series over loop counts 0..N"),),
+        measures=(measure("cpu.loop", "ns", "one turn of an empty counted loop; series over loop counts 0..N"),),
         methodology=(
             "An empty counted loop (a compiler barrier keeps it a loop at -O2) runs N turns "
             "in one timed window, N chosen so the timer's cost is under 1% of the window; "
@@ -47,7 +47,7 @@ PROBES = (
     Probe(
         name="cpu.call", binary="cpu_call",
         measures=tuple(
-            m(f"cpu.call.args{k}", "ns", f"procedure call with {k} integer argument{'s' if k != 1 else ''}")
+            measure(f"cpu.call.args{k}", "ns", f"procedure call with {k} integer argument{'s' if k != 1 else ''}")
             for k in range(8)
         ),
         methodology=(
@@ -63,15 +63,15 @@ PROBES = (
     Probe(
         name="cpu.syscall", binary="cpu_syscall",
         measures=(
-            m("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
+            measure("cpu.syscall.getppid", "ns", "getppid system call (raw syscall instruction)",
               ktimer="syscall:getppid"),
-            m("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)", ktimer="syscall:gettid"),
-            m("cpu.syscall.getppid.libc", "ns", "getppid() through libc (lmbench's null call)",
+            measure("cpu.syscall.gettid", "ns", "gettid system call (raw syscall instruction)", ktimer="syscall:gettid"),
+            measure("cpu.syscall.getppid.libc", "ns", "getppid() through libc (lmbench's null call)",
               ktimer="syscall:getppid"),
-            m("cpu.syscall.getcwd", "ns", "getcwd() into a buffer", ktimer="syscall:getcwd"),
-            m("cpu.syscall.read", "ns", "read() of 1 byte from /dev/zero", ktimer="syscall:read"),
-            m("cpu.syscall.write", "ns", "write() of 1 byte to /dev/null", ktimer="syscall:write"),
-            m("cpu.syscall.null_io", "ns", "mean of the 1-byte read and write (lmbench's null I/O)"),
+            measure("cpu.syscall.getcwd", "ns", "getcwd() into a buffer", ktimer="syscall:getcwd"),
+            measure("cpu.syscall.read", "ns", "read() of 1 byte from /dev/zero", ktimer="syscall:read"),
+            measure("cpu.syscall.write", "ns", "write() of 1 byte to /dev/null", ktimer="syscall:write"),
+            measure("cpu.syscall.null_io", "ns", "mean of the 1-byte read and write (lmbench's null I/O)"),
         ),
         methodology=(
             "getppid and gettid are entered with the syscall instruction itself, not a libc "
@@ -90,8 +90,8 @@ PROBES = (
     Probe(
         name="cpu.select", binary="cpu_select",
         measures=(
-            m("cpu.select.tcp", "ns", "select() over 100 descriptors of a loopback TCP socket"),
-            m("cpu.select.file", "ns", "select() over 100 descriptors of a file"),
+            measure("cpu.select.tcp", "ns", "select() over 100 descriptors of a loopback TCP socket"),
+            measure("cpu.select.file", "ns", "select() over 100 descriptors of a file"),
         ),
         methodology=(
             "As lmbench's lat_select: {arg:--fds=100} dup()s of one connected loopback TCP socket (or of "
@@ -107,8 +107,8 @@ PROBES = (
     Probe(
         name="cpu.proc", binary="cpu_proc",
         measures=(
-            m("cpu.proc_create", "ns", "fork() until the first of parent or child runs"),
-            m("cpu.proc_create_wait", "ns", "fork(), child _exit(0), parent waitpid()"),
+            measure("cpu.proc_create", "ns", "fork() until the first of parent or child runs"),
+            measure("cpu.proc_create_wait", "ns", "fork(), child _exit(0), parent waitpid()"),
         ),
         methodology=(
             "One fork per sample. For cpu.proc_create the parent opens a window and forks; "
@@ -131,8 +131,8 @@ PROBES = (
     Probe(
         name="cpu.exec", binary="cpu_exec",
         measures=(
-            m("cpu.proc_exec", "ns", "fork(), execve() of a small program, waitpid() (lmbench's exec proc)"),
-            m("cpu.proc_sh", "ns", "fork(), /bin/sh -c a small program, waitpid() (lmbench's sh proc)"),
+            measure("cpu.proc_exec", "ns", "fork(), execve() of a small program, waitpid() (lmbench's exec proc)"),
+            measure("cpu.proc_sh", "ns", "fork(), /bin/sh -c a small program, waitpid() (lmbench's sh proc)"),
         ),
         methodology=(
             "One program start per sample, as lmbench's lat_proc exec and shell: the parent forks; the "
@@ -149,8 +149,8 @@ PROBES = (
     Probe(
         name="cpu.thread", binary="cpu_thread",
         measures=(
-            m("cpu.thread_create", "ns", "pthread_create() until the first of creator or new thread runs"),
-            m("cpu.thread_create_join", "ns", "pthread_create(), thread returns, pthread_join()"),
+            measure("cpu.thread_create", "ns", "pthread_create() until the first of creator or new thread runs"),
+            measure("cpu.thread_create_join", "ns", "pthread_create(), thread returns, pthread_join()"),
         ),
         methodology=(
             "One creation per sample, as for processes: creator and new thread each take an end "
@@ -163,9 +163,9 @@ PROBES = (
     Probe(
         name="cpu.ctx", binary="cpu_ctx",
         measures=(
-            m("cpu.ctx.proc", "ns", "context switch between two processes on one CPU"),
-            m("cpu.ctx.thread", "ns", "context switch between two threads of a process on one CPU"),
-            m("cpu.ctx.pipe_overhead", "ns", "1-byte pipe write plus read with no switch (subtracted)"),
+            measure("cpu.ctx.proc", "ns", "context switch between two processes on one CPU"),
+            measure("cpu.ctx.thread", "ns", "context switch between two threads of a process on one CPU"),
+            measure("cpu.ctx.pipe_overhead", "ns", "1-byte pipe write plus read with no switch (subtracted)"),
         ),
         methodology=(
             "Two processes (or two threads) pinned to the same CPU pass a byte back and forth "
@@ -183,12 +183,12 @@ PROBES = (
     Probe(
         name="cpu.signal", binary="cpu_signal",
         measures=(
-            m("cpu.signal.install", "ns", "sigaction() installing a handler"),
-            m("cpu.signal.install.old", "ns", "sigaction() installing a handler and reading back the old one "
+            measure("cpu.signal.install", "ns", "sigaction() installing a handler"),
+            measure("cpu.signal.install.old", "ns", "sigaction() installing a handler and reading back the old one "
                                               "(lmbench's sig inst)"),
-            m("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
-            m("cpu.signal.send", "ns", "kill(self, 0): the sending system call without a signal"),
-            m("cpu.signal.catch", "ns", "deliver minus send: what catching adds (lmbench's signal handler overhead)"),
+            measure("cpu.signal.deliver", "ns", "kill() to oneself, handler runs, sigreturn"),
+            measure("cpu.signal.send", "ns", "kill(self, 0): the sending system call without a signal"),
+            measure("cpu.signal.catch", "ns", "deliver minus send: what catching adds (lmbench's signal handler overhead)"),
         ),
         methodology=(
             "cpu.signal.install times sigaction calls alternating between two handlers, in "
@@ -205,7 +205,7 @@ PROBES = (
     ),
     Probe(
         name="cpu.ctx.matrix", binary="cpu_ctxring",
-        measures=(m("cpu.ctx.matrix", "ns", "context switch in a ring of N processes each touching its own "
+        measures=(measure("cpu.ctx.matrix", "ns", "context switch in a ring of N processes each touching its own "
                                             "working set, per (processes, KiB) (series)", curve=True),),
         methodology=(
             "lmbench's lat_ctx -s, every cell at once: N processes ({arg:--procs=2,8,16|list}) pinned to one "
@@ -228,7 +228,7 @@ PROBES = (
     ),
     Probe(
         name="cpu.c2c", binary="cpu_c2c",
-        measures=(m("cpu.c2c", "ns", "core-to-core transfer of a cache line, per ordered pair of CPUs "
+        measures=(measure("cpu.c2c", "ns", "core-to-core transfer of a cache line, per ordered pair of CPUs "
                                      "(params.matrix_ns)"),),
         methodology=(
             "Two threads pinned to CPUs A and B bounce one cache line by compare-and-swap: A "
@@ -248,11 +248,11 @@ PROBES = (
     Probe(
         name="cpu.ops", binary="cpu_ops",
         measures=(
-            *(m(f"cpu.ops.int.{o}", "ns", f"latency of a 32-bit integer {o}")
+            *(measure(f"cpu.ops.int.{o}", "ns", f"latency of a 32-bit integer {o}")
               for o in ("bit", "add", "mul", "div", "mod")),
-            *(m(f"cpu.ops.{t}.{o}", "ns", f"latency of a {t} {o}")
+            *(measure(f"cpu.ops.{t}.{o}", "ns", f"latency of a {t} {o}")
               for t in ("float", "double") for o in ("add", "mul", "div")),
-            m("cpu.clock", "MHz", "the core's clock: timer rate over timer ticks per dependent add"),
+            measure("cpu.clock", "MHz", "the core's clock: timer rate over timer ticks per dependent add"),
         ),
         methodology=(
             "lmbench's lat_ops, each operation one dependent chain: every operation takes the previous "
@@ -272,11 +272,11 @@ PROBES = (
     Probe(
         name="cpu.vtimer", binary="cpu_vtimer",
         measures=(
-            m("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
-            m("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
-            m("timer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
-            m("timer.virt.stop", "ns", "vt_stop of a virtual timer"),
-            m("timer.virt.read", "ns", "vt_read of a running virtual timer"),
+            measure("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
+            measure("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
+            measure("timer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
+            measure("timer.virt.stop", "ns", "vt_stop of a virtual timer"),
+            measure("timer.virt.read", "ns", "vt_read of a running virtual timer"),
         ),
         methodology=(
             "osmeter's stop-watch library (bench/vtimer, after the Virtual Timers paper): physical timers "

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 from ..stats import tail_of
 
 AREA = Area("disk", "Disk", 30)
@@ -224,13 +224,13 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
     if quick_qd:
         presets["quick"] = args(quick_qd, secs["quick"], "quick")
     measures = (
-        m(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
-        m(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
-        m(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
-        m(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
+        measure(f"disk.{workload}.iops", "IOPS", f"{workload}: I/Os per second"),
+        measure(f"disk.{workload}.mbps", "MB/s", f"{workload}: millions of bytes per second"),
+        measure(f"disk.{workload}.lat_mean", "ns", f"{workload}: mean latency", ktimer="syscalls"),
+        measure(f"disk.{workload}.lat_p99", "ns", f"{workload}: 99th percentile latency within a report interval"),
     )
     if zones:
-        measures += (m(f"disk.{workload}.zones", "MB/s", f"{workload}: MB/s of each zone of the target's address "
+        measures += (measure(f"disk.{workload}.zones", "MB/s", f"{workload}: MB/s of each zone of the target's address "
                        "range against its offset (series)", curve=True),)
     return Probe(
         name=f"disk.{workload}", binary="iogen",
@@ -258,7 +258,7 @@ def _cycle(*args: str) -> tuple[str, ...]:
 PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
     Probe(
         name="disk.qd_sweep", binary="iogen",
-        measures=(m("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)",
+        measures=(measure("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)",
                     curve=True),),
         shared_method=METHOD,
         methodology="The sweep runs the 4k-random-read workload once per queue depth, {arg:--cycle-qd=1:32:x2} (first:last:step).",
@@ -273,7 +273,7 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
     ),
     Probe(
         name="disk.size_qd", binary="iogen",
-        measures=(m("disk.4k-random-read.size_qd", "MB/s", "random reads (4 KiB aligned): MB/s and IOPS against "
+        measures=(measure("disk.4k-random-read.size_qd", "MB/s", "random reads (4 KiB aligned): MB/s and IOPS against "
                     "transfer size and queue depth (a 2-D series; its own figure: the largest size at the deepest "
                     "queue)", curve=True),),
         shared_method=METHOD,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 
 AREA = Area("fs", "File system", 50)
 
@@ -25,8 +25,8 @@ def _read(remote: bool) -> Probe:
     return Probe(
         name=f"fs.read{sfx}", binary="fs_read",
         measures=(
-            m(f"fs.read.seq{sfx}", "ns", "time per 4 KiB block reading a file in order, below the cache (series)"),
-            m(f"fs.read.rand{sfx}", "ns", "time per 4 KiB block reading a file at random, below the cache (series)"),
+            measure(f"fs.read.seq{sfx}", "ns", "time per 4 KiB block reading a file in order, below the cache (series)"),
+            measure(f"fs.read.rand{sfx}", "ns", "time per 4 KiB block reading a file at random, below the cache (series)"),
         ),
         shared_method=READ_METHOD,
         methodology=" The directory is the one named with --fs-remote." if remote else "",
@@ -41,7 +41,7 @@ def _read(remote: bool) -> Probe:
 PROBES = (
     Probe(
         name="fs.cache", binary="fs_cache",
-        measures=(m("fs.cache_size", "bytes", "size of the file cache: largest file whose second read is from memory"),),
+        measures=(measure("fs.cache_size", "bytes", "size of the file cache: largest file whose second read is from memory"),),
         methodology=(
             "Files of doubling size are read twice through the page cache in 1 MiB reads, first with their "
             "pages evicted, then again. While a file fits the cache the second read runs at memory speed; "
@@ -62,7 +62,7 @@ PROBES = (
     _read(True),
     Probe(
         name="fs.contention", binary="fs_contention",
-        measures=(m("fs.contention", "ns",
+        measures=(measure("fs.contention", "ns",
                     "time per 4 KiB block as 1, 2, 4 ... processes read their own files (series; the figure "
                     "is the most processes')"),),
         methodology=(
@@ -79,8 +79,8 @@ PROBES = (
     Probe(
         name="fs.meta", binary="fs_meta",
         measures=tuple(x for k in (0, 1, 4, 10) for x in (
-            m(f"fs.create.{k}k", "files/s", f"{k} KiB files created per second"),
-            m(f"fs.delete.{k}k", "files/s", f"{k} KiB files deleted per second"))),
+            measure(f"fs.create.{k}k", "files/s", f"{k} KiB files created per second"),
+            measure(f"fs.delete.{k}k", "files/s", f"{k} KiB files deleted per second"))),
         methodology=(
             "As lmbench's lat_fs: {arg:--files=1000} files of 0, 1, 4 or 10 KiB are created (open O_CREAT|O_EXCL, "
             "write, close) in a fresh directory, then deleted; a sample is one round; nothing is synced. Every "
@@ -100,8 +100,8 @@ PROBES = (
     Probe(
         name="fs.path", binary="fs_path",
         measures=(
-            m("fs.stat", "ns", "stat() of a file by its full path"),
-            m("fs.open_close", "ns", "open() and close() of a file by its full path"),
+            measure("fs.stat", "ns", "stat() of a file by its full path"),
+            measure("fs.open_close", "ns", "open() and close() of a file by its full path"),
         ),
         methodology=(
             "As lmbench's lat_syscall stat and open: an empty file in a fresh directory under the "
@@ -114,8 +114,8 @@ PROBES = (
     Probe(
         name="fs.reread", binary="fs_reread",
         measures=(
-            m("fs.reread", "MB/s", "rereading a cached file with read(), 64 KiB at a time, summing it"),
-            m("fs.mmap_reread", "MB/s", "rereading a cached file through a mapping, summing it"),
+            measure("fs.reread", "MB/s", "rereading a cached file with read(), 64 KiB at a time, summing it"),
+            measure("fs.mmap_reread", "MB/s", "rereading a cached file through a mapping, summing it"),
         ),
         methodology=(
             "As lmbench's bw_file_rd io_only and bw_mmap_rd mmap_only: a {arg:--size=64M|bytes} file is "

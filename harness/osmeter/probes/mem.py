@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..memlevels import detect_levels, fit_levels
-from ..probe import Area, Derived, Probe, m
+from ..probe import Area, Derived, Probe, measure
 from ..results import line_values
 
 AREA = Area("mem", "Memory", 20)
@@ -102,13 +102,13 @@ PROBES = (
     Probe(
         name="mem.lat", binary="mem_lat",
         measures=(
-            m("mem.lat.curve", "ns", "load-to-use latency against working-set size (series)", curve=True),
-            m("mem.lat.l1", "ns", "L1 data cache latency, found on the curve"),
-            m("mem.lat.l2", "ns", "L2 cache latency, found on the curve"),
-            m("mem.lat.l3", "ns", "L3 cache latency, found on the curve"),
-            m("mem.lat.dram", "ns", "memory latency at the largest size (4 KiB pages)"),
-            m("mem.lat.dram.thp", "ns", "memory latency at the largest size on transparent huge pages"),
-            m("mem.lat.stride", "ns", "the largest size walked in address order, 128-byte stride "
+            measure("mem.lat.curve", "ns", "load-to-use latency against working-set size (series)", curve=True),
+            measure("mem.lat.l1", "ns", "L1 data cache latency, found on the curve"),
+            measure("mem.lat.l2", "ns", "L2 cache latency, found on the curve"),
+            measure("mem.lat.l3", "ns", "L3 cache latency, found on the curve"),
+            measure("mem.lat.dram", "ns", "memory latency at the largest size (4 KiB pages)"),
+            measure("mem.lat.dram.thp", "ns", "memory latency at the largest size on transparent huge pages"),
+            measure("mem.lat.stride", "ns", "the largest size walked in address order, 128-byte stride "
                                       "(lmbench's main mem)"),
         ),
         methodology=(
@@ -142,17 +142,17 @@ PROBES = (
     Probe(
         name="mem.bw", binary="mem_bw",
         measures=(
-            m("mem.bw.read", "MB/s", "read bandwidth from memory (wide loads, one thread)"),
-            m("mem.bw.write", "MB/s", "write bandwidth to memory (one thread)"),
-            m("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
-            m("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
-            m("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
-            m("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
-            m("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
-            m("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
-            m("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
-            m("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
-            m("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
+            measure("mem.bw.read", "MB/s", "read bandwidth from memory (wide loads, one thread)"),
+            measure("mem.bw.write", "MB/s", "write bandwidth to memory (one thread)"),
+            measure("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
+            measure("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
+            measure("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
+            measure("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
+            measure("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
+            measure("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
+            measure("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
+            measure("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
+            measure("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
         ),
         methodology=(
             "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
@@ -179,8 +179,8 @@ PROBES = (
     Probe(
         name="mem.pagefault", binary="mem_pagefault",
         measures=(
-            m("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page", ktimer="fault"),
-            m("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault",
+            measure("mem.pagefault.minor", "ns", "first write to an anonymous 4 KiB page, per page", ktimer="fault"),
+            measure("mem.pagefault.major", "ns", "first read of an evicted page of a mapped file, per fault",
               ktimer="fault"),
         ),
         methodology=(
@@ -204,8 +204,8 @@ PROBES = PROBES + (
     Probe(
         name="mem.vm", binary="mem_vm",
         measures=(
-            m("mem.mmap", "ns", "mmap of a file, a write every 16 KiB of its first tenth, munmap"),
-            m("mem.protfault", "ns", "write to a read-only page: fault, SIGSEGV, handler, sigreturn"),
+            measure("mem.mmap", "ns", "mmap of a file, a write every 16 KiB of its first tenth, munmap"),
+            measure("mem.protfault", "ns", "write to a read-only page: fault, SIGSEGV, handler, sigreturn"),
         ),
         methodology=(
             "mem.mmap is lmbench's lat_mmap: a {arg:--size=64M|bytes} file is mapped shared and "
@@ -223,7 +223,7 @@ PROBES = PROBES + (
     ),
     Probe(
         name="mem.par", binary="mem_par",
-        measures=(m("mem.par", "loads", "memory-level parallelism: loads served at once, per working set "
+        measures=(measure("mem.par", "loads", "memory-level parallelism: loads served at once, per working set "
                                         "(series; the figure is the largest set's)", curve=True),),
         methodology=(
             "lmbench's par_mem question: how many loads the memory system serves at once. The set is "
@@ -244,7 +244,7 @@ PROBES = PROBES + (
     ),
     Probe(
         name="mem.lat.loaded", binary="mem_loaded",
-        measures=(m("mem.lat.loaded", "ns", "memory latency on one CPU while the other CPUs read memory at "
+        measures=(measure("mem.lat.loaded", "ns", "memory latency on one CPU while the other CPUs read memory at "
                                             "rising rates (series over load levels)", curve=True),),
         methodology=(
             "The loaded-latency curve of Intel's Memory Latency Checker: a dependent random chain over "
@@ -285,7 +285,7 @@ def protfault_less_catch(lines: dict[str, dict]) -> dict:
 
 DERIVED = (
     Derived(
-        m("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
+        measure("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
         ("mem.pagefault.major", "mem.bw.copy"),
         fault_vs_copy,
         "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
@@ -293,7 +293,7 @@ DERIVED = (
         "times dearer it is to fault a byte in from the device than to copy it in memory.",
     ),
     Derived(
-        m("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
+        measure("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
         ("mem.protfault", "cpu.signal.catch"),
         protfault_less_catch,
         "Each mem.protfault sample less the median of cpu.signal.catch: what lmbench's lat_sig prot "

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 
 AREA = Area("net", "Network", 40)
 
@@ -55,8 +55,8 @@ def _probes(where: str) -> tuple[Probe, ...]:
         Probe(
             name=f"net.rtt.{where}", binary="net_rtt",
             measures=(
-                m(f"net.rtt.tcp.{where}", "ns", f"TCP round trip of a 1-byte message ({where})"),
-                m(f"net.rtt.udp.{where}", "ns", f"UDP round trip of a 1-byte datagram ({where})"),
+                measure(f"net.rtt.tcp.{where}", "ns", f"TCP round trip of a 1-byte message ({where})"),
+                measure(f"net.rtt.udp.{where}", "ns", f"UDP round trip of a 1-byte datagram ({where})"),
             ),
             methodology=METHOD["rtt"],
             presets={"quick": peer + ("--samples", "30"), "full": peer + ("--samples", "200")},
@@ -65,8 +65,8 @@ def _probes(where: str) -> tuple[Probe, ...]:
         Probe(
             name=f"net.bw.{where}", binary="net_bw",
             measures=(
-                m(f"net.bw.tcp.{where}", "MB/s", f"TCP bulk bandwidth, this host sending ({where})"),
-                m(f"net.bw.tcp.recv.{where}", "MB/s", f"TCP bulk bandwidth, this host receiving ({where})"),
+                measure(f"net.bw.tcp.{where}", "MB/s", f"TCP bulk bandwidth, this host sending ({where})"),
+                measure(f"net.bw.tcp.recv.{where}", "MB/s", f"TCP bulk bandwidth, this host receiving ({where})"),
             ),
             methodology=METHOD["bw"],
             expect={"quick": 3.5, "full": 21},
@@ -77,8 +77,8 @@ def _probes(where: str) -> tuple[Probe, ...]:
         Probe(
             name=f"net.conn.{where}", binary="net_conn",
             measures=(
-                m(f"net.connect.{where}", "ns", f"TCP connect until established ({where})"),
-                m(f"net.close.{where}", "ns", f"TCP teardown until the peer has closed too ({where})"),
+                measure(f"net.connect.{where}", "ns", f"TCP connect until established ({where})"),
+                measure(f"net.close.{where}", "ns", f"TCP teardown until the peer has closed too ({where})"),
             ),
             methodology=METHOD["conn"],
             presets={"quick": peer + ("--samples", "100"), "full": peer + ("--samples", "500")},
@@ -86,7 +86,7 @@ def _probes(where: str) -> tuple[Probe, ...]:
         ),
         Probe(
             name=f"net.icmp.{where}", binary="ping",
-            measures=(m(f"net.rtt.icmp.{where}", "ns", f"ICMP echo round trip, by ping ({where})"),),
+            measures=(measure(f"net.rtt.icmp.{where}", "ns", f"ICMP echo round trip, by ping ({where})"),),
             methodology=("ping -c N -i 0.01 (0.2 when not root) -n; each reply's time is one sample. ping runs "
                          "in three processes per run, as the probes that take --samples do: between two pings "
                          "the CPU idles, and how fast an idle vCPU wakes varies from one stretch of the run "
@@ -104,10 +104,10 @@ def _probes(where: str) -> tuple[Probe, ...]:
 IPC = Probe(
     name="net.ipc", binary="net_ipc",
     measures=(
-        m("net.rtt.pipe", "ns", "round trip of 1 byte through two pipes between two processes"),
-        m("net.rtt.unix", "ns", "round trip of 1 byte on an AF_UNIX stream socket pair"),
-        m("net.bw.pipe", "MB/s", "bulk bandwidth through a pipe, 64 KiB writes and reads"),
-        m("net.bw.unix", "MB/s", "bulk bandwidth through an AF_UNIX stream socket pair"),
+        measure("net.rtt.pipe", "ns", "round trip of 1 byte through two pipes between two processes"),
+        measure("net.rtt.unix", "ns", "round trip of 1 byte on an AF_UNIX stream socket pair"),
+        measure("net.bw.pipe", "MB/s", "bulk bandwidth through a pipe, 64 KiB writes and reads"),
+        measure("net.bw.unix", "MB/s", "bulk bandwidth through an AF_UNIX stream socket pair"),
     ),
     methodology=(
         "As lmbench's lat_pipe, lat_unix, bw_pipe and bw_unix, with the partner a child process on "

@@ -2,7 +2,7 @@
 runs, and how late a periodic timer fires (the tails kernel tuners watch)."""
 from __future__ import annotations
 
-from ..probe import Area, Probe, m
+from ..probe import Area, Probe, measure
 
 AREA = Area("sched", "Scheduler and timer latency", 15)
 
@@ -10,13 +10,13 @@ PROBES = (
     Probe(
         name="sched.wakeup", binary="sched_wakeup",
         measures=(
-            m("sched.wakeup.same", "ns", "futex wake-up of a thread on the waker's CPU, SCHED_OTHER"),
-            m("sched.wakeup.cross", "ns", "futex wake-up of a thread on another CPU, SCHED_OTHER"),
-            m("sched.wakeup.same.fifo", "ns", "futex wake-up on the waker's CPU, both threads SCHED_FIFO"),
-            m("sched.wakeup.cross.fifo", "ns", "futex wake-up on another CPU, both threads SCHED_FIFO"),
-            m("sched.wakeup.same.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, same CPU"),
-            m("sched.wakeup.cross.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, another CPU"),
-            m("sched.wakeup.cross.loaded", "ns",
+            measure("sched.wakeup.same", "ns", "futex wake-up of a thread on the waker's CPU, SCHED_OTHER"),
+            measure("sched.wakeup.cross", "ns", "futex wake-up of a thread on another CPU, SCHED_OTHER"),
+            measure("sched.wakeup.same.fifo", "ns", "futex wake-up on the waker's CPU, both threads SCHED_FIFO"),
+            measure("sched.wakeup.cross.fifo", "ns", "futex wake-up on another CPU, both threads SCHED_FIFO"),
+            measure("sched.wakeup.same.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, same CPU"),
+            measure("sched.wakeup.cross.pipe", "ns", "wake-up of a thread blocked in read() on a pipe, another CPU"),
+            measure("sched.wakeup.cross.loaded", "ns",
               "futex wake-up on another CPU that runs a CPU-bound SCHED_OTHER thread (schbench's question)"),
         ),
         methodology=(
@@ -42,7 +42,7 @@ PROBES = (
     ),
     Probe(
         name="timer.latency", binary="sched_timer",
-        measures=(m("timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
+        measures=(measure("timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
         methodology=(
             "cyclictest's method: the thread, pinned and at SCHED_FIFO where permitted, sleeps with "
             "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the next tick of a 1 ms periodic "
@@ -62,9 +62,9 @@ PROBES = (
     Probe(
         name="sched.noise", binary="sched_noise",
         measures=(
-            m("sched.noise.lost", "%", "share of a pinned spinning thread's time lost to interruptions "
+            measure("sched.noise.lost", "%", "share of a pinned spinning thread's time lost to interruptions "
               "(interrupts, kernel threads, the hypervisor), per 10 ms quantum"),
-            m("sched.noise.gap", "ns", "length of one interruption of a pinned spinning thread"),
+            measure("sched.noise.gap", "ns", "length of one interruption of a pinned spinning thread"),
         ),
         methodology=(
             "sysjitter's and FTQ's method: a thread pinned to the measuring CPU (at SCHED_FIFO where "
