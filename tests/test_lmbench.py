@@ -4,6 +4,7 @@ drift on a shared VM, so only orderings and ratios are checked, with
 margins that the effects measured here clear several times over."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,47 @@ def test_exec_starts_the_program_on_each_path_once_per_start(tmp_path, monkeypat
     m = probe_lines("cpu_exec", "--samples", "6", "--warmup", "0", "--cpu", "0", "--program", str(prog))
     assert len(m["cpu.proc_exec"]["samples"]) == len(m["cpu.proc_sh"]["samples"]) == 6
     assert log.read_text().count("started") == 2 * 6 + 1
+
+
+ATEXIT_LOGGER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void logged(void)
+{
+    char line[32];
+    int fd = open(getenv("OSM_TEST_ATEXIT_LOG"), O_WRONLY | O_APPEND | O_CREAT, 0600);
+    int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+    if (fd >= 0 && write(fd, line, (size_t)n) == n)
+        close(fd);
+}
+__attribute__((constructor)) static void init(void) { atexit(logged); }
+"""
+
+
+@pytest.mark.parametrize("how", ["_exit", "exit"])
+def test_child_exit_ends_the_forked_child_as_asked(tmp_path, monkeypatch, how):
+    """lmbench's lat_proc child calls libc's exit(), osmeter's _exit():
+    `--child-exit exit` is the variant that reproduces lmbench's fork
+    figure. A preloaded library registers an atexit handler that logs its
+    process: with exit() every fork+exit+wait child runs it (and the parent
+    once at its end), with _exit() only the parent does. Mutant: the option
+    is read but the child always _exit()s."""
+    lib, log = tmp_path / "atexit.so", tmp_path / "atexit.log"
+    (tmp_path / "atexit.c").write_text(ATEXIT_LOGGER)
+    r = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "atexit.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("OSM_TEST_ATEXIT_LOG", str(log))
+    monkeypatch.setenv("LD_PRELOAD", str(lib))
+    m = probe_lines("cpu_proc", "--samples", "7", "--warmup", "1", "--cpu", "0", "--child-exit", how)
+    pids = log.read_text().split()
+    w = m["cpu.proc_create_wait"]
+    assert w["params"]["child_exit"] == how and len(w["samples"]) == 7
+    # the parent's own exit, plus one per fork+exit+wait child (warm-up included) with exit()
+    assert len(pids) == len(set(pids)) == (1 + 8 if how == "exit" else 1), pids
 
 
 def test_ctx_matrix_grows_with_working_set_and_processes_beyond_the_caches():
