@@ -66,6 +66,11 @@ MUTANTS = [
     Mutant("proc-child-exit-option-ignored", "bench/cpu/proc.c",
            "            if (child_exit)\n                exit(0);\n", "",
            "tests/test_lmbench.py -k child_exit"),
+    Mutant("protfault-mprotect-pair-in-every-window", "bench/mem/vm.c",
+           "    if (!sigsetjmp(out_of_the_write, 0)) /* 0: the mask is not saved, nor restored by the jump */",
+           "    mprotect(page, pagesize, PROT_READ | PROT_WRITE);\n    mprotect(page, pagesize, PROT_READ);\n"
+           "    if (!sigsetjmp(out_of_the_write, 0))",
+           "tests/test_lmbench.py -k windows_hold_faults"),
     Mutant("sh-path-execs-the-program", "bench/cpu/exec.c",
            'execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);', "execv(argv_prog[0], argv_prog);",
            "tests/test_lmbench.py::test_exec_dearer_than_fork_and_sh_dearer_than_exec"),
