@@ -4,12 +4,14 @@ drift on a shared VM, so only orderings and ratios are checked, with
 margins that the effects measured here clear several times over."""
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import probe_lines
+from conftest import BIN, probe_lines
 from osmeter.machine import caches
 from osmeter.probes.mem import cache_sizes
 
@@ -63,6 +65,47 @@ def test_exec_starts_the_program_on_each_path_once_per_start(tmp_path, monkeypat
     assert log.read_text().count("started") == 2 * 6 + 1
 
 
+ATEXIT_LOGGER = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void logged(void)
+{
+    char line[32];
+    int fd = open(getenv("OSM_TEST_ATEXIT_LOG"), O_WRONLY | O_APPEND | O_CREAT, 0600);
+    int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+    if (fd >= 0 && write(fd, line, (size_t)n) == n)
+        close(fd);
+}
+__attribute__((constructor)) static void init(void) { atexit(logged); }
+"""
+
+
+@pytest.mark.parametrize("how", ["_exit", "exit"])
+def test_child_exit_ends_the_forked_child_as_asked(tmp_path, monkeypatch, how):
+    """lmbench's lat_proc child calls libc's exit(), osmeter's _exit():
+    `--child-exit exit` is the variant that reproduces lmbench's fork
+    figure. A preloaded library registers an atexit handler that logs its
+    process: with exit() every fork+exit+wait child runs it (and the parent
+    once at its end), with _exit() only the parent does. Mutant: the option
+    is read but the child always _exit()s."""
+    lib, log = tmp_path / "atexit.so", tmp_path / "atexit.log"
+    (tmp_path / "atexit.c").write_text(ATEXIT_LOGGER)
+    r = subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "atexit.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("OSM_TEST_ATEXIT_LOG", str(log))
+    monkeypatch.setenv("LD_PRELOAD", str(lib))
+    m = probe_lines("cpu_proc", "--samples", "7", "--warmup", "1", "--cpu", "0", "--child-exit", how)
+    pids = log.read_text().split()
+    w = m["cpu.proc_create_wait"]
+    assert w["params"]["child_exit"] == how and len(w["samples"]) == 7
+    # the parent's own exit, plus one per fork+exit+wait child (warm-up included) with exit()
+    assert len(pids) == len(set(pids)) == (1 + 8 if how == "exit" else 1), pids
+
+
 def test_ctx_matrix_grows_with_working_set_and_processes_beyond_the_caches():
     """Cells from this machine's caches (sysfs): S = L2/4 per process, so
     2 sets fit the L2 and 16 do not; s = L2/8, whose 2 sets fit it too.
@@ -101,6 +144,28 @@ def test_protection_fault_cheaper_than_a_page_fault_from_disk():
     if "refused" in pf["mem.pagefault.major"]:
         pytest.skip(pf["mem.pagefault.major"]["refused"])
     assert med(v["mem.protfault"]) < med(pf["mem.pagefault.major"])
+
+
+def test_protection_fault_windows_hold_faults_and_no_system_call(tmp_path):
+    """lmbench's prot loop is faults and handlers only. The page is made
+    read-only once and each window is left by a jump from its last
+    handler, so the number of mprotect calls (strace counts them) does not
+    grow with the windows; each fault is the write to our page (the probe
+    exits 3 on any other), and a window of 5 faults costs 5 faults.
+    Mutant: the old method, an mprotect pair inside every window."""
+    if not shutil.which("strace"):
+        pytest.skip("strace is not installed: the probe's system calls cannot be counted (Debian: strace)")
+
+    def mprotects(samples: int) -> int:
+        log = tmp_path / f"strace-{samples}"
+        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=mprotect", "-o", str(log),
+                            str(BIN / "mem_vm"), "--samples", str(samples), "--warmup", "0", "--iterations", "5",
+                            "--cpu", "0", "--size", "1M"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return sum(1 for line in log.read_text().splitlines() if "mprotect(" in line)
+
+    few, many = mprotects(3), mprotects(23)
+    assert many == few, (few, many)  # 40 more windows and not one more mprotect
 
 
 def test_core_clock_agrees_with_cpuinfo():

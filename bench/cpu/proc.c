@@ -6,6 +6,10 @@
  *                       the earlier of the two minus the begin stamp (the
  *                       pipe method of the CSE 221 report in shared/seeds).
  * cpu.proc_create_wait  fork(), the child _exit(0)s, the parent waitpid()s.
+ *                       --child-exit exit: the child calls libc's exit()
+ *                       instead, as lmbench's lat_proc does: atexit handlers
+ *                       and stdio's cleanup run in the child and write to
+ *                       pages it shares copy-on-write with its parent.
  * One fork per sample. Both sides are pinned to the same CPU (a child
  * inherits its parent's affinity).
  *
@@ -26,11 +30,14 @@
 
 static uint64_t parent_mb[16];
 static size_t nparent;
+static int child_exit; /* 0: _exit(), 1: libc's exit() */
 
 static const struct osm_opt opts[] = {
     OSM_OPT_LIST("parent-mb", parent_mb, nparent, 0, 65536,
                  "also time fork+exit+wait from parents grown by these MiB, e.g. 1,16,256 (a series)",
                  .def = "none"),
+    OSM_OPT_CHOICE("child-exit", child_exit, "_exit|exit",
+                   "how the forked child ends in fork+exit+wait: _exit() (the system call), or libc's exit() as lmbench's lat_proc"),
     { 0 },
 };
 
@@ -126,8 +133,10 @@ int main(int argc, char **argv)
 
     osm_meas_init(&m, "cpu.proc_create_wait", o.samples);
     m.single_shot = true;
+    fflush(NULL); /* nothing buffered for a child's exit() to write again */
     fork_wait_samples(&m, o.warmup, o.samples, NULL, NULL);
     m.overhead_subtracted = osm_timer.overhead;
+    osm_param_str(&m, "child_exit", child_exit ? "exit" : "_exit");
     osm_param_int(&m, "parent_rss_kib", rss_kib());
     osm_param_int(&m, "parent_mappings", maps_count());
     if (nparent) {
@@ -158,7 +167,7 @@ int main(int argc, char **argv)
     return 0;
 }
 
-/* fork, the child _exit(0)s, the parent waits: into m, or into out/dout */
+/* fork, the child _exit(0)s (or exit(0)s), the parent waits: into m, or into out/dout */
 static void fork_wait_samples(struct osm_meas *m, size_t warmup, size_t samples, double *out, bool *dout)
 {
     for (size_t i = 0; i < warmup + samples; i++) {
@@ -166,8 +175,11 @@ static void fork_wait_samples(struct osm_meas *m, size_t warmup, size_t samples,
         bool dist;
         osm_window_open_blocking(&w);
         pid_t pid = fork();
-        if (pid == 0)
+        if (pid == 0) {
+            if (child_exit)
+                exit(0);
             _exit(0);
+        }
         if (pid < 0)
             osm_die("fork: %m");
         reap(pid);

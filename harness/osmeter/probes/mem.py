@@ -213,8 +213,9 @@ PROBES = PROBES + (
             "cached page), and it is unmapped; per mapping. mem.protfault is lmbench's lat_sig prot: "
             "a present anonymous page made read-only is written, the kernel raises SIGSEGV, the "
             "handler counts and returns, the write runs again and faults again; once it has counted "
-            "the window's faults the handler makes the page writable so the write completes (two "
-            "mprotect calls per window, amortized); per fault. Batched; windows in turn."
+            "the window's faults the handler leaves the write by siglongjmp, so a window holds its "
+            "faults and one jump (the page stays read-only for the whole run); per fault. Batched; "
+            "windows in turn."
         ),
         presets={"quick": ("--samples", "20"), "full": ("--samples", "100")},
         expect={"quick": 1, "full": 2},
