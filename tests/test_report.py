@@ -172,6 +172,17 @@ def test_report_pdf(report, quick_run):
     words = re.findall(r"[A-Za-z]+", text)
     assert "None" not in words and "nan" not in words and "NaN" not in words and "^" not in text
     assert re.search(r"Figure 1: ", text)  # numbered captions
+    # every area's figures are set inside its own section, before the next one starts
+    from osmeter.registry import AREAS
+    lines = text.splitlines()
+    titles = {a.title for a in AREAS} | {"Findings", "lmbench summary", "Summary"}
+    heads = [(i, m.group(1)) for i, ln in enumerate(lines)
+             if (m := re.match(r"\s*\d+\s+(\S.*?)\s*$", ln)) and m.group(1) in titles]
+    for area in AREAS:
+        start = next(i for i, t in heads if t == area.title)
+        end = next((i for i, _ in heads if i > start), len(lines))
+        captions = [i for i, ln in enumerate(lines) if re.match(rf"Figure \d+: {re.escape(area.title)}\. ", ln)]
+        assert captions and all(start < i < end for i in captions), (area.title, start, end, captions)
     assert "50% & $5 of_it" in text  # special characters came through as text
 
 

@@ -244,6 +244,7 @@ def _section(area: registry.Area, probes: list[registry.Probe], doc: dict, est: 
         fig = make()
         if fig is not None:
             body += _figure(fig, figdir, f"{area.name}-{k}.pdf", f"{area.title}. {plots.caption(fn)}")
+    body.append(r"\osmflushfloats")  # the area's figures before the next section (report/preamble.tex)
     return "\n".join(body)
 
 
