@@ -19,7 +19,9 @@ import pytest
 
 import nshosts
 from conftest import ROOT, osmeter
-from osmeter import fleet, hist, loadstatus, ssh
+from osmeter import fleet, hist, ssh
+from osmeter.errors import RunError
+from osmeter.fleet import loadstatus
 
 why = nshosts.available()
 needs_hosts = pytest.mark.skipif(why is not None, reason=why or "")
@@ -47,11 +49,11 @@ def fleet_cmd(hs, *args, timeout=900):
 # ---------------------------------------------------------------- no ssh
 
 def test_hosts_are_checked_before_anything_runs():
-    assert [h.label for h in fleet.parse_hosts("root@a.example, b,local")] == ["a.example", "b", "local"]
-    assert [h.label for h in fleet.parse_hosts("u1@h,u2@h")] == ["u1_at_h", "u2_at_h"]
+    assert [h.label for h in fleet.host.parse_hosts("root@a.example, b,local")] == ["a.example", "b", "local"]
+    assert [h.label for h in fleet.host.parse_hosts("u1@h,u2@h")] == ["u1_at_h", "u2_at_h"]
     for bad in ("", ",", "a b", "root@h;rm -rf /", "h,h"):
-        with pytest.raises(fleet.RunError):
-            fleet.parse_hosts(bad)
+        with pytest.raises(RunError):
+            fleet.host.parse_hosts(bad)
     r = osmeter("fleet", "run", "--hosts", "root@bad host")
     assert r.returncode == 2 and "not a host" in r.stderr
 
@@ -76,7 +78,7 @@ def test_merged_percentiles_come_from_added_histograms():
                            "hist": {"sub_bits": 6, "counts": sorted(counts.items())}}}
     fast = host([10_000] * 900, 900.0)
     slow = host([1_000_000] * 100, 100.0)
-    t = fleet.merge_load([fast, slow])
+    t = fleet.load.merge_load([fast, slow])
     assert t["iops"] == 1000.0 and t["lat_ns"]["count"] == 1000
     assert hist.bucket_of(int(t["lat_ns"]["p50"])) == hist.bucket_of(10_000)
     assert hist.bucket_of(int(t["lat_ns"]["p99"])) == hist.bucket_of(1_000_000)
@@ -101,14 +103,14 @@ def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, py
 
     if not python_filter:
         monkeypatch.delattr(tarfile, "data_filter", raising=False)
-    fleet._extract_safely(stream("./results.json"), tmp_path / "ok")
+    fleet.run._extract_safely(stream("./results.json"), tmp_path / "ok")
     assert (tmp_path / "ok" / "results.json").read_bytes() == b"ok"
     for bad in (stream("../evil"), stream("link", tarfile.SYMTYPE)):
-        with pytest.raises((fleet.HostFailed, tarfile.TarError)):
-            fleet._extract_safely(bad, tmp_path / "bad")
+        with pytest.raises((fleet.host.HostFailed, tarfile.TarError)):
+            fleet.run._extract_safely(bad, tmp_path / "bad")
     try:  # an absolute name is refused, or (Python's filter) made relative: never written outside
-        fleet._extract_safely(stream("/abs/evil"), tmp_path / "bad")
-    except (fleet.HostFailed, tarfile.TarError):
+        fleet.run._extract_safely(stream("/abs/evil"), tmp_path / "bad")
+    except (fleet.host.HostFailed, tarfile.TarError):
         pass
     assert not Path("/abs/evil").exists()
     assert not (tmp_path / "evil").exists() and not (tmp_path / "bad" / "link").exists()
@@ -186,7 +188,7 @@ def _sh_host(monkeypatch, prefix: str = "", path: str | None = None):
         env = dict(os.environ, PATH=path) if path else None
         kw.pop("timeout", None)
         return subprocess.run(["/bin/sh", "-c", prefix + command], capture_output=True, text=True, env=env)
-    monkeypatch.setattr(fleet, "_ssh", run)
+    monkeypatch.setattr(fleet.host, "run_on", run)
 
 
 def test_the_check_reads_only_its_own_lines_past_a_banner(monkeypatch, tmp_path):
@@ -196,9 +198,9 @@ def test_the_check_reads_only_its_own_lines_past_a_banner(monkeypatch, tmp_path)
     chatty = tmp_path / "python"
     chatty.write_text(f'#!/bin/sh\necho "Python 3.12.1"\nexec {sys.executable} "$@"\n')
     chatty.chmod(0o755)
-    host = fleet.Host("root@h", "h")
-    assert fleet.check(host, fleet.NEEDS, str(chatty)) == os.environ["HOME"]
-    assert fleet.check(host, fleet.NEEDS, None) == os.environ["HOME"]
+    host = fleet.host.Host("root@h", "h")
+    assert fleet.host.check(host, fleet.host.NEEDS, str(chatty)) == os.environ["HOME"]
+    assert fleet.host.check(host, fleet.host.NEEDS, None) == os.environ["HOME"]
 
 
 def test_a_host_lacking_make_and_a_new_python_names_everything_it_lacks(monkeypatch, tmp_path):
@@ -213,12 +215,12 @@ def test_a_host_lacking_make_and_a_new_python_names_everything_it_lacks(monkeypa
     old.write_text(f"#!{sys.executable}\nimport sys\nsys.version_info = (3, 9, 2, 'final', 0)\nexec(sys.argv[2])\n")
     old.chmod(0o755)
     _sh_host(monkeypatch, path=str(bin_dir))
-    with pytest.raises(fleet.HostFailed) as e:
-        fleet.check(fleet.Host("root@h", "h"), fleet.NEEDS, None)
+    with pytest.raises(fleet.host.HostFailed) as e:
+        fleet.host.check(fleet.host.Host("root@h", "h"), fleet.host.NEEDS, None)
     assert "lacks make" in str(e.value) and "Python 3.9" in str(e.value) and "3.11" in str(e.value), e.value
     (bin_dir / "python3").unlink()
-    with pytest.raises(fleet.HostFailed) as e:
-        fleet.check(fleet.Host("root@h", "h"), fleet.NEEDS, None)
+    with pytest.raises(fleet.host.HostFailed) as e:
+        fleet.host.check(fleet.host.Host("root@h", "h"), fleet.host.NEEDS, None)
     assert "lacks make, python3" in str(e.value), e.value
 
 
@@ -231,18 +233,18 @@ def test_a_failing_hosts_reason_is_whole_and_names_the_cause(monkeypatch, tmp_pa
                        f"exec(sys.argv[1])\" \"$2\"\n")
     nonumpy.chmod(0o755)
     _sh_host(monkeypatch)
-    with pytest.raises(fleet.HostFailed) as e:
-        fleet.python_ready(fleet.Host("root@h", "h"), str(tmp_path), str(nonumpy))
+    with pytest.raises(fleet.host.HostFailed) as e:
+        fleet.host.python_ready(fleet.host.Host("root@h", "h"), str(tmp_path), str(nonumpy))
     assert "Error: import of numpy halted; None in sys.modules" in str(e.value), e.value
     long = "x" * 290 + " name resolution failed for the registry\n"
-    assert fleet.last_lines("a traceback line\n" + long) == "a traceback line | " + long.strip()
+    assert fleet.host.last_lines("a traceback line\n" + long) == "a traceback line | " + long.strip()
 
 
 def test_a_host_name_starting_with_a_dash_never_reaches_ssh(tmp_path):
     for bad in ("-vvv", "-Jroot@evil", "root@-v"):
-        with pytest.raises(fleet.RunError):
-            fleet.parse_hosts(bad)
-    with pytest.raises(fleet.RunError):
+        with pytest.raises(RunError):
+            fleet.host.parse_hosts(bad)
+    with pytest.raises(RunError):
         ssh.argv("-oProxyCommand=touch /tmp/x", "true")
     r = osmeter("fleet", "run", "--hosts=-vvv", "--out", str(tmp_path / "f"))
     assert r.returncode == 2 and "cannot start with '-'" in r.stderr, r.stderr
@@ -343,7 +345,7 @@ def test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_termina
     report waits, one that stopped reporting is silent); at the end the
     frame is erased. Off a terminal: nothing at all."""
     series = loadstatus.Series(tmp_path, 1.0)
-    hosts = [fleet.Host("root@a", "a"), fleet.Host("root@b", "b")]
+    hosts = [fleet.host.Host("root@a", "a"), fleet.host.Host("root@b", "b")]
     series.add("a", _status_line(1002.0, ios=1234), 0.0, arrived=1002.01)
     screen = _Screen(True)
     with loadstatus.LiveTable(series, hosts, 1000.0, stream=screen) as table:
@@ -804,7 +806,7 @@ def test_a_host_that_stops_answering_is_given_up_in_seconds(hosts, monkeypatch):
         try:
             ssh.run(h.target, "sleep 120", timeout=300)
             got["error"] = None
-        except fleet.RunError as e:
+        except RunError as e:
             got["error"] = str(e)
         got["s"] = time.monotonic() - t0
 
@@ -920,7 +922,7 @@ def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_gr
         assert not alive(child), "the probe's child outlived its group's kill"
         pidfile = tmp_path / "pid"
         def ride():  # the run ends with the agent lost: RunError, as the runner sees it
-            with pytest.raises(fleet.RunError, match="lost the agent"):
+            with pytest.raises(RunError, match="lost the agent"):
                 launch.run(["/bin/sh", "-c", f"sleep 300 & echo $! > {pidfile}; wait"], timeout=600)
 
         th = threading.Thread(target=ride, daemon=True)

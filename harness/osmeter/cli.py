@@ -297,7 +297,7 @@ def cmd_fleet(args) -> int:
 
     root = repo_root()
     hosts = fleet.parse_hosts(args.hosts)
-    stamp = fleet._stamp()
+    stamp = fleet.stamp()
     if args.fleet_cmd == "run":
         out = args.out or root / "results" / f"fleet-{stamp}"
         return fleet.fleet_run(hosts, out, runopts.fleet_values(args), args.parallel, args.dirty, args.python, root)
@@ -328,7 +328,7 @@ def cmd_compare(args) -> int:
     from . import compare
 
     if len(args.dirs) == 1 and store.is_fleet(args.dirs[0]):
-        from .fleetcompare import compare_fleet, fleet_text
+        from .fleet.compare import compare_fleet, fleet_text
 
         if args.tex or args.plot:  # refused before anything is printed or written
             raise RunError("--tex and --plot are for two sides; for a fleet: osmeter report FLEETDIR")
@@ -338,7 +338,7 @@ def cmd_compare(args) -> int:
             raise RunError(str(e)) from None
         print(fleet_text(fc))
         if args.csv:
-            from .fleetcompare import fleet_csv
+            from .fleet.compare import fleet_csv
 
             _write(args.csv, fleet_csv(fc), "--csv")
         return 0

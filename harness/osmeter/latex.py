@@ -304,7 +304,7 @@ def write_fleet(fleet_dir: Path, root: Path, baseline: str | None = None) -> Pat
     """`osmeter report FLEETDIR`: FLEETDIR/fleet.tex, the Fleet section (hosts,
     steps, a figure of every host against the baseline, the table, the
     conditions that differ)."""
-    from .fleetcompare import compare_fleet, to_latex
+    from .fleet.compare import compare_fleet, to_latex
 
     fc = compare_fleet(fleet_dir, baseline)
     tex = fleet_dir / store.FLEET_TEX

@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import compare
-from . import store
-from .store import load_side
-from .present import esc, fmt_value, text_table
+from .. import compare
+from .. import store
+from ..store import load_side
+from ..present import esc, fmt_value, text_table
 
 
 @dataclass
@@ -142,7 +142,7 @@ def figure(fc: FleetComparison):
     import matplotlib
     import numpy as np
 
-    from .plots import lit, plt
+    from ..plots import lit, plt
 
     head, rows = table(fc)
     ids = [r[0] for r in rows]
@@ -171,7 +171,7 @@ def figure(fc: FleetComparison):
 
 
 def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
-    from .plots import plt
+    from ..plots import plt
 
     idx = fc.index
     out = [r"\section{Fleet}",

@@ -24,8 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from . import store
-from .present import fmt_value, text_table
+from .. import store
+from ..present import fmt_value, text_table
 
 KEY = "status"
 
@@ -104,7 +104,7 @@ HEAD = "fleet load, live"
 class LiveTable:
     """The live per-host table: a frame per interval on a terminal, each
     over the last; nothing at all when the stream is not a terminal.
-    hosts: objects with target, label and status (fleet.Host)."""
+    hosts: objects with target, label and status (host.Host)."""
 
     def __init__(self, series: Series, hosts, start: float, stream=None):
         self.series, self.hosts, self.start = series, hosts, start
