@@ -476,7 +476,7 @@ def test_ids_on_one_side_only_and_an_interrupted_run_are_named(tmp_path):
 
 # --- real runs -----------------------------------------------------------------------------------
 
-CHEAP = "cpu.*,timer.*"
+CHEAP = "cpu.*"
 
 
 def test_a_campaign_keeps_seeds_orders_sentinels_and_its_runs(tmp_path):

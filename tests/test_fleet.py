@@ -742,10 +742,10 @@ def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path, 
     out = tmp_path / "fleet"
     py = ["--python", sys.executable] if mode == "python" else []
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", f"{hosts[0].target},{hosts[1].target}",
-                          "--parallel", "--probes", "timer.latency,sched.wakeup", "--dirty", *py, "--out", str(out)],
+                          "--parallel", "--probes", "sched.timer.latency,sched.wakeup", "--dirty", *py, "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env)
     seen: set[str] = set()
-    for line in p.stdout:  # each host has finished sched.wakeup's first of 3 processes; timer.latency runs for seconds
+    for line in p.stdout:  # each host has finished sched.wakeup's first of 3 processes; sched.timer.latency runs for seconds
         if "] [1/4]" in line:
             seen.add(line.split("]")[0])
         if len(seen) == 2:
@@ -841,7 +841,7 @@ def test_a_killed_controller_leaves_nothing_the_next_run_keeps(hosts, tmp_path):
 
     h = hosts[0]
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", h.target, "--probes",
-                          "timer.latency,sched.wakeup", "--dirty", "--python", sys.executable,
+                          "sched.timer.latency,sched.wakeup", "--dirty", "--python", sys.executable,
                           "--out", str(tmp_path / "f1")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=hosts.env)
     for line in p.stdout:

@@ -73,12 +73,12 @@ def test_json_lines_contract(binary):
         assert o["unit"] == units[mid] or (o["unit"] == "cycles" and units[mid] == "ns"), mid
         assert o["tsc_hz"] > 1e8
         # one sample per event where the probe counts events (timer ticks, CPU pairs)
-        want = {"cpu.timer_overhead": 2000, "fs.cache_size": 1, "timer.latency": 200,
+        want = {"cpu.timer_overhead": 2000, "fs.cache_size": 1, "sched.timer.latency": 200,
                 "sched.noise.gap": o["params"].get("interruptions"),
                 "cpu.c2c": len(o["params"].get("cpus", [])) * (len(o["params"].get("cpus", [])) - 1)}.get(mid, 5)
         assert len(o["samples"]) == want, mid
         assert all(isinstance(i, int) and 0 <= i < len(o["samples"]) for i in o["disturbed"])
-        assert o["timer"]["kind"] == ("clock_gettime" if mid == "timer.latency" else "tsc-fenced")
+        assert o["timer"]["kind"] == ("clock_gettime" if mid == "sched.timer.latency" else "tsc-fenced")
 
 
 def test_clock_fallback_is_labeled():

@@ -333,11 +333,11 @@ def test_report_builds_the_pdf_by_default(quick_run, tmp_path):
 
 
 def _run_on(tty: bool, out: Path) -> str:
-    """`osmeter run --probes timer.latency` with stdout a pseudo-terminal or a pipe; what it printed."""
+    """`osmeter run --probes sched.timer.latency` with stdout a pseudo-terminal or a pipe; what it printed."""
     import pty
     import select
 
-    argv = [str(ROOT / "osmeter"), "run", "--probes", "timer.latency", "--out", str(out), "--no-report"]
+    argv = [str(ROOT / "osmeter"), "run", "--probes", "sched.timer.latency", "--out", str(out), "--no-report"]
     if not tty:
         return subprocess.run(argv, capture_output=True, text=True, timeout=300).stdout
     master, slave = pty.openpty()
@@ -368,9 +368,9 @@ def test_progress_shows_on_a_terminal_and_not_in_a_pipe(tmp_path):
     assert "\r\x1b[K" in seen and "wake-ups" in seen and "of ~" in seen and "left" in seen
     plain = _run_on(False, tmp_path / "pipe")
     assert "\x1b[" not in plain and "wake-ups" not in plain and "\r" not in plain
-    assert "timer.latency" in plain
+    assert "sched.timer.latency" in plain
     for d in ("tty", "pipe"):
-        assert '"timer.latency"' in (tmp_path / d / "results.json").read_text()
+        assert '"sched.timer.latency"' in (tmp_path / d / "results.json").read_text()
 
 
 def test_osmeter_notebook_serves_the_executed_notebook(quick_run, tmp_path):
@@ -683,8 +683,8 @@ def test_method_text_states_the_run_s_own_numbers():
     probes = {p.name: p for p in registry.PROBES}
     assert "up to 4, each read their own 16M file" in probes["fs.contention"].method_text("quick")
     assert "up to 8, each read their own 32M file" in probes["fs.contention"].method_text("full")
-    assert "This run measured for 5 s." in probes["timer.latency"].method_text("quick")
-    assert "This run measured for 60 s." in probes["timer.latency"].method_text("full")
+    assert "This run measured for 5 s." in probes["sched.timer"].method_text("quick")
+    assert "This run measured for 60 s." in probes["sched.timer"].method_text("full")
     assert "(128 MiB in this run)" in probes["mem.lat"].method_text("quick", {"max": 134217728})
 
 

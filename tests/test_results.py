@@ -43,6 +43,38 @@ def test_samples_files_hold_the_raw_samples(quick_run):
     assert len(loop["series"]["x"]) == len(loop["series"]["median"]) > 3
 
 
+def test_results_from_before_the_id_renames_read_under_the_new_ids(quick_run, tmp_path):
+    """timer.latency became sched.timer.latency and timer.phys/virt.* became
+    cpu.vtimer.phys/virt.*: a run written before the rename is read under
+    the new ids, its samples found, and it compares id by id with a run of
+    today. Mutant: the reader keeps the old ids."""
+    import shutil
+    import subprocess
+
+    from conftest import ROOT
+    from osmeter.store import kept_samples
+
+    out, doc = quick_run
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    text = (old / "results.json").read_text()
+    renamed = {"sched.timer.latency": "timer.latency", "cpu.vtimer.phys.": "timer.phys.", "cpu.vtimer.virt.": "timer.virt."}
+    for new, was in renamed.items():
+        assert new in text
+        text = text.replace(f'"id": "{new}', f'"id": "{was}')
+    text = text.replace('"probe": "sched.timer"', '"probe": "timer.latency"')
+    assert '"id": "timer.latency"' in text and '"id": "timer.virt.read"' in text
+    (old / "results.json").write_text(text)
+    got = {m["id"]: m for m in load(old)["measurements"]}
+    now = {m["id"] for m in doc["measurements"]}
+    assert set(got) == now
+    assert got["sched.timer.latency"]["probe"] == "sched.timer"
+    assert kept_samples(old, got["cpu.vtimer.virt.read"]).size == by_id(doc)["cpu.vtimer.virt.read"]["n"]
+    r = subprocess.run([str(ROOT / "osmeter"), "compare", str(old), "--", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "sched.timer.latency" in r.stdout and "only in" not in r.stdout
+
+
 def test_summarize_matches_numpy():
     x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     s = summarize(x)

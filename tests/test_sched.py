@@ -259,7 +259,7 @@ def test_timer_latency_agrees_with_cyclictest():
 
 
 def test_timer_records_its_conditions():
-    o = probe_lines("sched_timer", "--seconds", "0.2", "--timer-slack-ns", "0")["timer.latency"]
+    o = probe_lines("sched_timer", "--seconds", "0.2", "--timer-slack-ns", "0")["sched.timer.latency"]
     p = o["params"]
     assert len(o["samples"]) == 200 and min(o["samples"]) >= 0
     assert p["timer_slack_ns"] == p["inherited_timer_slack_ns"]  # 0: the inherited slack kept

@@ -92,10 +92,10 @@ def test_timer_costs_against_the_clocks_they_read(tmp_path):
         assert r.returncode == 0, r.stderr
         lines = {o["id"]: o for o in map(json.loads, r.stdout.splitlines())}
         # the windows' own check for deschedules falls back to getrusage where perf_event_open fails too
-        check = lines["timer.phys.start"]["timer"]["deschedule_check"]
+        check = lines["cpu.vtimer.phys.start"]["timer"]["deschedule_check"]
         assert check == "getrusage" if env else check in ("perf-mmap-lock", "getrusage"), check
-        hz = lines["timer.phys.start"]["tsc_hz"]
-        return lines["timer.virt.start"]["params"]["virtual_mode"], {
+        hz = lines["cpu.vtimer.phys.start"]["tsc_hz"]
+        return lines["cpu.vtimer.virt.start"]["params"]["virtual_mode"], {
             i: float(np.median(o["samples"])) * 1e9 / hz for i, o in lines.items()}, 1e9 / hz
 
     forced_mode, forced, ns_per_tick = costs({"LD_PRELOAD": str(shim)})
@@ -104,9 +104,9 @@ def test_timer_costs_against_the_clocks_they_read(tmp_path):
     print(f"syscall {syscall_ns:.0f} ns, rdtscp {rdtscp * ns_per_tick:.1f} ns; forced {forced}; {mode} {default}")
     rdtscp_ns = rdtscp * ns_per_tick
     for got in (forced, default):
-        for i in ("timer.phys.start", "timer.phys.stop"):
+        for i in ("cpu.vtimer.phys.start", "cpu.vtimer.phys.stop"):
             assert 0.5 * rdtscp_ns <= got[i] <= 3 * rdtscp_ns + 40, (i, got[i], rdtscp_ns)
-    for i in ("timer.virt.start", "timer.virt.stop", "timer.virt.read"):
+    for i in ("cpu.vtimer.virt.start", "cpu.vtimer.virt.stop", "cpu.vtimer.virt.read"):
         assert 0.4 * syscall_ns <= forced[i] <= 2.5 * syscall_ns, (i, forced[i], syscall_ns)
         if mode == "thread-cputime":
             assert 0.4 * syscall_ns <= default[i] <= 2.5 * syscall_ns, (i, default[i], syscall_ns)

@@ -3,7 +3,7 @@
  * of a periodic schedule (1 ms by default) and records, at each wake-up,
  * how late it came: now - the tick. One wake-up is one sample (ns).
  *
- *   timer.latency   how late a periodic absolute timer wakes its thread
+ *   sched.timer.latency   how late a periodic absolute timer wakes its thread
  *
  * The thread runs under SCHED_FIFO when it may (the harness runs probes so;
  * params.policy says what it had). Under SCHED_OTHER the kernel lets a
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
     size_t n = (size_t)(seconds * 1e6 / period_us);
     osm_timer.kind = OSM_TIMER_CLOCK; /* the method measures CLOCK_MONOTONIC against itself: ns */
     struct osm_meas m;
-    osm_meas_init(&m, "timer.latency", n);
+    osm_meas_init(&m, "sched.timer.latency", n);
     m.unit = "ns";
     int policy = sched_getscheduler(0);
     long inherited_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);

@@ -1,9 +1,9 @@
 /* probe.c - what the stop-watch timers cost (the Virtual Timers paper's
  * Table I), in TSC cycles per call.
  *
- * timer.phys.start / .stop  vt_start / vt_stop of physical timers
- * timer.virt.start / .stop  the same for virtual timers
- * timer.virt.read           vt_read of a running virtual timer (a clock read)
+ * cpu.vtimer.phys.start / .stop  vt_start / vt_stop of physical timers
+ * cpu.vtimer.virt.start / .stop  the same for virtual timers
+ * cpu.vtimer.virt.read           vt_read of a running virtual timer (a clock read)
  * A sample times one call on each of 256 private timers (start all, then
  * stop all), so every call does its real work; per call. The virtual
  * timers' mode (perf-mmap or thread-cputime) is in the parameters.
@@ -36,8 +36,8 @@ int main(int argc, char **argv)
                 die_vt("vt_alloc", r);
         }
     struct osm_meas m[5];
-    const char *ids[5] = { "timer.phys.start", "timer.phys.stop", "timer.virt.start", "timer.virt.stop",
-                           "timer.virt.read" };
+    const char *ids[5] = { "cpu.vtimer.phys.start", "cpu.vtimer.phys.stop", "cpu.vtimer.virt.start", "cpu.vtimer.virt.stop",
+                           "cpu.vtimer.virt.read" };
     for (int j = 0; j < 5; j++)
         osm_meas_init(&m[j], ids[j], o.samples);
     for (size_t s = 0; s < o.warmup + o.samples; s++) {

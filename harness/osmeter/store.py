@@ -58,6 +58,24 @@ LOAD_LOG = "iogen-log.csv"
 LOAD_STATUS = "status.jsonl"
 RUN_GLOB = "run-*"  # a campaign's runs, named by run_name
 
+# Ids and probes renamed so that an id, its area and its folder agree (issue 26):
+# timer.latency is the sched area's (bench/sched/timer.c), the virtual-timer
+# library's costs are the cpu area's cpu.vtimer probe. Results written before
+# the rename are read under the new names (an alias for one release).
+RENAMED_IDS = {"timer.latency": "sched.timer.latency"}
+RENAMED_ID_PREFIXES = {"timer.phys.": "cpu.vtimer.phys.", "timer.virt.": "cpu.vtimer.virt."}
+RENAMED_PROBES = {"timer.latency": "sched.timer"}
+
+
+def current_id(mid: str) -> str:
+    """The id a measurement has now, of an id results may hold from before a rename."""
+    if mid in RENAMED_IDS:
+        return RENAMED_IDS[mid]
+    for old, new in RENAMED_ID_PREFIXES.items():
+        if mid.startswith(old):
+            return new + mid[len(old):]
+    return mid
+
 
 def run_name(index: int) -> str:
     """The directory of a campaign's index-th run."""
@@ -140,6 +158,10 @@ def load(path: Path) -> dict:
             raise ValueError(f"{p}: measurement {name}: {why}")
     if not isinstance(doc.setdefault("failures", []), list):
         raise ValueError(f"{p}: 'failures' is not a list")
+    for m in doc["measurements"]:  # ids from before a rename, under their names now
+        m["id"] = current_id(m["id"])
+        if isinstance(m.get("probe"), str):
+            m["probe"] = RENAMED_PROBES.get(m["probe"], m["probe"])
     return doc
 
 

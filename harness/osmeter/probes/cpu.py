@@ -272,11 +272,11 @@ PROBES = (
     Probe(
         name="cpu.vtimer", binary="cpu_vtimer",
         measures=(
-            measure("timer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
-            measure("timer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
-            measure("timer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
-            measure("timer.virt.stop", "ns", "vt_stop of a virtual timer"),
-            measure("timer.virt.read", "ns", "vt_read of a running virtual timer"),
+            measure("cpu.vtimer.phys.start", "ns", "vt_start of a physical stop-watch timer"),
+            measure("cpu.vtimer.phys.stop", "ns", "vt_stop of a physical stop-watch timer"),
+            measure("cpu.vtimer.virt.start", "ns", "vt_start of a virtual (on-CPU time) timer"),
+            measure("cpu.vtimer.virt.stop", "ns", "vt_stop of a virtual timer"),
+            measure("cpu.vtimer.virt.read", "ns", "vt_read of a running virtual timer"),
         ),
         methodology=(
             "osmeter's stop-watch library (bench/vtimer, after the Virtual Timers paper): physical timers "

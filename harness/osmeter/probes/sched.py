@@ -41,8 +41,8 @@ PROBES = (
         timeout=300.0,
     ),
     Probe(
-        name="timer.latency", binary="sched_timer",
-        measures=(measure("timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
+        name="sched.timer", binary="sched_timer",
+        measures=(measure("sched.timer.latency", "ns", "how late a periodic clock_nanosleep(TIMER_ABSTIME) wakes its thread"),),
         methodology=(
             "cyclictest's method: the thread, pinned and at SCHED_FIFO where permitted, sleeps with "
             "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) until the next tick of a 1 ms periodic "
