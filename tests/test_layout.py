@@ -151,6 +151,21 @@ def test_each_declaration_has_its_modules_area_unwritten():
         probes.in_area(wrong, registry.area("cpu"), "osmeter.probes.cpu")
 
 
+def test_ids_probes_and_binaries_are_named_for_their_area():
+    """An id and its probe begin with their area's name, and a probe's C
+    program is named for its area too (bench/<area>/, built as
+    <area>_<name>), so that ids, areas and folders agree; iogen and ping
+    are the disk and net areas' outside programs. Mutant: sched_timer's id
+    named timer.latency again."""
+    outside = {"iogen": "disk", "ping": "net"}
+    for p in registry.PROBES:
+        assert p.name.startswith(p.area + "."), p.name
+        assert all(i.startswith(p.area + ".") for i in p.ids()), (p.name, p.ids())
+        assert p.binary.startswith(p.area + "_") or outside.get(p.binary) == p.area, (p.name, p.binary)
+    for d in registry.DERIVED:
+        assert d.measure.id.startswith(d.area + "."), d.measure.id
+
+
 def _imports(path: Path, package: str) -> set[str]:
     """The modules of `package` that a module imports (anywhere in it)."""
     tree = ast.parse(path.read_text())
