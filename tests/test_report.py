@@ -697,3 +697,22 @@ def test_the_report_s_method_text_comes_from_the_run(quick_run):
     curve = next(m for m in doc["measurements"] if m["id"] == "mem.lat.curve")
     from osmeter.present import fmt_value
     assert esc(f"({fmt_value(curve['params']['max'], 'bytes')} in this run)") in tex
+
+
+def test_a_tail_plot_marks_only_the_quantiles_its_curves_reach():
+    """The tail ECDF labels p50, p99 and p99.9 on its right edge: with 120
+    events the rarest fraction drawn is 1/240, so p99.9 (1e-3) is below
+    every curve and neither its line nor its label may be drawn (the label
+    used to sit under the axes); with 20,000 events all three are. Mutant:
+    every quantile marked whatever the curves reach."""
+    from osmeter import plots
+
+    rng = np.random.default_rng(3)
+    for n, want in ((120, ["p50", "p99"]), (20_000, ["p50", "p99", "p99.9"])):
+        doc = {"measurements": [{"id": "x.lat", "unit": "ns", "median": 1.0, "tail": {"p50": 1.0}}]}
+        fig = plots.latency_ecdf(doc, ["x.lat"], lambda i: rng.lognormal(8, 0.5, n))
+        ax = fig.axes[0]
+        assert [t.get_text() for t in ax.texts] == want, n
+        lo, hi = ax.get_ylim()
+        assert lo <= 0.5 / n and hi == 1.0
+        plots.plt.close(fig)

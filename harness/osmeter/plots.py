@@ -94,8 +94,11 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
         ax.step(x, y, where="post", label=f"{lit(label)} (n={n:,})", lw=1.1)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_ylim(top=1.0)
+    bottom = min(float(y.min()) for _, _, y, _ in drawn) / 1.5  # the rarest event drawn, and a margin
+    ax.set_ylim(bottom=bottom, top=1.0)
     for q, name in ((0.5, "p50"), (1e-2, "p99"), (1e-3, "p99.9")):
+        if q < bottom:  # no curve reaches it: neither its line nor its label outside the axes
+            continue
         ax.axhline(q, color="0.5", lw=0.6, ls=":")
         ax.annotate(name, (1.0, q), xycoords=("axes fraction", "data"), xytext=(2, 0), textcoords="offset points",
                     va="center", fontsize=7, color="0.4")
