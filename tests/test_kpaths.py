@@ -543,10 +543,17 @@ def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
         hog.wait()
     q, b = quiet["sched.wakeup.cross"]["groups"], busy["sched.wakeup.cross"]["groups"]
     share = lambda g, x: g.get(x, 0.0) / sum(g.values())  # noqa: E731
-    # shares, not ratios of small figures: on a shared machine (CI) other work on that CPU preempts
-    # the woken thread in the "quiet" run too, but the hog makes preemption most of the wait
-    assert share(b, "preempted") > 0.3, (q, b)
-    assert share(b, "preempted") > share(q, "preempted") + 0.15, (q, b)
+    # what follows the wake: the woken thread either waits for the busy one (preempted) or for its
+    # CPU to leave idle (wake-up). Shares of that part, not of the whole sample (whose time asleep
+    # before the wake, "waiting", grows with the machine's load), and not ratios of small figures:
+    # on a shared machine (CI) other work on that CPU preempts the woken thread in the "quiet" run
+    # too, but the hog makes preemption most of the wait after the wake.
+    after = lambda g: g.get("preempted", 0.0) / max(g.get("preempted", 0.0) + g.get("wake-up", 0.0), 1e-9)  # noqa: E731
+    if after(q) > 0.5:  # the control is not idle: other work held that CPU through most wakes
+        pytest.skip(f"the woken thread's CPU was busy without the hog too (preempted {after(q):.0%} of the wait "
+                    "after each wake): no idle control to compare with")
+    assert after(b) > 0.5, (q, b)
+    assert after(b) > after(q) + 0.15, (q, b)
     assert share(q, "wake-up") > 2 * share(b, "wake-up"), (q, b)
 
 
