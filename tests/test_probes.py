@@ -141,6 +141,8 @@ def test_fixed_iteration_probes_refuse_batches():
     ("sched_wakeup", ("--other-cpu", "-1"), "--other-cpu: expected a whole number from 0"),
     ("cpu_c2c", ("--list-pairs=yes",), "--list-pairs takes no value"),
     ("net_rtt", ("--timeout", "0"), "--timeout: expected a whole number from 1 to 600000, got '0'"),
+    ("cpu_proc", ("--child-exit", "exit"), None),
+    ("cpu_proc", ("--child-exit", "quit"), "--child-exit: expected one of _exit|exit, got 'quit'"),
 ])
 def test_option_rows_keep_their_limits(binary, args, error):
     r = probe(binary, *args, "--help")
