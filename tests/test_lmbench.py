@@ -20,6 +20,11 @@ def med(o: dict) -> float:
     return float(np.median(o["samples"]))
 
 
+def ns(o: dict, v) -> np.ndarray:
+    """A line's values in ns (a probe on the TSC writes ticks)."""
+    return np.asarray(v, dtype=float) * (1e9 / o["tsc_hz"] if o["unit"] == "cycles" else 1.0)
+
+
 def test_stat_cheaper_than_open_close():
     """Both walk the same path; opening adds a file and a descriptor.
     Mutant: the two ids swapped."""
@@ -144,6 +149,25 @@ def test_protection_fault_cheaper_than_a_page_fault_from_disk():
     if "refused" in pf["mem.pagefault.major"]:
         pytest.skip(pf["mem.pagefault.major"]["refused"])
     assert med(v["mem.protfault"]) < med(pf["mem.pagefault.major"])
+
+
+def test_protection_fault_less_catch_takes_the_catch_of_its_own_process():
+    """lmbench's prot row is the fault less the signal catch it measured
+    just before. mem_vm measures that catch (kill SIGUSR1 less kill 0) in
+    windows interleaved with the faults and subtracts it window by window:
+    the catch it took is a real signal catch, of the size cpu_signal's
+    separate process measures, and what remains is positive and below the
+    whole fault. Mutant: the catch taken as the kill(0) window alone."""
+    v = probe_lines("mem_vm", "--samples", "15", "--cpu", "0", "--size", "4M")
+    sig = probe_lines("cpu_signal", "--samples", "30", "--cpu", "0")["cpu.signal.catch"]
+    fault, less = v["mem.protfault"], v["mem.protfault.less_catch"]
+    assert len(less["samples"]) == len(fault["samples"]) == 15
+    whole = ns(fault, fault["samples"])
+    caught = whole - ns(less, less["samples"])
+    assert np.median(caught) == pytest.approx(less["params"]["catch_ns"], rel=1e-3)
+    assert 0 < med(less) < med(fault)
+    separate = np.median(ns(sig, sig["samples"]))
+    assert 0.5 < np.median(caught) / separate < 2, (np.median(caught), separate)
 
 
 def test_protection_fault_windows_hold_faults_and_no_system_call(tmp_path):

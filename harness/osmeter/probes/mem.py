@@ -206,6 +206,7 @@ PROBES = PROBES + (
         measures=(
             measure("mem.mmap", "ns", "mmap of a file, a write every 16 KiB of its first tenth, munmap"),
             measure("mem.protfault", "ns", "write to a read-only page: fault, SIGSEGV, handler, sigreturn"),
+            measure("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
         ),
         methodology=(
             "mem.mmap is lmbench's lat_mmap: a {arg:--size=64M|bytes} file is mapped shared and "
@@ -214,8 +215,12 @@ PROBES = PROBES + (
             "a present anonymous page made read-only is written, the kernel raises SIGSEGV, the "
             "handler counts and returns, the write runs again and faults again; once it has counted "
             "the window's faults the handler leaves the write by siglongjmp, so a window holds its "
-            "faults and one jump (the page stays read-only for the whole run); per fault. Batched; "
-            "windows in turn."
+            "faults and one jump (the page stays read-only for the whole run); per fault. "
+            "mem.protfault.less_catch is what lmbench prints, the fault less its own signal catch measured "
+            "in the same process: each fault window less, window by window, kill(getpid(), SIGUSR1) to a "
+            "handler of the same kind less kill(getpid(), 0) (params.catch_ns: the catch's median); "
+            "mem.protfault is the whole cost a program pays. Batched; the four kinds of window in turn "
+            "(mmap, send, deliver, fault)."
         ),
         presets={"quick": ("--samples", "20"), "full": ("--samples", "100")},
         expect={"quick": 1, "full": 2},
@@ -266,24 +271,6 @@ PROBES = PROBES + (
     ),
 )
 
-def protfault_less_catch(lines: dict[str, dict]) -> dict:
-    """mem.protfault.less_catch: each protection fault less the median
-    signal catch (lmbench's lat_sig prot subtracts its catch figure)."""
-    fault, catch = lines["mem.protfault"], lines["cpu.signal.catch"]
-    ns, bad, _ = line_values(fault)
-    c, cbad, _ = line_values(catch)
-    c = float(np.median(c[~cbad & np.isfinite(c)]))
-    keep = ~bad & np.isfinite(ns)
-    return {
-        "id": "mem.protfault.less_catch",
-        "unit": "ns",
-        "params": {"catch_ns": c, "from": ["mem.protfault", "cpu.signal.catch"]},
-        "overhead_subtracted": c,
-        "samples": (ns[keep] - c).tolist(),
-        "disturbed": [],
-    }
-
-
 DERIVED = (
     Derived(
         measure("mem.pagefault.major_vs_copy", "x", "cost per byte of a major fault over that of memcpy"),
@@ -292,14 +279,6 @@ DERIVED = (
         "Each major-fault sample divided by the page size gives ns per byte brought in; memcpy's "
         "median bandwidth gives ns per byte copied (1000 / MB/s); their ratio says how many "
         "times dearer it is to fault a byte in from the device than to copy it in memory.",
-    ),
-    Derived(
-        measure("mem.protfault.less_catch", "ns", "protection fault less the signal catch (lmbench's prot fault)"),
-        ("mem.protfault", "cpu.signal.catch"),
-        protfault_less_catch,
-        "Each mem.protfault sample less the median of cpu.signal.catch: what lmbench's lat_sig prot "
-        "reports, which takes its own catch figure (signal delivery less the kill) from the whole fault. "
-        "mem.protfault is the whole cost a program pays.",
     ),
 )
 
