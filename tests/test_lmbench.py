@@ -192,6 +192,21 @@ def test_protection_fault_windows_hold_faults_and_no_system_call(tmp_path):
     assert many == few, (few, many)  # 40 more windows and not one more mprotect
 
 
+def test_stride_walk_is_lmbenchs_hundred_loads_a_turn_counted_per_load():
+    """mem.lat.stride walks in address order a hundred loads a loop turn, as
+    lat_mem_rd does (a per-instruction stride prefetcher runs further ahead
+    so). Inside L1 an in-order load costs what a random one does, so the
+    walk at 16 KiB, per load, matches the random curve's there: a figure
+    divided by the wrong loads per turn would be off several times.
+    Mutants: the walk runs the 16-load loop while counting 100 a turn; the
+    16-load loop in place of lmbench's."""
+    o = probe_lines("mem_lat", "--cpu", "0", "--min", "16K", "--max", "16K", "--steps", "1", "--samples", "9",
+                    "--stride-walk", "128")
+    walk, curve = o["mem.lat.stride"], o["mem.lat.curve"]
+    assert walk["params"]["loads_per_turn"] == 100 and walk["params"]["stride"] == 128
+    assert 0.6 < med(walk) / med(curve) < 1.6, (med(walk), med(curve))
+
+
 def test_core_clock_agrees_with_cpuinfo():
     """An add is one core cycle. Within 30% of /proc/cpuinfo's MHz; where
     that MHz is the TSC's rate (a guest that cannot see the core's clock

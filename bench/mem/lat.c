@@ -7,6 +7,8 @@
  * cycle over all elements (Sattolo's algorithm), so the next address is
  * unknown until the load returns and no prefetcher can guess it. The loop
  * does p = *p sixteen times per turn: every load depends on the previous.
+ * An in-order chain (mem.lat.stride, --chain sequential) is walked a hundred
+ * loads a turn, as lmbench's lat_mem_rd walks it (see chase_body100).
  *
  * mem.lat.curve      cycles per load for each working-set size (a series;
  *                    its top-level samples are those of the largest size)
@@ -65,18 +67,38 @@ struct chase {
     void **p;
 };
 
+#define L p = (void **)*p;
+#define L10 L L L L L L L L L L
 static void chase_body(void *ctx, uint64_t n)
 {
     struct chase *c = ctx;
     void **p = c->p;
     for (uint64_t i = 0; i < n; i++) {
-#define L p = (void **)*p;
         L L L L L L L L L L L L L L L L
-#undef L
     }
     OSM_KEEP(p);
     c->p = p;
 }
+
+/* An in-order walk, a hundred loads a turn as lmbench's: each load
+ * instruction then strides a hundred elements, and a prefetcher that
+ * follows each instruction's stride gets that far ahead (sixteen loads a
+ * turn walked a 4 MiB set half again slower on one Xeon guest: see
+ * docs/notes). A random chain gives a prefetcher nothing either way. */
+static void chase_body100(void *ctx, uint64_t n)
+{
+    struct chase *c = ctx;
+    void **p = c->p;
+    for (uint64_t i = 0; i < n; i++) {
+        L10 L10 L10 L10 L10 L10 L10 L10 L10 L10
+    }
+    OSM_KEEP(p);
+    c->p = p;
+}
+#undef L10
+#undef L
+
+static unsigned loads_per_turn; /* of the last size measured */
 
 /* Samples of cycles per load at one size, appended to out[0..samples). */
 static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, uint64_t iters_opt, double *out,
@@ -86,20 +108,23 @@ static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, ui
     osm_chain_build(buf, size, stride, sequential, 0x9E3779B97F4A7C15ull ^ size);
     uint64_t n = size / stride;
     struct chase c = { (void **)buf };
-    chase_body(&c, n / 16 + 1); /* warm-up: every element once */
-    uint64_t iters = iters_opt ? iters_opt : osm_autobatch(chase_body, &c);
-    uint64_t floor_turns = (n < 65536 ? n : 65536) / 16; /* each sample sees much of the set */
+    osm_body body = sequential ? chase_body100 : chase_body;
+    unsigned per = sequential ? 100 : 16;
+    loads_per_turn = per;
+    body(&c, n / per + 1); /* warm-up: every element once */
+    uint64_t iters = iters_opt ? iters_opt : osm_autobatch(body, &c);
+    uint64_t floor_turns = (n < 65536 ? n : 65536) / per; /* each sample sees much of the set */
     if (iters < floor_turns)
         iters = floor_turns;
     for (size_t w = 0; w < osm_warmup_samples; w++)
-        chase_body(&c, iters);
+        body(&c, iters);
     for (size_t i = 0; i < samples; i++) {
         struct osm_window win;
         bool d;
         osm_window_open(&win);
-        chase_body(&c, iters);
+        body(&c, iters);
         uint64_t t = osm_window_close(&win, &d);
-        out[i] = ((double)t - osm_timer.overhead) / (double)(iters * 16);
+        out[i] = ((double)t - osm_timer.overhead) / (double)(iters * per);
         disturbed[i] = d;
     }
     if (thp_kib)
@@ -219,6 +244,7 @@ int main(int argc, char **argv)
         osm_param_num(&m, "size", (double)(size / stride * stride));
         osm_param_num(&m, "stride", (double)stride);
         osm_param_str(&m, "chain", "sequential (each element to the next one up)");
+        osm_param_int(&m, "loads_per_turn", loads_per_turn);
         osm_emit(&m);
         osm_meas_free(&m);
         stride = keep_stride;

@@ -128,7 +128,9 @@ PROBES = (
             "it is TLB misses. A cache shared with other tenants (a VM's L3) can end before its "
             "sysfs size. mem.lat.stride walks the largest size once more in address order, "
             "{arg:--stride-walk=128} bytes a step (lmbench's lat_mem_rd stride walk, its \"main mem\"): "
-            "the prefetchers can follow it, so it is what streaming code sees, not a miss's latency."
+            "the prefetchers can follow it, so it is what streaming code sees, not a miss's latency. "
+            "That walk does 100 loads a loop turn, as lmbench's: a prefetcher that follows each load "
+            "instruction's stride runs further ahead when each instruction strides 100 elements than 16."
         ),
         presets={
             "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
