@@ -157,7 +157,9 @@ def test_protection_fault_less_catch_takes_the_catch_of_its_own_process():
     windows interleaved with the faults and subtracts it window by window:
     the catch it took is a real signal catch, of the size cpu_signal's
     separate process measures, and what remains is positive and below the
-    whole fault. Mutant: the catch taken as the kill(0) window alone."""
+    whole fault. The mapping's own faults are counted (a large folio maps
+    several touched pages at one fault). Mutants: the catch taken as the
+    kill(0) window alone; the faults counted around no mapping."""
     v = probe_lines("mem_vm", "--samples", "15", "--cpu", "0", "--size", "4M")
     sig = probe_lines("cpu_signal", "--samples", "30", "--cpu", "0")["cpu.signal.catch"]
     fault, less = v["mem.protfault"], v["mem.protfault.less_catch"]
@@ -166,6 +168,8 @@ def test_protection_fault_less_catch_takes_the_catch_of_its_own_process():
     caught = whole - ns(less, less["samples"])
     assert np.median(caught) == pytest.approx(less["params"]["catch_ns"], rel=1e-3)
     assert 0 < med(less) < med(fault)
+    mm = v["mem.mmap"]["params"]  # a mapping faults at least once and at most once per page it touches
+    assert 1 <= mm["faults_per_mapping"] <= mm["pages_touched"] + 2, mm
     separate = np.median(ns(sig, sig["samples"]))
     assert 0.5 < np.median(caught) / separate < 2, (np.median(caught), separate)
 

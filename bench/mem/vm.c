@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define TOUCH_STRIDE (16 * 1024)
@@ -171,6 +172,14 @@ int main(int argc, char **argv)
         osm_meas_add(&less, m[PROT].v[i] - catch[nc - 1],
                      m[PROT].disturbed[i] || m[DELIVER].disturbed[i] || m[SEND].disturbed[i]);
     }
+    /* how many faults one mapping takes: a write fault maps one page, or
+     * more of a large folio, and the file's folio sizes (how its pages came
+     * into the cache) set the figure's level */
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    body_mmap(NULL, 1);
+    getrusage(RUSAGE_SELF, &r1);
+    osm_param_int(&m[MMAP], "faults_per_mapping", (long long)(r1.ru_minflt - r0.ru_minflt));
     osm_param_num(&m[MMAP], "file_size", (double)size);
     osm_param_int(&m[MMAP], "pages_touched", (long long)((size / 10 + TOUCH_STRIDE - 1) / TOUCH_STRIDE));
     osm_param_int(&m[MMAP], "touch_stride", TOUCH_STRIDE);

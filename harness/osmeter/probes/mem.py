@@ -212,8 +212,10 @@ PROBES = PROBES + (
         ),
         methodology=(
             "mem.mmap is lmbench's lat_mmap: a {arg:--size=64M|bytes} file is mapped shared and "
-            "writable, a byte is written every 16 KiB of its first tenth (each a minor fault on a "
-            "cached page), and it is unmapped; per mapping. mem.protfault is lmbench's lat_sig prot: "
+            "writable, a byte is written every 16 KiB of its first tenth (minor faults on "
+            "cached pages), and it is unmapped; per mapping (params.faults_per_mapping: the faults one mapping "
+            "takes, fewer than its pages where the file sits in the cache in large folios, which set the "
+            "figure's level). mem.protfault is lmbench's lat_sig prot: "
             "a present anonymous page made read-only is written, the kernel raises SIGSEGV, the "
             "handler counts and returns, the write runs again and faults again; once it has counted "
             "the window's faults the handler leaves the write by siglongjmp, so a window holds its "
