@@ -4,6 +4,8 @@
  * net.rtt.pipe  round trip of 1 byte: a pipe there, another back
  * net.rtt.unix  round trip of 1 byte on a socketpair(AF_UNIX, SOCK_STREAM)
  * net.bw.pipe   bulk transfer through a pipe, 64 KiB writes and reads
+ *               between page-aligned buffers (a copy to a destination off a
+ *               cache line's start costs more)
  * net.bw.unix   the same through an AF_UNIX stream socketpair
  * The partner is a child process on the probe's CPU (it inherits the
  * pinning), so a round trip is two context switches, two writes and two
@@ -92,7 +94,7 @@ static void start_writer(struct chan *c)
     if (c->pid < 0)
         osm_die("fork: %m");
     if (c->pid == 0) {
-        char *buf = malloc(CHUNK);
+        char *buf = aligned_alloc(4096, CHUNK);
         if (!buf)
             _exit(1);
         memset(buf, 1, CHUNK);
@@ -165,7 +167,7 @@ int main(int argc, char **argv)
         osm_meas_free(&lat[k]);
     }
 
-    char *buf = malloc(CHUNK);
+    char *buf = aligned_alloc(4096, CHUNK);
     if (!buf)
         osm_die("out of memory");
     memset(buf, 0, CHUNK);
@@ -192,6 +194,7 @@ int main(int argc, char **argv)
         bw[k].overhead_subtracted = 0;
         osm_param_num(&bw[k], "bytes_per_sample", (double)bytes);
         osm_param_int(&bw[k], "chunk", CHUNK);
+        osm_param_str(&bw[k], "buffers", "page-aligned");
         osm_param_str(&bw[k], "partner", "child process writing without pause, same CPU");
         osm_emit(&bw[k]);
         osm_meas_free(&bw[k]);

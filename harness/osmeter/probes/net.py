@@ -114,7 +114,8 @@ IPC = Probe(
         "the probe's CPU (it inherits the pinning), so a round trip is two context switches, two "
         "writes and two reads. A latency sample is {arg:--iterations=1000} round trips of 1 byte after "
         "16 untimed; a bandwidth sample is the time to read {arg:--bytes=8M|bytes} that the child writes "
-        "without pause in 64 KiB pieces, after as much again untimed. Pipe and socket samples "
+        "without pause in 64 KiB pieces, after as much again untimed; both sides' buffers are page-aligned (a "
+        "copy to a destination off a cache line's start costs more). Pipe and socket samples "
         "alternate. MB/s is a million bytes per second."
     ),
     presets={"quick": ("--samples", "30"), "full": ("--samples", "150")},
