@@ -222,7 +222,8 @@ PROBES = PROBES + (
             "faults and one jump (the page stays read-only for the whole run); per fault. "
             "mem.protfault.less_catch is what lmbench prints, the fault less its own signal catch measured "
             "in the same process: each fault window less, window by window, kill(getpid(), SIGUSR1) to a "
-            "handler of the same kind less kill(getpid(), 0) (params.catch_ns: the catch's median); "
+            "handler installed with the fault handler's flags (SA_SIGINFO|SA_NODEFER: the catch subtracted "
+            "is a delivery of the fault's kind) less kill(getpid(), 0) (params.catch_ns: the catch's median); "
             "mem.protfault is the whole cost a program pays. Batched; the four kinds of window in turn "
             "(mmap, send, deliver, fault)."
         ),
