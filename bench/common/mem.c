@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 static uint64_t read_cache(int index, int *level, char *type, size_t tlen)
 {
@@ -164,24 +165,62 @@ uint64_t osm_sum_words(const void *buf, size_t bytes)
     return s;
 }
 
-void osm_chain_build(char *buf, uint64_t size, uint64_t stride, bool sequential, uint64_t seed)
+/* The bits of i (below 2^bits) in reverse order. */
+static uint64_t bit_reverse(uint64_t i, unsigned bits)
 {
-    uint64_t n = size / stride;
+    uint64_t r = 0;
+    for (unsigned b = 0; b < bits; b++)
+        r |= ((i >> b) & 1) << (bits - 1 - b);
+    return r;
+}
+
+/* Sattolo's algorithm: perm[] becomes one random cycle through all n. */
+static void sattolo(uint32_t *perm, uint64_t n, uint64_t seed)
+{
+    uint64_t s = seed | 1;
+    for (uint64_t i = n - 1; i > 0; i--) {
+        uint64_t j = osm_rand(&s) % i;
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+void osm_chain_build(char *buf, uint64_t size, uint64_t stride, enum osm_chain_order order, uint64_t seed)
+{
+    uint64_t n = size / stride, page = (uint64_t)sysconf(_SC_PAGESIZE), per_page = page / stride;
+    unsigned bits = 0;
+    while ((1ull << bits) < per_page)
+        bits++;
+    if (order == OSM_CHAIN_PAGEWISE && (size % page || page % stride || per_page < 2 || (1ull << bits) != per_page))
+        order = OSM_CHAIN_RANDOM;
     uint32_t *perm = malloc(n * sizeof *perm);
     if (!perm)
         osm_die("out of memory building a chain of %llu elements", (unsigned long long)n);
     for (uint64_t i = 0; i < n; i++)
         perm[i] = (uint32_t)i;
-    if (!sequential) {
-        uint64_t s = seed | 1;
-        for (uint64_t i = n - 1; i > 0; i--) { /* Sattolo: one cycle through all */
-            uint64_t j = osm_rand(&s) % i;
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+    if (order == OSM_CHAIN_RANDOM) {
+        sattolo(perm, n, seed);
         for (uint64_t i = 0; i < n; i++)
             *(void **)(buf + i * stride) = buf + (uint64_t)perm[i] * stride;
+    } else if (order == OSM_CHAIN_PAGEWISE) {
+        /* visit k (0 .. n-1): pass k / pages, page k % pages of the random
+         * page order, at that page's element (page + pass)-th in bit-reversed
+         * order; visit k links to visit k + 1 and the last to the first */
+        uint64_t pages = size / page;
+        uint32_t *order_of = perm; /* the first `pages` entries: the page order */
+        sattolo(order_of, pages, seed);
+        uint64_t first = 0, prev = 0;
+        for (uint64_t k = 0; k < n; k++) {
+            uint64_t pass = k / pages, i = k % pages;
+            uint64_t at = (uint64_t)order_of[i] * page + bit_reverse((i + pass) % per_page, bits) * stride;
+            if (k == 0)
+                first = at;
+            else
+                *(void **)(buf + prev) = buf + at;
+            prev = at;
+        }
+        *(void **)(buf + prev) = buf + first;
     } else {
         for (uint64_t i = 0; i < n; i++)
             *(void **)(buf + i * stride) = buf + ((i + 1) % n) * stride;

@@ -29,11 +29,20 @@ const char *osm_thp_mode(void);
  * pace: a working set read as a program reads its data (lmbench's bread). */
 uint64_t osm_sum_words(const void *buf, size_t bytes);
 
+/* The order a chain visits its elements in. */
+enum osm_chain_order {
+    OSM_CHAIN_RANDOM,     /* one random cycle (Sattolo's algorithm, seeded): no prefetcher can follow it */
+    OSM_CHAIN_SEQUENTIAL, /* each element to the next one up: a stride walk a prefetcher can follow */
+    OSM_CHAIN_PAGEWISE,   /* lmbench's lat_mem_rd -t: every load on another page, the pages in one
+                           * random order, pass after pass, each pass one element further into each
+                           * page (its elements in bit-reversed order): a TLB of fewer entries than
+                           * the set has pages misses on every load */
+};
+
 /* Links the stride-sized elements of buf[0, size) into one cycle, each
- * holding the address of the next: a random order (Sattolo's algorithm,
- * seeded) that no prefetcher can follow, or, sequential, each element to
- * the next one up (a stride walk a prefetcher can follow). */
-void osm_chain_build(char *buf, uint64_t size, uint64_t stride, bool sequential, uint64_t seed);
+ * holding the address of the next, in the given order (PAGEWISE needs a
+ * size of whole pages, each of several elements; otherwise it is RANDOM). */
+void osm_chain_build(char *buf, uint64_t size, uint64_t stride, enum osm_chain_order order, uint64_t seed);
 
 /* A fast deterministic generator (xorshift64*), for chains and offsets. */
 static inline uint64_t osm_rand(uint64_t *s)

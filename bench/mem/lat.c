@@ -9,6 +9,10 @@
  * does p = *p sixteen times per turn: every load depends on the previous.
  * An in-order chain (mem.lat.stride, --chain sequential) is walked a hundred
  * loads a turn, as lmbench's lat_mem_rd walks it (see chase_body100).
+ * --chain pagewise is lmbench's lat_mem_rd -t order (osm_chain_build): every
+ * load on another page, so that where the set has more pages than the
+ * first-level TLB has entries each load also misses it, where the random
+ * order hits it for the share of the pages the TLB holds.
  *
  * mem.lat.curve      cycles per load for each working-set size (a series;
  *                    its top-level samples are those of the largest size)
@@ -30,7 +34,7 @@
 static uint64_t min_size = 1024, max_size = 512ull << 20, stride = 64;
 static unsigned steps_per_octave = 4;
 static bool no_thp, max_auto;
-static int sequential, pages_thp; /* --chain random|sequential, --pages 4k|thp: the index */
+static int chain, pages_thp; /* --chain: an enum osm_chain_order; --pages 4k|thp: the index */
 static uint64_t stride_walk = 128;
 static enum osm_pages curve_pages;
 
@@ -49,7 +53,8 @@ static const struct osm_opt opts[] = {
                  .def = "512M", .arg = "SIZE|auto"),
     OSM_OPT_SIZE("stride", stride, sizeof(void *), 1 << 20, "bytes per chain element"),
     OSM_OPT_UINT("steps", steps_per_octave, 1, 16, "sizes per doubling"),
-    OSM_OPT_CHOICE("chain", sequential, "random|sequential", "sequential: a prefetcher can follow it (for comparison)"),
+    OSM_OPT_CHOICE("chain", chain, "random|sequential|pagewise",
+                   "sequential: a prefetcher can follow it; pagewise: lmbench's lat_mem_rd -t walk (for comparison)"),
     OSM_OPT_CHOICE("pages", pages_thp, "4k|thp", "pages of the curve's buffers: MADV_NOHUGEPAGE or MADV_HUGEPAGE"),
     OSM_OPT_SIZE("stride-walk", stride_walk, 0, 1 << 20, "stride of mem.lat.stride's in-order walk at the largest size (0: none)"),
     OSM_OPT_FLAG("no-thp", no_thp, "skip the huge-page measurement (mem.lat.dram.thp)"),
@@ -99,13 +104,15 @@ static void chase_body100(void *ctx, uint64_t n)
 #undef L
 
 static unsigned loads_per_turn; /* of the last size measured */
+static const char *const chain_names[] = { "random", "sequential", "pagewise (lmbench's lat_mem_rd -t)" };
 
 /* Samples of cycles per load at one size, appended to out[0..samples). */
 static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, uint64_t iters_opt, double *out,
                          bool *disturbed, long *thp_kib)
 {
     char *buf = osm_buffer(size, pages);
-    osm_chain_build(buf, size, stride, sequential, 0x9E3779B97F4A7C15ull ^ size);
+    osm_chain_build(buf, size, stride, (enum osm_chain_order)chain, 0x9E3779B97F4A7C15ull ^ size);
+    bool sequential = chain == OSM_CHAIN_SEQUENTIAL;
     uint64_t n = size / stride;
     struct chase c = { (void **)buf };
     osm_body body = sequential ? chase_body100 : chase_body;
@@ -192,7 +199,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < o.samples; i++) /* top level: the largest size */
         osm_meas_add(&m, m.sy[(cap - 1) * o.samples + i], m.sy_disturbed[(cap - 1) * o.samples + i]);
-    osm_param_str(&m, "chain", sequential ? "sequential" : "random");
+    osm_param_str(&m, "chain", chain_names[chain]);
     osm_param_num(&m, "stride", (double)stride);
     osm_param_str(&m, "pages", curve_pages == OSM_PAGES_HUGE ? "thp (MADV_HUGEPAGE)" : "4k (MADV_NOHUGEPAGE)");
     osm_param_num(&m, "samples_at", round(sizes[cap - 1]));
@@ -224,19 +231,19 @@ int main(int argc, char **argv)
         osm_param_str(&m, "thp_mode", mode);
         osm_param_int(&m, "huge_kib", thp_kib);
         osm_param_num(&m, "huge_fraction", round((double)thp_kib * 1024 / (double)size * 1000) / 1000);
-        osm_param_str(&m, "chain", sequential ? "sequential" : "random");
+        osm_param_str(&m, "chain", chain_names[chain]);
         osm_emit(&m);
         osm_meas_free(&m);
         free(v);
     }
     if (stride_walk) { /* the same size walked in address order: what a prefetcher makes of it */
         uint64_t size = (uint64_t)sizes[cap - 1], keep_stride = stride;
-        bool keep_seq = sequential;
+        int keep_chain = chain;
         double *v = malloc(o.samples * sizeof *v);
         if (!v)
             osm_die("out of memory");
         stride = stride_walk;
-        sequential = true;
+        chain = OSM_CHAIN_SEQUENTIAL;
         measure_size(size / stride * stride, curve_pages, o.samples, o.iterations, v, dist, NULL);
         osm_meas_init(&m, "mem.lat.stride", o.samples);
         for (size_t i = 0; i < o.samples; i++)
@@ -248,7 +255,7 @@ int main(int argc, char **argv)
         osm_emit(&m);
         osm_meas_free(&m);
         stride = keep_stride;
-        sequential = keep_seq;
+        chain = keep_chain;
         free(v);
     }
     free(dist);

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
     }
 
     char *buf = osm_buffer(size, OSM_PAGES_SMALL);
-    osm_chain_build(buf, size, STRIDE, false, 0xA5A5ull ^ size);
+    osm_chain_build(buf, size, STRIDE, OSM_CHAIN_RANDOM, 0xA5A5ull ^ size);
     void **p = (void **)buf;
     uint64_t n = size / STRIDE;
     chase(&p, n / 16 + 1);

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
         m.sx[z] = (double)size;
         osm_progress("size %zu of %zu", z + 1, nsizes);
         char *buf = osm_buffer(size, OSM_PAGES_SMALL);
-        osm_chain_build(buf, size, STRIDE, false, 0x51ED27ull ^ size);
+        osm_chain_build(buf, size, STRIDE, OSM_CHAIN_RANDOM, 0x51ED27ull ^ size);
         /* the K starts: evenly spaced addresses, so at random places of the
          * cycle, far apart along it (a window walks a small part of it) */
         struct walk w[NK];
