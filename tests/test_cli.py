@@ -300,6 +300,9 @@ def test_a_probe_runs_in_several_interleaved_processes(tmp_path):
     assert inter["cpu"] == doc["conditions"]["pinned_cpu"]
     assert inter["probes"]["cpu.syscall"]["wall_s"] > 0 and "interrupts" in inter["probes"]["cpu.syscall"]
     assert 0 <= inter["noise_start"]["lost_share"] < 1 and inter["noise_end"]["interruptions_per_s"] >= 0
+    # each process's core clock at its start and its end, one pair per process
+    clocks = inter["core_mhz"]["cpu.syscall"]
+    assert len(clocks) == m["processes"]["n"] and all(len(c) == 2 and min(c) > 100 for c in clocks), clocks
 
 
 def test_results_of_one_kind_never_land_in_another(tmp_path):

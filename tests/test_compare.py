@@ -417,6 +417,38 @@ def test_a_noisy_run_is_named_and_its_effect_on_the_verdicts_said(tmp_path):
     assert "flagged run a/" not in r.stdout
 
 
+def test_a_run_on_a_slowed_core_is_named_and_shown_by_stability(tmp_path):
+    """Each probe process reads the core's clock (a chain of adds) at its
+    start and its end. A run in which the host slowed the vCPU (no steal,
+    no interruption: its sibling hyperthread busy) has processes whose clock
+    is well below the others': compare names it, stability shows it per run.
+    A run whose processes all ran at the usual clock is not named, nor is
+    one with a single slowed process. Mutant: a process counted slowed
+    above the threshold, not below."""
+    a = make_campaign(tmp_path / "a", 4, 1)
+    b = make_campaign(tmp_path / "b", 4, 2)
+    for side in (a, b):
+        for k in range(1, 5):
+            doc = json.loads((side / f"run-{k:02d}" / "results.json").read_text())
+            if (side, k) == (b, 2):  # 6 of 10 processes at 60% of the clock
+                pairs = [[3000.0, 1800.0]] * 6 + [[2990.0, 3005.0]] * 4
+            elif (side, k) == (a, 3):  # one of 10, at the end only
+                pairs = [[3000.0, 1750.0]] + [[2995.0, 3000.0]] * 9
+            else:
+                pairs = [[2990.0 + k, 3000.0 - k]] * 10
+            doc["interference"] = {"cpu": 1, "probes": {}, "core_mhz": {"p1": pairs[:5], "p2": pairs[5:]}}
+            write_json_atomic(side / f"run-{k:02d}" / "results.json", doc)
+    r = osmeter("compare", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    assert "flagged run b/run-02: the core ran below 85% of its usual clock" in r.stdout, r.stdout
+    assert "in 60% of its probe processes" in r.stdout
+    assert "flagged run a/" not in r.stdout and "flagged run b/run-01" not in r.stdout
+    st = osmeter("stability", str(b))
+    assert st.returncode == 0, st.stderr
+    rows = {ln.split()[0]: ln.split() for ln in st.stdout.splitlines() if ln.startswith("b/run-")}
+    assert rows["b/run-02"][-1] == "60%" and rows["b/run-01"][-1] == "0%", st.stdout
+
+
 def test_the_conditions_that_differ_are_printed_in_every_output(tmp_path):
     a = make_campaign(tmp_path / "a", 2, 1)
     b = make_campaign(tmp_path / "b", 2, 2, conditions={"thp": "always", "sysctl": {"vm.swappiness": "10"}})

@@ -237,6 +237,20 @@ def test_stride_walk_is_lmbenchs_hundred_loads_a_turn_counted_per_load():
     assert 0.6 < med(walk) / med(curve) < 1.6, (med(walk), med(curve))
 
 
+def test_every_line_carries_the_core_clock_at_its_process_start_and_end():
+    """osm_init reads the core's clock by a chain of adds, and the first
+    emit reads it again: both ride on every line (core_mhz). In cpu_ops's
+    process they are the same quantity as cpu.clock, which times the same
+    kind of chain for longer: within a third of it, on an unslowed core.
+    Mutant: the chain's adds counted twice."""
+    o = probe_lines("cpu_ops", "--cpu", "0", "--samples", "9")
+    clock = med(o["cpu.clock"])
+    for line in o.values():
+        c = line["core_mhz"]
+        for k in ("start", "end"):
+            assert 0.67 < c[k] / clock < 1.5, (line["id"], c, clock)
+
+
 def test_core_clock_agrees_with_cpuinfo():
     """An add is one core cycle. Within 30% of /proc/cpuinfo's MHz; where
     that MHz is the TSC's rate (a guest that cannot see the core's clock

@@ -156,6 +156,16 @@ void osm_emit(const struct osm_meas *m)
     if (osm_deschedule_check_why())
         json_kstr(&j, "deschedule_check_why", osm_deschedule_check_why());
     json_obj_end(&j);
+    /* the core's clock when the process started and after its measuring
+     * (the first emit): a host that slowed the vCPU meanwhile shows here */
+    static double end_mhz;
+    if (end_mhz == 0)
+        end_mhz = osm_core_mhz();
+    json_key(&j, "core_mhz");
+    json_obj(&j);
+    json_knum(&j, "start", osm_core_start_mhz);
+    json_knum(&j, "end", end_mhz);
+    json_obj_end(&j);
     /* the params object as built so far, closed; a single-shot measurement
      * adds how many of the timer's steps its median spans */
     char extra[160] = "";

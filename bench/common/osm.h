@@ -283,6 +283,14 @@ int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double
 /* Ticks a timed window needs: 100 times the timer's overhead, 100 steps,
  * and 20 us (osm_autobatch's target). */
 double osm_window_floor_ticks(void);
+/* The core's clock now, in MHz: a dependent chain of integer adds (one core
+ * cycle each, as cpu.clock) timed in a few windows, their median; well under
+ * a millisecond. A host that slows this vCPU for a while (its sibling
+ * hyperthread busy, a lower clock) shows as a lower figure. osm_init takes it
+ * once (osm_core_start_mhz) and osm_emit once more, after the measuring: every
+ * JSON line carries both ("core_mhz"). */
+double osm_core_mhz(void);
+extern double osm_core_start_mhz;
 
 /* ------------------------------------------------------------- samples */
 

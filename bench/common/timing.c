@@ -261,6 +261,35 @@ double osm_window_floor_ticks(void)
     return want < 100.0 ? 100.0 : want;
 }
 
+double osm_core_start_mhz;
+
+#define X16(s) s s s s s s s s s s s s s s s s
+double osm_core_mhz(void)
+{
+    enum { WINDOWS = 5 };
+    uint64_t adds = 1 << 14;
+    double ticks[WINDOWS];
+    for (;;) { /* a window of at least the timer's floor (100 steps, 20 us) */
+        for (int w = 0; w < WINDOWS; w++) {
+            uint64_t x = 1, k = 3;
+            OSM_KEEP(k);
+            uint32_t c0, c1;
+            uint64_t t0 = osm_begin(&c0);
+            for (uint64_t i = 0; i < adds / 16; i++) {
+                X16(x += k; OSM_KEEP(x);)
+            }
+            uint64_t t1 = osm_end(&c1);
+            OSM_USE(x);
+            ticks[w] = (double)(t1 - t0) - osm_timer.overhead;
+        }
+        double med = osm_median(ticks, WINDOWS);
+        if (med >= osm_window_floor_ticks() || adds >= (1ull << 26))
+            return med > 0 ? osm_timer.hz * (double)adds / med / 1e6 : 0;
+        adds *= 2;
+    }
+}
+#undef X16
+
 #define OVERHEAD_WINDOWS 2000
 
 static double overhead_samples[OVERHEAD_WINDOWS];

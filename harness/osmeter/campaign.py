@@ -213,6 +213,30 @@ def area_stability_table(rows: list[dict], good: float = 0.02, worst: int = 3) -
     return text_table(("area", "ids", "median run CV", f"ids <= {good:.0%}", "worst"), body, left=(0, 4))
 
 
+def core_state_table(runs: list[Run]) -> str:
+    """Per run: the median core clock of its probe processes (a chain of
+    adds at each process's start and end) and how many of them ran below
+    interference.SLOWED of the median over all these runs' processes: the
+    host's slowing of the vCPU, which neither steal time nor the noise
+    probe sees. Empty when no run recorded clocks."""
+    from .interference import SLOWED, core_clocks, slowed_share
+    from .present import text_table
+
+    every = [c for r in runs for c in core_clocks(r.doc)]
+    if not every:
+        return ""
+    ref = float(np.median(every))
+    body = []
+    for r in runs:
+        c = core_clocks(r.doc)
+        share = slowed_share(c, ref)
+        body.append((r.name, f"{np.median(c):,.0f} MHz" if c else "-", str(len(c)),
+                     f"{share:.0%}" if share is not None else "-"))
+    return (f"Core clock (a chain of adds at each probe process's start and end; slowed: below {SLOWED:.0%} "
+            f"of the median over these runs, {ref:,.0f} MHz):\n"
+            + text_table(("run", "median clock", "processes", "slowed"), body, left=(0,)))
+
+
 def _dominant(sp: dict) -> str:
     d = sp.get("dominant")
     share = (sp.get("share") or {}).get(d) if d else None
@@ -231,5 +255,7 @@ def _write_stability(out: Path) -> None:
     if len(runs) < 2:
         return
     table = stability_table(stability_rows(runs))
+    core = core_state_table(runs)
+    table += "\n\n" + core if core else ""
     (out / store.STABILITY).write_text(STABILITY_HEAD + table + "\n")
     print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")

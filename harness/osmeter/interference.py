@@ -1,9 +1,13 @@
 """What else used the measuring CPU while a probe ran: the hypervisor's
 steal time, interrupts and softirqs from /proc for the pinned CPU, read
-before and after every probe process, and a short noise measurement
+before and after every probe process; a short noise measurement
 (bench/sched/noise.c: the share of a spinning thread's time lost to
-interruptions) at the start and the end of every run. compare names the
-runs that a noisier machine disturbed (noisy_runs)."""
+interruptions) at the start and the end of every run; and the core's clock
+at the start and the end of every probe process (a chain of adds, the
+"core_mhz" of each probe line), which falls while the host slows the vCPU
+without taking it away (its sibling hyperthread busy, a lower clock: no
+steal, no interruption). compare names the runs that a noisier machine
+disturbed (noisy_runs)."""
 from __future__ import annotations
 
 import os
@@ -15,6 +19,11 @@ NOISE_ARGS = ("--samples", "20", "--quantum-us", "10000")
 # and above the floor (a share of the CPU's time)
 NOISY_FACTOR = 3.0
 NOISY_FLOOR = 0.01
+# a probe process ran on a slowed core when its clock at its start or its end was below this share of
+# the reference (the median over the compared runs' processes); a run stands out when the share of
+# its processes that did is above SLOWED_FLOOR and NOISY_FACTOR times the compared runs' median share
+SLOWED = 0.85
+SLOWED_FLOOR = 0.1
 
 
 def _clk_tck() -> float:
@@ -97,9 +106,36 @@ def noise_of(lines: list[dict]) -> dict | None:
     return None
 
 
-def run_level(doc: dict) -> dict:
+def core_clocks(doc: dict) -> list[float]:
+    """The core's clock (MHz) of each probe process of a run: the lower of
+    its start and end readings (interference.core_mhz, which the runner
+    fills from the probes' lines)."""
+    out = []
+    f = doc.get("interference")
+    per_probe = f.get("core_mhz") if isinstance(f, dict) else None
+    if not isinstance(per_probe, dict):
+        return out
+    for pairs in per_probe.values():
+        for pair in pairs if isinstance(pairs, list) else []:
+            v = [x for x in (pair[:2] if isinstance(pair, list) else [])
+                 if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")]
+            if v:
+                out.append(float(min(v)))
+    return out
+
+
+def slowed_share(clocks: list[float], ref: float) -> float | None:
+    """The share of processes whose clock was below SLOWED of ref."""
+    if not clocks or not ref > 0:
+        return None
+    return sum(c < SLOWED * ref for c in clocks) / len(clocks)
+
+
+def run_level(doc: dict, ref_mhz: float | None = None) -> dict:
     """A run's interference in a few numbers: its steal share over all the
-    probes' processes, and its noise at the start and the end."""
+    probes' processes, its noise at the start and the end, the median core
+    clock of its probe processes and the share of them that ran slowed
+    (against ref_mhz, by default the run's own median)."""
     f = doc.get("interference") or {}
     total = None
     for d in (f.get("probes") or {}).values():
@@ -110,6 +146,13 @@ def run_level(doc: dict) -> dict:
             and isinstance(x.get("lost_share"), (int, float))]
     if lost:
         out["noise_lost_share"] = max(lost)
+    clocks = core_clocks(doc)
+    if clocks:
+        import numpy as np
+
+        out["core_mhz"] = round(float(np.median(clocks)), 1)
+        out["core_processes"] = len(clocks)
+        out["core_slowed_share"] = slowed_share(clocks, ref_mhz or out["core_mhz"])
     return out
 
 
@@ -117,7 +160,11 @@ def noisy_runs(runs) -> dict[str, str]:
     """The runs (of a comparison, both sides) whose steal share or noise
     stands out: above NOISY_FLOOR and NOISY_FACTOR times the median of all
     the runs. {run name: why}."""
-    levels = [(r.name, run_level(r.doc)) for r in runs]
+    import numpy as np
+
+    every = [c for r in runs for c in core_clocks(r.doc)]
+    ref = float(np.median(every)) if every else None
+    levels = [(r.name, run_level(r.doc, ref)) for r in runs]
     out: dict[str, str] = {}
     for key, what in (("steal_share", "steal time"), ("noise_lost_share", "time lost to interruptions")):
         vals = [lv[key] for _, lv in levels if isinstance(lv.get(key), (int, float))]
@@ -131,4 +178,13 @@ def noisy_runs(runs) -> dict[str, str]:
             if isinstance(v, (int, float)) and v > NOISY_FLOOR and v > NOISY_FACTOR * med:
                 out.setdefault(name, f"{what} {v:.1%} of the pinned CPU against a median of {med:.1%} over "
                                      "the compared runs")
+    shares_ = [lv["core_slowed_share"] for _, lv in levels if isinstance(lv.get("core_slowed_share"), float)]
+    if len(shares_) >= 3:
+        med = float(np.median(shares_))
+        for name, lv in levels:
+            v = lv.get("core_slowed_share")
+            if isinstance(v, float) and v > SLOWED_FLOOR and v > NOISY_FACTOR * med:
+                out.setdefault(name, f"the core ran below {SLOWED:.0%} of its usual clock ({ref:,.0f} MHz, a chain "
+                                     f"of adds) in {v:.0%} of its probe processes against a median of {med:.0%} "
+                                     "over the compared runs")
     return out

@@ -336,6 +336,12 @@ def interference_rows(doc: dict) -> list[tuple[str, str]]:
         if isinstance(x, dict) and isinstance(x.get("lost_share"), (int, float)):
             out.append((f"time lost to interruptions {what}",
                         f"{x['lost_share']:.2%} ({x.get('interruptions_per_s') or 0:,.0f} interruptions per second)"))
+    if "core_mhz" in lv:
+        from .interference import SLOWED
+
+        out.append(("core clock at the probes' starts and ends (a chain of adds)",
+                    f"median {lv['core_mhz']:,.0f} MHz; {lv['core_slowed_share']:.0%} of "
+                    f"{lv['core_processes']} processes below {SLOWED:.0%} of it"))
     return out
 
 

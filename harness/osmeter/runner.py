@@ -325,6 +325,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             else:
                 ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
                               per_process.setdefault(probe.name, []), interference[probe.name])
+                clock = _core_mhz(per_process[probe.name][-1] if per_process[probe.name] else [])
+                if ok and clock:
+                    results.doc["interference"].setdefault("core_mhz", {}).setdefault(probe.name, []).append(clock)
                 _derive_across(results, p.derived, lines_seen)
                 nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
                 say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
@@ -704,6 +707,16 @@ def _record_isolation(out: Path, doc: dict) -> None:
         if isinstance(e, OSError) and not isinstance(e, FileNotFoundError):
             print(f"osmeter: error: cannot add the isolation's restore to {path}: {e.strerror or e}",
                   file=sys.stderr)
+
+
+def _core_mhz(lines: list[dict]) -> list[float] | None:
+    """A probe process's core clock at its start and its end (MHz), from
+    the first of its lines that carries one (bench/common/emit.c)."""
+    for line in lines:
+        c = line.get("core_mhz")
+        if isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) and c[k] > 0 for k in ("start", "end")):
+            return [round(float(c["start"]), 1), round(float(c["end"]), 1)]
+    return None
 
 
 def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int, stdout: str, stderr: str,
