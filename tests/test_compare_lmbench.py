@@ -45,9 +45,31 @@ def test_lmbench_figure_is_read_and_set_beside_osmeter(tmp_path):
     assert "200 ns .. 200 ns (lat_syscall -P 1 null)" in line, line
     m = re.search(r"null call\s+([\d.]+) (ns|us) \.\.", line)
     osm = float(m[1]) * (1e3 if m[2] == "us" else 1)
-    ratio = re.search(r"([\d.]+) \(([\d.]+) \.\. ([\d.]+)\)$", line.rstrip())
+    ratio = re.search(r"([\d.]+) \(([\d.]+) \.\. ([\d.]+)\)(;|$)", line.rstrip())
     assert ratio, line
-    assert all(abs(float(x) - osm / 200) < 0.02 for x in ratio.groups()), line  # one round: median = range
+    assert all(abs(float(x) - osm / 200) < 0.02 for x in ratio.groups()[:3]), line  # one round: median = range
+    assert re.search(r"Core clock .*: median [\d,]+ MHz", r.stdout), r.stdout  # the clocks were read
+
+
+def test_rounds_on_a_slowed_core_are_set_aside_where_others_remain():
+    """A round in which either tool's clock reading fell below 85% of the
+    session's median was run on a core the host slowed: its ratio is left
+    out of the median and range, and the cell says how many were. With
+    every round slowed, all are kept and the cell says so. Mutant: a
+    reading counted slowed above the threshold, not below."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("compare_lmbench", str(TOOL))
+    tool = importlib.util.module_from_spec(importlib.util.spec_from_loader("compare_lmbench", loader))
+    loader.exec_module(tool)
+    o, lv = [100.0, 102.0, 170.0], [100.0, 100.0, 100.0]
+    cell, aside = tool.ratio_cell(o, lv, [(3000, 2990), (2995, 3001), (1750, 2990)], 3000)
+    assert aside and cell.startswith("1.01 (1.00 .. 1.02); 1 of 3 rounds on a slowed core set aside"), cell
+    cell, aside = tool.ratio_cell(o, lv, [(3000, 2990), (2995, 3001), (2980, 2990)], 3000)
+    assert not aside and cell == "1.02 (1.00 .. 1.70)", cell
+    cell, aside = tool.ratio_cell(o, lv, [(1700, 2990)] * 3, 3000)
+    assert not aside and cell.endswith("; every round on a slowed core"), cell
 
 
 def test_a_hanging_lmbench_program_is_killed_and_its_row_says_so(tmp_path):
