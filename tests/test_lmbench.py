@@ -282,11 +282,21 @@ def test_loaded_latency_load_levels_draw_rising_bandwidth():
     rises, as on a machine whose other CPUs can approach the memory's
     bandwidth, is not checked: one other vCPU of a large host drew about
     10 GB/s here and DRAM latency did not move beyond noise; see
-    docs/notes/2026-11-25-lmbench-rows.md.) Mutant: the delay not applied."""
-    o = probe_lines("mem_loaded", "--samples", "7", "--cpu", "0", "--delays", "65536,0")["mem.lat.loaded"]
-    if "refused" in o:
-        pytest.skip(o["refused"])
-    s, bw = o["series"], o["params"]["bandwidth_mbs"]
-    idle, loaded = np.median(s["samples"][0]), np.median(s["samples"][-1])
-    assert bw[0] == 0 and bw[2] > 2 * bw[1] > 0, bw
-    assert loaded > 0.9 * idle, (idle, loaded, bw)
+    docs/notes/2026-11-25-lmbench-rows.md.) The levels are measured one
+    after another, and a guest's host may slow its core for a second or
+    more (docs/notes/2026-11-26-slowed-core.md: DRAM latency in timer ticks
+    then rises by a fifth), so one level can land in such a span: the
+    bandwidth must rise in every one of up to three runs, the latency
+    relation hold in one. Mutant: the delay not applied."""
+    seen = []
+    for _ in range(3):
+        o = probe_lines("mem_loaded", "--samples", "7", "--cpu", "0", "--delays", "65536,0")["mem.lat.loaded"]
+        if "refused" in o:
+            pytest.skip(o["refused"])
+        s, bw = o["series"], o["params"]["bandwidth_mbs"]
+        idle, loaded = np.median(s["samples"][0]), np.median(s["samples"][-1])
+        assert bw[0] == 0 and bw[2] > 2 * bw[1] > 0, bw
+        seen.append((idle, loaded, o.get("core_mhz")))
+        if loaded > 0.9 * idle:
+            return
+    pytest.fail(f"the heaviest load's latency below 0.9 of the idle one in three runs: {seen}")
