@@ -290,7 +290,10 @@ def test_components_add_up_to_the_traced_sample(traced_run):
         assert kp["overhead"]["ratio"] > 0.5, (mid, kp["overhead"])
     assert "syscall getppid" in paths["cpu.syscall.getppid"]["components"]
     assert paths["cpu.syscall.getppid"]["software"]["virtual_ns"] > 0
-    assert paths["mem.pagefault.major"]["groups"].get("waiting", 0) > 0  # asleep for the read
+    # the major fault's time is the fault path's, and the wait for the read where the task slept
+    # (one fresh CI run saw a 486 us fault with no sleep in it: the read done before the task waited)
+    g = paths["mem.pagefault.major"]["groups"]
+    assert g.get("page fault", 0) + g.get("waiting", 0) > 0.8 * sum(g.values()), g
     assert doc["conditions"]["kernel_paths"]["tracefs_unchanged"] is True
     assert (out / "ktimers.txt").read_text().count("syscall:getppid") >= 1
 
