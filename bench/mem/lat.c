@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t min_size = 1024, max_size = 512ull << 20, stride = 64;
 static unsigned steps_per_octave = 4;
@@ -156,6 +157,15 @@ int main(int argc, char **argv)
         osm_usage_error("--min must hold at least two elements of --stride %llu bytes", (unsigned long long)stride);
     if (max_size / stride > UINT32_MAX)
         osm_usage_error("--max / --stride exceeds 2^32 elements");
+    if (chain == OSM_CHAIN_PAGEWISE) { /* whole pages of several elements, as -t walks them */
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), per = page / stride;
+        if (page % stride || per < 2 || (per & (per - 1)))
+            osm_usage_error("--chain pagewise: --stride must divide the page (%llu bytes) into a power of two "
+                            "of at least 2 elements", (unsigned long long)page);
+        if (min_size % page || max_size % page)
+            osm_usage_error("--chain pagewise: --min and --max must be whole pages (%llu bytes)",
+                            (unsigned long long)page);
+    }
 
     /* Stay within free memory: the buffer, its chain index, and room to spare. */
     uint64_t avail = osm_mem_available();
@@ -176,7 +186,8 @@ int main(int argc, char **argv)
     double sizes[4096];
     for (double e = log2((double)min_size); cap < 4096; e += 1.0 / steps_per_octave) {
         uint64_t s = (uint64_t)llround(pow(2.0, e));
-        s = s / stride * stride;
+        uint64_t unit = chain == OSM_CHAIN_PAGEWISE ? (uint64_t)sysconf(_SC_PAGESIZE) : stride;
+        s = s / unit * unit; /* pagewise: whole pages */
         if (s > max_size)
             break;
         if (cap == 0 || s != (uint64_t)sizes[cap - 1])
