@@ -152,6 +152,10 @@ MUTANTS = [
            "        if (flags)\n            r = enter(e, u->to_submit, need_wait ? min : 0, flags);",
            "        if (flags || u->to_submit)\n            r = enter(e, u->to_submit, need_wait ? min : 0, flags);",
            "tests/test_disk.py::test_sqpoll_calls_only_to_wait_or_wake"),
+    Mutant("far-processes-ignored", "harness/osmeter/compare.py",
+           "    return int(np.sum(r > FAR_PROCESS * sd))", "    return 0",
+           "tests/test_compare.py::test_a_disturbance_over_more_of_b_s_processes_flags_nothing "
+           "tests/test_compare.py::test_the_unit_is_the_process_only_where_runs_add_nothing"),
     Mutant("iogen-ramp-recorded", "bench/disk/stream.c",
            "if (io->t_start < t_measure || now > atomic_load_explicit(&rs->t_end, memory_order_relaxed)) {",
            "if (now > atomic_load_explicit(&rs->t_end, memory_order_relaxed)) {",

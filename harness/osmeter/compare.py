@@ -28,6 +28,11 @@ MIN_CHANGE = 0.02
 # percent apart; three runs a side can all land in one mode by chance, the observed spread is then
 # near zero, and a mere split between the sides would look like a change.
 RUN_SD_FLOOR = 0.01
+# A process whose median lies further than this many robust standard deviations (1.4826 MAD of its side's
+# process medians, at least RUN_SD_FLOOR) from its side's median is in a far mode: a host disturbance over
+# it (another tenant on the core's sibling for a few hundred ms), a rare placement. Such modes come at a
+# rate that drifts with time, so processes are not draws of one distribution and the run is the unit.
+FAR_PROCESS = 4.0
 POWER = 0.8
 VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
 DIRECTIONS = ("faster", "slower", "higher", "lower")
@@ -134,6 +139,14 @@ def _processes(run) -> list[np.ndarray]:
     return [np.asarray(x, float) for x in run if np.asarray(x).size]
 
 
+def far_processes(logs: np.ndarray) -> int:
+    """How many of one side's process medians (their logs) lie in a far mode:
+    further than FAR_PROCESS robust standard deviations from the side's median."""
+    r = np.abs(logs - np.median(logs))
+    sd = max(1.4826 * float(np.median(r)), RUN_SD_FLOOR)
+    return int(np.sum(r > FAR_PROCESS * sd))
+
+
 def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
                interval: bool = True) -> Row | None:
     """One id: a and b hold each side's runs, a run being its kept trials
@@ -163,14 +176,16 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
         row.units_a, row.units_b = len(ma), len(mb)
         return row
     # the unit: the process where the runs show no variance of their own beyond their processes'
-    # (the run-level component is estimated at zero on both sides), else the run
+    # (the run-level component is estimated at zero on both sides) and no process is in a far mode,
+    # else the run
     pa = [np.log([np.median(p) for p in run]) for run in a]
     pb = [np.log([np.median(p) for p in run]) for run in b]
     comp = nested_components([x - np.mean(np.concatenate(pa)) for x in pa]
                              + [x - np.mean(np.concatenate(pb)) for x in pb], sides=2)
     row.components = comp
     la, lb = np.log(ma), np.log(mb)
-    if comp and comp["run_var"] == 0 and min(len(x) for x in pa + pb) >= 2:
+    if (comp and comp["run_var"] == 0 and min(len(x) for x in pa + pb) >= 2
+            and not far_processes(np.concatenate(pa)) and not far_processes(np.concatenate(pb))):
         # processes as the unit only where that also knows the sides' means better: a run's figure,
         # the median of its processes', shrugs off one process in another mode, their mean does not
         xa, xb = np.concatenate(pa), np.concatenate(pb)
