@@ -71,6 +71,7 @@ class Row:
     need: int | None = None  # runs per side a decision would need, for "too few runs"
     verdict: str = "~"
     test_unit: str = "run"  # "run", or "process" where the runs show no run-level variance of their own
+    #                         and no process is in a far mode (far_processes)
     units_a: int = 0        # how many values of that unit each side had
     units_b: int = 0
     p_within: float = float("nan")  # one run a side: Mann-Whitney on the two runs' trials (within-run only)
@@ -476,7 +477,8 @@ def method_line(c: Comparison) -> str:
                 "the other (Mann-Whitney U) and is shown for reading only. Repeat each side (osmeter run --runs N, "
                 "or osmeter ab) to test against run-to-run variance")
     return (f"a run's figure is the median of its processes' medians; the unit of the test is the run, or the "
-            f"process where the runs show no variance beyond their processes' ('unit'); Welch's t test on the logs, "
+            f"process where the runs show no variance beyond their processes' and no process lies over "
+            f"{FAR_PROCESS:g} robust sd from its side's median ('unit'); Welch's t test on the logs, "
             f"each side's spread taken as at least {RUN_SD_FLOOR:.0%}, Benjamini-Hochberg {level} over all ids, "
             f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
             f"hierarchical bootstrap (runs, then trials); 'too few runs': a {c.min_change:.0%} change (or the "
