@@ -156,6 +156,13 @@ MUTANTS = [
            "    return int(np.sum(r > FAR_PROCESS * sd))", "    return 0",
            "tests/test_compare.py::test_a_disturbance_over_more_of_b_s_processes_flags_nothing "
            "tests/test_compare.py::test_the_unit_is_the_process_only_where_runs_add_nothing"),
+    Mutant("isolate-seen-tasks-taken-for-born", "harness/osmeter/isolate.py",
+           " or (seen is not None and (tid, start) in seen):", ":",
+           "tests/test_isolate.py::test_tasks_born_during_the_run_get_their_creators_mask_back"),
+    Mutant("isolate-killed-runs-mask-kept-for-the-plan", "harness/osmeter/runner.py",
+           "    stale = isolate.undo_killed_run() if opts.isolate else None",
+           "    stale = isolate.need_root() if opts.isolate else None",
+           "tests/test_isolate.py::test_after_a_sigkill_the_next_isolated_run_puts_the_machine_back_first"),
     Mutant("iogen-ramp-recorded", "bench/disk/stream.c",
            "if (io->t_start < t_measure || now > atomic_load_explicit(&rs->t_end, memory_order_relaxed)) {",
            "if (now > atomic_load_explicit(&rs->t_end, memory_order_relaxed)) {",

@@ -151,11 +151,13 @@ def test_a_second_signal_during_the_restore_waits_and_the_first_decides(tmp_path
 def test_tasks_born_during_the_run_get_their_creators_mask_back(tmp_path, monkeypatch):
     """Fake tasks and affinities: a task that moved gets its mask back; one
     that set its own meanwhile keeps it (and is named); a child and a
-    grandchild of a moved task get its previous mask; a task the kernel
-    pins (PF_NO_SETAFFINITY) is named, not moved; a new task with a reused
-    tid is not taken for the old one. Mutants caught: no inheritance pass;
-    matching tasks by tid without their start time."""
-    masks = {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2, 3}, 5: {0, 1, 2, 3}}
+    grandchild of a moved task get its previous mask; a child its owner
+    pinned before the run to what its parent is given keeps its pin; a task
+    the kernel pins (PF_NO_SETAFFINITY) is named, not moved; a new task with
+    a reused tid is not taken for the old one. Mutants caught: no
+    inheritance pass; matching tasks by tid without their start time; tasks
+    seen when planning taken for born ones."""
+    masks = {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2, 3}, 5: {0, 1, 2, 3}, 6: {0, 1, 2}}
 
     def task(tid, comm, ppid, start, flags=0):
         rest = ["S", ppid, 0, 0, 0, 0, flags] + [0] * 12 + [start]
@@ -166,6 +168,7 @@ def test_tasks_born_during_the_run_get_their_creators_mask_back(tmp_path, monkey
     for tid, comm, flags in ((1, "init", 0), (2, "pinned", 0), (3, "kworker/3:0", isolate.PF_NO_SETAFFINITY),
                              (4, "sets own", 0), (5, "ends", 0)):
         task(tid, comm, 0, 100 + tid, flags)
+    task(6, "pinned by owner", 1, 106)  # init's child, pinned before the run to what init is given
 
     def setaff(tid, m):
         if tid not in masks:
@@ -175,14 +178,14 @@ def test_tasks_born_during_the_run_get_their_creators_mask_back(tmp_path, monkey
     monkeypatch.setattr(isolate.Isolation, "getaff", staticmethod(lambda tid: set(masks[tid])))
     monkeypatch.setattr(isolate.Isolation, "setaff", staticmethod(setaff))
     with isolate.isolated(3, tmp_path, say=lambda *a, **k: None) as doc:
-        assert masks == {1: {0, 1, 2}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2}, 5: {0, 1, 2}}
+        assert masks == {1: {0, 1, 2}, 2: {3}, 3: {0, 1, 2, 3}, 4: {0, 1, 2}, 5: {0, 1, 2}, 6: {0, 1, 2}}
         masks[4] = {1}                                    # set its own affinity
         task(10, "sh", 1, 200); masks[10] = {0, 1, 2}     # born from init: inherited the moved mask
         task(11, "cc", 10, 201); masks[11] = {0, 1, 2}    # and its child
         task(12, "other", 99, 202); masks[12] = {0, 1, 2}  # born from no moved task
         task(5, "reused", 99, 300); masks[5] = {0, 1, 2}  # tid 5 ended and was used again
-    assert masks == {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {1}, 5: {0, 1, 2}, 10: {0, 1, 2, 3},
-                     11: {0, 1, 2, 3}, 12: {0, 1, 2}}
+    assert masks == {1: {0, 1, 2, 3}, 2: {3}, 3: {0, 1, 2, 3}, 4: {1}, 5: {0, 1, 2}, 6: {0, 1, 2},
+                     10: {0, 1, 2, 3}, 11: {0, 1, 2, 3}, 12: {0, 1, 2}}
     assert doc["restored"]["values"] == 1 and doc["restored"]["tasks_born_during_the_run"] == 2
     assert [x["task"] for x in doc["restored"]["left"]] == ["sets own (4)"]
     stays = {n["why"]: n["tasks"] for n in doc["not_done"] if n["what"] == "task affinity"}
@@ -268,8 +271,22 @@ def wait_for(path: Path, p: subprocess.Popen) -> None:
 
 @as_root
 def test_an_isolated_run_records_what_it_did_and_puts_everything_back(tmp_path):
-    before = snapshot()
-    r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r"))
+    """... and a task its owner pinned, before the run, to exactly the mask
+    the run gives its parent (this test's process) keeps its pin: it was not
+    born during the run. Mutant caught: tasks seen when planning taken for
+    born ones (a fresh CI run's stray task pinned to one CPU came back on
+    both)."""
+    rest = sorted(os.sched_getaffinity(0) - {max(os.sched_getaffinity(0))})
+    pinned = subprocess.Popen(["taskset", "-c", ",".join(map(str, rest)), "sleep", "120"]) if rest else None
+    try:
+        time.sleep(0.2)
+        before = snapshot()
+        r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r"))
+        assert pinned is None or os.sched_getaffinity(pinned.pid) == set(rest)
+    finally:
+        if pinned:
+            pinned.kill()
+            pinned.wait()
     assert r.returncode == 0, r.stdout + r.stderr
     iso = json.loads((tmp_path / "r" / "results.json").read_text())["conditions"]["isolation"]
     cpu = iso["cpu"]
@@ -323,6 +340,9 @@ def test_after_a_sigkill_the_next_isolated_run_puts_the_machine_back_first(tmp_p
     assert f"a previous isolated run (pid {p.pid}" in r.stderr and "undone now from" in r.stderr, r.stderr
     stale = json.loads((tmp_path / "r2" / "results.json").read_text())["conditions"]["isolation"]["stale"]
     assert stale["pid"] == p.pid and stale["restored"]["values"] > 0
+    # the killed run's mask, passed on to the next run by this process, was undone before it chose its CPU
+    iso = json.loads((tmp_path / "r2" / "results.json").read_text())["conditions"]["isolation"]
+    assert iso["cpu"] == cpu, (iso["cpu"], cpu)
     same_as(before)
 
 

@@ -102,7 +102,7 @@ def _run_campaign(p, out: Path, opts: RunOptions, runs: int, seed: int | None) -
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
         with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), \
-                (isolated(p.cpu) if opts.isolate else contextlib.nullcontext()) as iso:
+                (isolated(p.cpu, stale=p.isolation_stale) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json
                 p.extra_conditions["isolation"] = camp.doc["isolation"] = iso

@@ -126,6 +126,7 @@ class Isolation:
         self.doc: dict = {"cpu": cpu, "pid": os.getpid(), "started_utc": self.started, "state_file": str(self.state),
                           "done": [], "not_done": []}
         self._stays: list[tuple[int, str, str]] = []  # (tid, name, why) of tasks left on the CPU
+        self.known: set[tuple[int, str]] = set()  # (tid, start) of every task seen when planning: none was born
         self._lock: int | None = None
         self._restored = False
 
@@ -140,13 +141,12 @@ class Isolation:
             self._plan_smt()
             self._plan_irqs()
             self._plan_workqueues()
-            known: set = set()
-            self.changes += self._plan_tasks(known)
+            self.changes += self._plan_tasks(self.known)
             self._save()
             for c in self.changes:
                 self._apply(c)
             for _ in range(3):  # tasks born from unmoved ones while the first pass went on
-                more = self._plan_tasks(known)
+                more = self._plan_tasks(self.known)
                 if not more:
                     break
                 self.changes += more
@@ -337,7 +337,7 @@ class Isolation:
         self._restored = True
         with shielded():
             try:
-                self.doc["restored"] = self._undo(self.changes)
+                self.doc["restored"] = self._undo(self.changes, self.known)
                 left = self.doc["restored"]["left"]
                 self.say(f"osmeter: --isolate: undone ({self.doc['restored']['values']} values back as they were)"
                          + (f"; left as others changed them: {'; '.join(x['why'] for x in left)}" if left else ""))
@@ -345,9 +345,13 @@ class Isolation:
             finally:
                 os.close(self._lock)
 
-    def _undo(self, changes: list[dict]) -> dict:
+    def _undo(self, changes: list[dict], seen: set | None, own: bool = False) -> dict:
         """Each change back where it still holds osmeter's value; then the
-        tasks born from moved tasks. Returns what was done."""
+        tasks born from moved tasks: tasks not `seen` when planning (a task
+        that was there, pinned by its owner to what osmeter happened to give
+        its parent, is not one), this process only with `own` (a killed
+        run's: this process was born from the shell it moved). Returns what
+        was done."""
         back, left, plan = 0, [], {}
         live = {t[1]: t for t in self._tasks()}
         for c in reversed(changes):
@@ -380,7 +384,7 @@ class Isolation:
                                                        f"{e.strerror}"})
         born = 0
         for pid, tid, start, ppid, _, _ in sorted(live.values(), key=lambda t: int(t[2])):
-            if (tid, start) in plan or pid == os.getpid():
+            if (tid, start) in plan or (pid == os.getpid() and not own) or (seen is not None and (tid, start) in seen):
                 continue
             for creator in ([pid] if pid != tid else []) + [ppid]:  # a thread's process, a process's parent
                 t = live.get(creator)
@@ -422,7 +426,8 @@ class Isolation:
             raise RunError(f"{self.state} is left by an isolated run that did not finish, and it is unreadable: "
                            "put back by hand what it changed (boost, SMT, IRQ and task affinity), then remove "
                            "it") from None
-        done = self._undo(changes)
+        seen = {(int(t), str(s)) for t, s in old["seen"]} if isinstance(old.get("seen"), list) else None
+        done = self._undo(changes, seen, own=True)
         self.state.unlink()
         self.doc["stale"] = {"pid": old.get("pid"), "started_utc": old.get("started_utc"), "restored": done}
         left = "".join(f"; left: {x['why']}" for x in done["left"])
@@ -436,19 +441,39 @@ class Isolation:
         tmp.unlink(missing_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as f:
-            json.dump({"pid": os.getpid(), "cpu": self.cpu, "started_utc": self.started, "changes": self.changes}, f)
+            json.dump({"pid": os.getpid(), "cpu": self.cpu, "started_utc": self.started, "changes": self.changes,
+                       "seen": sorted(self.known)}, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.state)
 
 
+def undo_killed_run(root: Path | str = "/", say=print) -> dict | None:
+    """Before a run is planned: what a killed isolated run left, undone
+    (with the lock held), this process's own mask with it, so that the plan
+    sees the machine's own affinities (a shell the killed run moved passed
+    its moved mask to this process, and the default CPU would be chosen from
+    it). Returns the record of what was undone, or None."""
+    iso = Isolation(-1, root, say)
+    iso._take_lock()
+    try:
+        iso._undo_stale()
+    finally:
+        if iso._lock is not None:
+            os.close(iso._lock)
+    return iso.doc.get("stale")
+
+
 @contextlib.contextmanager
-def isolated(cpu: int, root: Path | str = "/", after=None, say=print):
+def isolated(cpu: int, root: Path | str = "/", after=None, say=print, stale: dict | None = None):
     """The CPU isolated inside the block; restored once at its end, also on
     an error or a signal. A second signal during the restore waits for it,
     and the first one is the one that ends the command. `after(doc)` is
-    called once the restore is done."""
+    called once the restore is done. `stale`: what undo_killed_run undid,
+    kept in the isolation's record."""
     iso = Isolation(cpu, root, say)
+    if stale:
+        iso.doc["stale"] = stale
     first: Interrupted | None = None
     try:
         yield iso.apply()

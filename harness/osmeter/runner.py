@@ -65,6 +65,7 @@ class Plan:
     extra_conditions: dict = field(default_factory=dict)
     tracing: object | None = None     # the tracefs session of --kernel-paths (tracefs.Session), once open
     host: object = None               # the machine measured: onhost.Here, or onhost.OnHost (--on)
+    isolation_stale: dict | None = None  # what a killed isolated run left, undone before planning
 
     @property
     def fifo(self) -> bool:
@@ -136,8 +137,8 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
         raise RunError("give --peer or --remote, not both")
     if opts.remote_cpu is not None and not opts.remote:
         raise RunError("--remote-cpu pins the netpeer that --remote starts: give --remote USER@HOST too")
-    if opts.isolate:
-        isolate.need_root()
+    # a killed isolated run's changes undone first: the CPU is chosen from this process's own mask
+    stale = isolate.undo_killed_run() if opts.isolate else None
     try:
         have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote)) if v)
         selection = registry.select(opts.patterns, opts.preset, have=have, probes=probes, derived=derived_all)
@@ -160,7 +161,7 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
     sched = {"policy": "SCHED_FIFO", "priority": RT_PRIORITY} if fifo else {"policy": "SCHED_OTHER",
                                                                           "why_not_fifo": why_not}
     return Plan(opts, root, bin_dir, selection, registry.select_derived(opts.patterns, derived_all), cpu, sched,
-                host=host)
+                host=host, isolation_stale=stale)
 
 
 # --------------------------------------------------------------- execute
@@ -638,7 +639,8 @@ def run(opts: RunOptions) -> Done:
                 p.peer = peer
                 if not opts.isolate:
                     return Done(execute(p, out), out)
-                with isolate.isolated(p.cpu, after=lambda doc: _record_isolation(out, doc)) as doc:
+                with isolate.isolated(p.cpu, after=lambda doc: _record_isolation(out, doc),
+                                      stale=p.isolation_stale) as doc:
                     p.extra_conditions["isolation"] = doc
                     return Done(execute(p, out), out)
         finally:
