@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,20 @@ sys.path.insert(0, str(ROOT / "harness"))
 def osmeter(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
     """Runs the harness the way a person does, through the launcher."""
     return subprocess.run([str(ROOT / "osmeter"), *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def run_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own whose whole process group is
+    killed on a timeout: a traced program (strace -f) outlives a tracer
+    killed alone, and would go on loading the machine."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def probe(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT, cgroup2_with, limited_cgroup
+from conftest import BIN, ROOT, cgroup2_with, limited_cgroup, run_group
 
 IOGEN = str(BIN / "iogen")
 WORK = ROOT / "build" / "test-disk"  # on the repository's file system, never tmpfs
@@ -809,10 +809,9 @@ def test_sqpoll_calls_only_to_wait_or_wake(ramloop, tmp_path):
     flags = {}
     for mode, opts in (("sqpoll", ("--sqpoll", 0)), ("plain", ("--taskrun", "plain"))):
         log = tmp_path / f"{mode}.strace"
-        r = subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=io_uring_enter", IOGEN,
-                            "--target", ramloop, "--workload", "4k-random-read", "--qd", "16", "--time", "0.3",
-                            "--ramp", "0", "--cpu", str(max(os.sched_getaffinity(0))), *map(str, opts)],
-                           capture_output=True, text=True, timeout=30)
+        r = run_group(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=io_uring_enter", IOGEN,
+                       "--target", ramloop, "--workload", "4k-random-read", "--qd", "16", "--time", "0.3",
+                       "--ramp", "0", "--cpu", str(max(os.sched_getaffinity(0))), *map(str, opts)], timeout=30)
         assert r.returncode == 0, r.stderr
         calls = re.findall(r"io_uring_enter\(\d+, (\d+), (\d+), ([^,]+),", log.read_text())
         assert calls, log.read_text()[:500]
