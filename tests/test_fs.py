@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT, cgroup2_with, limited_cgroup, probe, probe_lines
+from conftest import BIN, ROOT, cgroup2_with, limited_cgroup, probe, probe_lines, run_group
 
 WORK = ROOT / "build" / "test-fs"  # on the repository's (disk-backed) file system
 
@@ -109,9 +109,9 @@ def test_metadata_rates(work):
     assert not any(work.glob("osmeter-meta-*"))  # it cleans up after itself
     if not shutil.which("strace"):
         pytest.skip("strace is not installed: the planted unlink delay cannot be checked (Debian: strace)")
-    r = subprocess.run(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
-                        "-e", f"inject=unlink,unlinkat:delay_enter={DELAY_US}", str(BIN / "fs_meta"), "--dir", str(work),
-                        "--files", "100", "--samples", "2", "--cpu", "0"], capture_output=True, text=True, timeout=120)
+    r = run_group(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=unlink,unlinkat",
+                   "-e", f"inject=unlink,unlinkat:delay_enter={DELAY_US}", str(BIN / "fs_meta"), "--dir", str(work),
+                   "--files", "100", "--samples", "2", "--cpu", "0"], timeout=120)
     if r.returncode != 0 and "ptrace" in r.stderr:
         pytest.skip(f"strace cannot trace here: {r.stderr.strip()[:200]}")
     assert r.returncode == 0, r.stderr
@@ -172,10 +172,9 @@ def test_metadata_creates_never_follow_the_runs_own_deletes(tmp_path):
     if not shutil.which("strace"):
         pytest.skip("strace is not installed: rounds cannot be held a second apart (Debian: strace)")
     with fresh_ext4(tmp_path, journal=False) as mnt:
-        r = subprocess.run(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
-                            "-e", "inject=mkdir,mkdirat:delay_enter=1100000", str(BIN / "fs_meta"), "--dir", str(mnt),
-                            "--files", "2000", "--samples", "2", "--warmup", "0", "--cpu", "0"],
-                           capture_output=True, text=True, timeout=300)
+        r = run_group(["strace", "-f", "-qq", "--seccomp-bpf", "-o", "/dev/null", "-e", "trace=mkdir,mkdirat",
+                       "-e", "inject=mkdir,mkdirat:delay_enter=1100000", str(BIN / "fs_meta"), "--dir", str(mnt),
+                       "--files", "2000", "--samples", "2", "--warmup", "0", "--cpu", "0"], timeout=300)
         if r.returncode != 0 and "ptrace" in r.stderr:
             pytest.skip(f"strace cannot trace here: {r.stderr.strip()[:200]}")
         assert r.returncode == 0, r.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BIN, probe_lines
+from conftest import BIN, probe_lines, run_group
 from osmeter.machine import caches
 from osmeter.probes.mem import cache_sizes
 
@@ -187,9 +187,9 @@ def test_protection_fault_windows_hold_faults_and_no_system_call(tmp_path):
 
     def mprotects(samples: int) -> int:
         log = tmp_path / f"strace-{samples}"
-        r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=mprotect", "-o", str(log),
-                            str(BIN / "mem_vm"), "--samples", str(samples), "--warmup", "0", "--iterations", "5",
-                            "--cpu", "0", "--size", "1M"], capture_output=True, text=True, timeout=120)
+        r = run_group(["strace", "-f", "-qq", "-e", "trace=mprotect", "-o", str(log),
+                       str(BIN / "mem_vm"), "--samples", str(samples), "--warmup", "0", "--iterations", "5",
+                       "--cpu", "0", "--size", "1M"], timeout=120)
         assert r.returncode == 0, r.stderr
         return sum(1 for line in log.read_text().splitlines() if "mprotect(" in line)
 
@@ -208,9 +208,9 @@ def test_protection_fault_catch_is_delivered_as_the_fault_is(tmp_path):
     if not shutil.which("strace"):
         pytest.skip("strace is not installed: the probe's handlers cannot be read (Debian: strace)")
     log = tmp_path / "strace"
-    r = subprocess.run(["strace", "-qq", "-e", "trace=rt_sigaction", "-e", "signal=none", "-o", str(log),
-                        str(BIN / "mem_vm"), "--samples", "2", "--warmup", "0", "--iterations", "5",
-                        "--size", "1M"], capture_output=True, text=True, timeout=120)
+    r = run_group(["strace", "-qq", "-e", "trace=rt_sigaction", "-e", "signal=none", "-o", str(log),
+                   str(BIN / "mem_vm"), "--samples", "2", "--warmup", "0", "--iterations", "5",
+                   "--size", "1M"], timeout=120)
     assert r.returncode == 0, r.stderr
     flags = {}
     for line in log.read_text().splitlines():

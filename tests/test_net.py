@@ -13,7 +13,7 @@ import uuid
 import numpy as np
 import pytest
 
-from conftest import BIN, ROOT, osmeter, probe_lines
+from conftest import BIN, ROOT, osmeter, probe_lines, run_group
 
 NETPEER = str(BIN / "netpeer")
 
@@ -348,9 +348,8 @@ def test_ipc_bandwidth_copies_between_page_aligned_buffers(tmp_path):
     if not shutil.which("strace"):
         pytest.skip("strace is not installed: the probe's buffers cannot be seen (Debian: strace)")
     log = tmp_path / "strace"
-    r = subprocess.run(["strace", "-f", "-e", "trace=read,write", "-e", "raw=read,write", "-o", str(log),
-                        str(BIN / "net_ipc"), "--samples", "1", "--bytes", "1M", "--iterations", "10"],
-                       capture_output=True, text=True, timeout=120)
+    r = run_group(["strace", "-f", "-e", "trace=read,write", "-e", "raw=read,write", "-o", str(log),
+                   str(BIN / "net_ipc"), "--samples", "1", "--bytes", "1M", "--iterations", "10"], timeout=120)
     assert r.returncode == 0, r.stderr
     bufs = re.findall(r"(?:read|write)\(0x[0-9a-f]+, (0x[0-9a-f]+), 0x10000", log.read_text())
     assert len(bufs) > 32, bufs[:5]  # both kinds, both sides
