@@ -158,7 +158,8 @@ MUTANTS = [
            "tests/test_compare.py::test_the_unit_is_the_process_only_where_runs_add_nothing"),
     Mutant("isolate-seen-tasks-taken-for-born", "harness/osmeter/isolate.py",
            " or (seen is not None and (tid, start) in seen):", ":",
-           "tests/test_isolate.py::test_tasks_born_during_the_run_get_their_creators_mask_back"),
+           "tests/test_isolate.py::test_tasks_born_during_the_run_get_their_creators_mask_back "
+           "tests/test_isolate.py::test_an_isolated_run_records_what_it_did_and_puts_everything_back"),
     Mutant("isolate-killed-runs-mask-kept-for-the-plan", "harness/osmeter/runner.py",
            "    stale = isolate.undo_killed_run() if opts.isolate else None",
            "    stale = isolate.need_root() if opts.isolate else None",

@@ -30,8 +30,8 @@ MIN_CHANGE = 0.02
 RUN_SD_FLOOR = 0.01
 # A process whose median lies further than this many robust standard deviations (1.4826 MAD of its side's
 # process medians, at least RUN_SD_FLOOR) from its side's median is in a far mode: a host disturbance over
-# it (another tenant on the core's sibling for a few hundred ms), a rare placement. Such modes come at a
-# rate that drifts with time, so processes are not draws of one distribution and the run is the unit.
+# the whole process, a rare placement. Such modes come at a rate that drifts with time, so processes are
+# not draws of one distribution and the run is the unit.
 FAR_PROCESS = 4.0
 POWER = 0.8
 VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
