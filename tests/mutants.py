@@ -621,6 +621,13 @@ MUTANTS = [
     Mutant("pin-here-repins-a-given-cpu", "bench/common/timing.c",
            "    if (o->cpu >= 0)\n        return o->cpu;", "    if (o->cpu < -1)\n        return o->cpu;",
            "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("wakeup-idle-entries-read-once", "bench/sched/wakeup.c",
+           "        idle_known = osm_idle_entries(wakee_cpu, &halts1, &polls1);",
+           "        halts1 = halts0, polls1 = polls0;",
+           "tests/test_sched.py::test_wakeup_counts_how_often_the_wakees_cpu_was_idle"),
+    Mutant("host-params-range-from-one-run", "harness/osmeter/campaign.py",
+           'f"{min(v):.3g} .. {max(v):.3g}"', 'f"{v[0]:.3g} .. {v[0]:.3g}"',
+           "tests/test_compare.py::test_stability_shows_what_a_probe_measured_of_the_hosts_part"),
 ]
 
 

@@ -866,3 +866,29 @@ def test_stability_by_area_over_both_sides_of_an_a_to_a(tmp_path):
     assert "6 runs." in r.stdout
     one = osmeter("stability", str(tmp_path / "a" / "run-00"))
     assert one.returncode == 2 and "at least two runs" in one.stderr
+
+
+def test_stability_shows_what_a_probe_measured_of_the_hosts_part(tmp_path):
+    """An id whose probe declares host_params (sched.wakeup: the wakee's CPU's
+    halts per wake-up, each one a resume by the host) gets, in stability, the
+    param's median and range over the runs; an id without one gets no row.
+    Mutant: the range from one run only."""
+    path = tmp_path / "c"
+    path.mkdir()
+    doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": 1}
+    rng = np.random.default_rng(3)
+    for k, halts in enumerate((1.02, 0.4, 0.98), 1):
+        run = path / f"run-{k:02d}"
+        make_run(run, {"sched.wakeup.cross": ("ns", 36000 * np.exp(rng.normal(0, 0.1, 30))),
+                       "cpu.a": ("ns", 100 * np.exp(rng.normal(0, 0.01, 30)))})
+        res = json.loads((run / "results.json").read_text())
+        for m in res["measurements"]:
+            m["params"] = {"wakee_cpu_halts_per_wakeup": halts, "gap_us": 200}
+        write_json_atomic(run / "results.json", res)
+        doc["runs"].append({"name": run.name, "status": "complete"})
+    write_json_atomic(path / "campaign.json", doc)
+    st = osmeter("stability", str(path))
+    assert st.returncode == 0, st.stderr
+    rows = [ln.split() for ln in st.stdout.split("The host's part")[1].splitlines() if ln.startswith(("sched.", "cpu."))]
+    assert [r[:5] for r in rows] == [["sched.wakeup.cross", "wakee_cpu_halts_per_wakeup", "0.98", "0.4", ".."]], rows
+    assert rows[0][5] == "1.02"

@@ -164,6 +164,8 @@ def test_processes_merge_into_one_line_per_id():
     assert x["series"]["disturbed"] == [[2], [0]]
     assert "tail" not in x and x["params"] == {"k": 1, "processes": 2} and x["overhead_subtracted"] == 2.0
     assert merge_processes([p1]) is p1
+    # a param each process measured of its conditions: their mean, where named
+    assert merge_processes([p1, p2], mean_params=("k",))[0]["params"] == {"k": 1.5, "processes": 2}
     # the per-process summary: medians, and the run's figure their median
     v = np.array([100, 101, 99, 110, 111, 109, 120, 121, 119.0])
     ps = process_summary(v, np.ones(9, bool), np.repeat([0, 1, 2], 3))

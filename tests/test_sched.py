@@ -209,6 +209,23 @@ def test_cross_cpu_wakeup_costs_more_than_same_cpu():
         assert all("samples" in lines[i] for i in ("sched.wakeup.same.fifo", "sched.wakeup.cross.fifo"))
 
 
+@pytest.mark.skipif(ncpus() < 2, reason="needs two CPUs")
+def test_wakeup_counts_how_often_the_wakees_cpu_was_idle():
+    """params.wakee_cpu_halts_per_wakeup (+ polls): cpuidle's entries of the
+    wakee's CPU per wake-up. An unloaded CPU goes idle in each 200 us gap
+    (halting, or polling where the guest polls first); a CPU a busy thread
+    keeps never does. Where cpuidle is not in sysfs, the param says so."""
+    lines = probe_lines("sched_wakeup", "--cpu", "1", "--samples", "200")
+    cross, loaded = lines["sched.wakeup.cross"]["params"], lines["sched.wakeup.cross.loaded"]["params"]
+    if not Path(f"/sys/devices/system/cpu/cpu{cross['wakee_cpu']}/cpuidle/state0/usage").exists():
+        assert "not known" in cross["wakee_cpu_halts_per_wakeup"]
+        pytest.skip("no cpuidle states in sysfs here")
+    idle = cross["wakee_cpu_halts_per_wakeup"] + cross["wakee_cpu_polls_per_wakeup"]
+    busy = loaded["wakee_cpu_halts_per_wakeup"] + loaded["wakee_cpu_polls_per_wakeup"]
+    assert 0.8 <= idle <= 1.5, cross  # about one idle entry per wake-up
+    assert busy <= 0.1, loaded
+
+
 def test_wakeup_under_the_harness_fifo_ends():
     """The harness runs probes at SCHED_FIFO on one CPU: a thread the probe
     starts must get its own CPU before the creator spins (this once hung)."""
@@ -265,6 +282,10 @@ def test_timer_records_its_conditions():
     assert p["timer_slack_ns"] == p["inherited_timer_slack_ns"]  # 0: the inherited slack kept
     assert p["clocksource"] == Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
     assert isinstance(p["nohz_full_cpu"], bool) and p["period_us"] == 1000
+    if Path(f"/sys/devices/system/cpu/cpu{p['cpu']}/cpuidle/state0/usage").exists():
+        assert 0 <= p["cpu_halts_per_tick"] + p["cpu_polls_per_tick"] <= 2  # about one idle entry between ticks
+    else:
+        assert "not known" in p["cpu_halts_per_tick"]
 
 
 def test_timer_rejects_bad_durations():

@@ -290,6 +290,9 @@ double osm_window_floor_ticks(void);
  * once (osm_core_start_mhz) and osm_emit once more, after the measuring: every
  * JSON line carries both ("core_mhz"). */
 double osm_core_mhz(void);
+/* The CPU's entries into its idle states so far (cpuidle's usage counters):
+ * the halting states' in *halts, POLL's in *polls; -1 without cpuidle in sysfs. */
+int osm_idle_entries(int cpu, long long *halts, long long *polls);
 extern double osm_core_start_mhz;
 
 /* ------------------------------------------------------------- samples */

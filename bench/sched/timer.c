@@ -91,6 +91,9 @@ int main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &next);
     int64_t period = (int64_t)period_us * 1000;
     size_t warm = o.warmup * 10, overruns = 0;
+    int cpu = (int)osm_current_cpu();
+    long long halts0, polls0, halts1, polls1;
+    int idle_known = osm_idle_entries(cpu, &halts0, &polls0);
     for (size_t i = 0; i < warm + n; i++) {
         int64_t t = ns_of(&next) + period;
         next.tv_sec = (time_t)(t / 1000000000);
@@ -120,10 +123,11 @@ int main(int argc, char **argv)
         if (i >= warm && (i - warm) % 1000 == 999)
             osm_progress("%zu of %zu wake-ups", i - warm + 1, n);
     }
+    if (idle_known == 0)
+        idle_known = osm_idle_entries(cpu, &halts1, &polls1);
     char clocksource[64], nohz[256];
     read_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", clocksource, sizeof clocksource);
     read_line("/sys/devices/system/cpu/nohz_full", nohz, sizeof nohz);
-    int cpu = (int)osm_current_cpu();
     osm_param_str(&m, "method", "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME) on a periodic schedule");
     osm_param_int(&m, "period_us", period_us);
     osm_param_int(&m, "overruns", (long long)overruns); /* ticks slept through by late wake-ups, skipped */
@@ -134,6 +138,12 @@ int main(int argc, char **argv)
     osm_param_str(&m, "clocksource", clocksource);
     osm_param_int(&m, "cpu", cpu);
     osm_param_bool(&m, "nohz_full_cpu", nohz[0] && in_list(nohz, cpu));
+    if (idle_known == 0) { /* a tick that finds its CPU halted waits for the host to resume the vCPU */
+        osm_param_num(&m, "cpu_halts_per_tick", (double)(halts1 - halts0) / (double)(warm + n));
+        osm_param_num(&m, "cpu_polls_per_tick", (double)(polls1 - polls0) / (double)(warm + n));
+    } else {
+        osm_param_str(&m, "cpu_halts_per_tick", "not known: no cpuidle states in sysfs for this CPU");
+    }
     osm_emit(&m);
     osm_meas_free(&m);
     return 0;

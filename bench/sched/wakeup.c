@@ -171,7 +171,10 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
     struct osm_meas m;
     osm_meas_init(&m, v->id, o->samples);
     m.single_shot = true;
-    for (size_t i = 0; i < o->warmup + o->samples && !s.err; i++) {
+    long long halts0, polls0, halts1, polls1;
+    int idle_known = osm_idle_entries(wakee_cpu, &halts0, &polls0);
+    size_t wakeups = 0;
+    for (size_t i = 0; i < o->warmup + o->samples && !s.err; i++, wakeups++) {
         nap_us(gap_us);
         while (!atomic_load_explicit(&s.asleep, memory_order_acquire))
             nap_us(50);
@@ -190,6 +193,8 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
             osm_meas_add(&m, (double)(s.t_woke - t0) - (v->cross ? offset : 0), false);
         }
     }
+    if (idle_known == 0)
+        idle_known = osm_idle_entries(wakee_cpu, &halts1, &polls1);
     atomic_store(&s.stop, 1);
     atomic_store(&s.go, 1);
     futex(&s.go, FUTEX_WAKE_PRIVATE, 1);
@@ -212,6 +217,12 @@ static void measure(const struct variant *v, int waker_cpu, int wakee_cpu, const
     osm_param_int(&m, "wakee_cpu", wakee_cpu);
     osm_param_int(&m, "gap_us", gap_us);
     osm_param_bool(&m, "loaded", v->loaded);
+    if (idle_known == 0 && wakeups > 0) { /* what the host adds to a wake-up: the wakee's CPU was halted */
+        osm_param_num(&m, "wakee_cpu_halts_per_wakeup", (double)(halts1 - halts0) / (double)wakeups);
+        osm_param_num(&m, "wakee_cpu_polls_per_wakeup", (double)(polls1 - polls0) / (double)wakeups);
+    } else {
+        osm_param_str(&m, "wakee_cpu_halts_per_wakeup", "not known: no cpuidle states in sysfs for that CPU");
+    }
     if (v->cross && osm_timer.kind == OSM_TIMER_CLOCK) {
         osm_param_str(&m, "cross_cpu_stamps", "one system-wide clock (--timer clock): no skew to bound");
     } else if (v->cross) {

@@ -237,6 +237,28 @@ def core_state_table(runs: list[Run]) -> str:
             + text_table(("run", "median clock", "processes", "slowed"), body, left=(0,)))
 
 
+def host_params_table(runs: list[Run]) -> str:
+    """Per id whose probe declares params that measure the host's part in
+    its figure (Probe.host_params): each one's median over the runs, its
+    range, and what it says. Empty when no run has one."""
+    from .present import text_table
+
+    body = []
+    ids = list(dict.fromkeys(mid for r in runs for mid in r.measurements))
+    for mid in ids:
+        found = registry.find_measure(mid)
+        for key, says in found[0].host_params if found else ():
+            v = [float(x) for r in runs
+                 if isinstance(x := ((r.measurements.get(mid) or {}).get("params") or {}).get(key), (int, float))
+                 and not isinstance(x, bool)]
+            if v:
+                body.append((mid, key, f"{np.median(v):.3g}", f"{min(v):.3g} .. {max(v):.3g}", says))
+    if not body:
+        return ""
+    return ("The host's part, as the probes measured it (params; median and range over these runs):\n"
+            + text_table(("id", "param", "median", "range", "what it says"), body, left=(0, 1, 4)))
+
+
 def _dominant(sp: dict) -> str:
     d = sp.get("dominant")
     share = (sp.get("share") or {}).get(d) if d else None
@@ -255,7 +277,7 @@ def _write_stability(out: Path) -> None:
     if len(runs) < 2:
         return
     table = stability_table(stability_rows(runs))
-    core = core_state_table(runs)
-    table += "\n\n" + core if core else ""
+    for extra in (core_state_table(runs), host_params_table(runs)):
+        table += "\n\n" + extra if extra else ""
     (out / store.STABILITY).write_text(STABILITY_HEAD + table + "\n")
     print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")

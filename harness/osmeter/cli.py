@@ -441,7 +441,8 @@ def cmd_iogen_plot(args) -> int:
 
 
 def cmd_stability(args) -> int:
-    from .campaign import STABILITY_HEAD, area_stability_table, core_state_table, stability_rows, stability_table
+    from .campaign import (STABILITY_HEAD, area_stability_table, core_state_table, host_params_table, stability_rows,
+                           stability_table)
     from .store import load_side
 
     try:
@@ -451,9 +452,8 @@ def cmd_stability(args) -> int:
     if len(runs) < 2:
         raise RunError(f"{len(runs)} run: run-to-run spread needs at least two runs")
     rows = stability_rows(runs)
-    core = core_state_table(runs)
-    print(f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}"
-          + (f"\n\n{core}" if core else ""))
+    extra = "".join(f"\n\n{t}" for t in (core_state_table(runs), host_params_table(runs)) if t)
+    print(f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}{extra}")
     return 0
 
 

@@ -69,6 +69,9 @@ class Probe:
     # figures (id -> median) and the preset: a probe whose events would overflow the trace
     # buffers over a whole run is traced over a shorter one
     traced: Callable[[dict[str, float], str], tuple[str, ...]] | None = None
+    # params of the probe's lines that measure the host's part in its figures, as (key, what a value
+    # says): stability shows them per id beside the run-to-run spread they help explain
+    host_params: tuple[tuple[str, str], ...] = ()
 
     def processes_in(self, preset: str) -> int:
         """How many processes of this probe one run of `preset` takes."""

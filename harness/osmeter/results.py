@@ -74,13 +74,16 @@ def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
     return values, disturbed, unit
 
 
-def merge_processes(per_process: list[list[dict]]) -> list[dict]:
+def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] = ()) -> list[dict]:
     """The lines several processes of one probe printed, one line per id:
     samples in process order, each sample's process in "process", disturbed
     indices shifted, series trials side by side. Cycle counts are brought to
     the first process's tsc_hz (each process calibrates its own). A probe's
     own per-event tail belongs to one process and is dropped: the tail is
-    then taken from the pooled samples. Refusals come from the first process."""
+    then taken from the pooled samples. Refusals come from the first process.
+    Params are the first process's, but for those named in mean_params (what
+    each process measured of its conditions): their mean over the processes
+    that gave a number."""
     per_process = [p for p in per_process if p]
     if len(per_process) <= 1:
         return per_process[0] if per_process else []
@@ -129,6 +132,11 @@ def merge_processes(per_process: list[list[dict]]) -> list[dict]:
                 for name, v in g["values"].items()})
         merged.pop("tail", None)
         merged["params"] = dict(first.get("params") or {}, processes=len(lines))
+        for key in mean_params:
+            got = [v for x in lines if isinstance(v := (x.get("params") or {}).get(key), (int, float))
+                   and not isinstance(v, bool)]
+            if got:
+                merged["params"][key] = float(np.mean(got))
         out.append(merged)
     return out
 

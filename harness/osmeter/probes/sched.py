@@ -24,7 +24,7 @@ PROBES = (
             "wakes it (FUTEX_WAKE, or a 1-byte write); the wakee takes a stamp as soon as its wait "
             "returns. One wake-up is one sample: the difference of the two stamps, so the percentiles "
             "are those of single wake-ups. The stamps are RDTSCP reads with no serializing CPUID in "
-            "the path (in a guest CPUID is a VM exit). Between wake-ups the waker sleeps 200 us and "
+            "the path (in a guest CPUID is a VM exit). Between wake-ups the waker sleeps {arg:--gap-us=200} us and "
             "checks that the wakee is blocked again, so its CPU may go idle as in a real program. "
             "For .cross the two stamps come from two CPUs' TSCs: the ids are measured only where the "
             "TSC is invariant, and the probe first bounds how far the two TSCs disagree with cache-line "
@@ -33,10 +33,18 @@ PROBES = (
             "with a bound over 5 us, .cross is refused with the reason. .fifo runs both threads at "
             "SCHED_FIFO 50 (refused where that is not permitted); the other ids run both at "
             "SCHED_OTHER. .loaded adds a busy SCHED_OTHER thread on the wakee's CPU, so the wakee "
-            "must preempt it."
+            "must preempt it. The wakee's CPU's entries into its idle states (cpuidle's usage counters, "
+            "read before and after each id's wake-ups) give params.wakee_cpu_halts_per_wakeup, and "
+            "POLL's apart, wakee_cpu_polls_per_wakeup: in a guest a halt is a VM exit, and a wake-up "
+            "that finds its CPU halted waits for the host to resume that vCPU."
         ),
         presets={"quick": ("--samples", "2000"), "full": ("--samples", "12000")},
         expect={"quick": 4.5, "full": 27},
+        # the spread between processes outweighs the spread of one process's wake-ups (the host's
+        # resume of a halted vCPU drifts from one second to the next): more processes, the same samples
+        processes=6,
+        host_params=(("wakee_cpu_halts_per_wakeup",
+                      "halts of the wakee's CPU per wake-up: each one's resume is the host's work"),),
         smoke=("--warmup", "5", "--gap-us", "50"),
         timeout=300.0,
     ),
@@ -52,10 +60,14 @@ PROBES = (
             "the policy, the inherited and the used slack, the clocksource, and whether the CPU is a "
             "nohz_full one. A wake-up later than a whole period skips the ticks it slept through "
             "(cyclictest's overruns, counted in params.overruns), so a stall of the vCPU is one late sample. "
+            "The CPU's entries into its idle states over the run, per tick, are params.cpu_halts_per_tick "
+            "(POLL's apart: cpu_polls_per_tick). "
             "This run measured for {arg:--seconds=5} s."
         ),
         presets={"quick": ("--seconds", "5"), "full": ("--seconds", "60")},
         expect={"quick": 5.2, "full": 61},
+        host_params=(("cpu_halts_per_tick",
+                      "halts of the timer's CPU per tick: the host resumes the vCPU for each expiry"),),
         smoke=("--seconds", "0.2"),
         timeout=180.0,
     ),
