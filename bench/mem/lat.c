@@ -21,7 +21,10 @@
  *                    difference is the TLB's share of DRAM latency
  * mem.lat.stride     the largest size again, walked in order with a 128-byte
  *                    stride (lmbench's "main mem": a prefetcher can follow it)
- * Per size: the chain is built, walked once in full (warm-up), then each
+ * Per size: the chain is built, walked once in full (warm-up; a set over
+ * twice the last cache only over twice the cache's worth of elements, after
+ * which the caches hold nothing the build left and the rest would be time
+ * spent to no end), then each
  * sample is one window of many loads, timer overhead subtracted, per load.
  */
 #include "osm.h"
@@ -105,6 +108,7 @@ static void chase_body100(void *ctx, uint64_t n)
 #undef L
 
 static unsigned loads_per_turn; /* of the last size measured */
+static uint64_t warm_bound; /* elements the warm-up walks at most: twice the last cache's (0: the whole set) */
 static const char *const chain_names[] = { "random", "sequential", "pagewise (lmbench's lat_mem_rd -t)" };
 
 /* Samples of cycles per load at one size, appended to out[0..samples). */
@@ -119,7 +123,8 @@ static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, ui
     osm_body body = sequential ? chase_body100 : chase_body;
     unsigned per = sequential ? 100 : 16;
     loads_per_turn = per;
-    body(&c, n / per + 1); /* warm-up: every element once */
+    uint64_t warm = warm_bound && n > warm_bound ? warm_bound : n;
+    body(&c, warm / per + 1); /* warm-up: every element once, or twice the last cache's worth */
     uint64_t iters = iters_opt ? iters_opt : osm_autobatch(body, &c);
     uint64_t floor_turns = (n < 65536 ? n : 65536) / per; /* each sample sees much of the set */
     if (iters < floor_turns)
@@ -153,6 +158,7 @@ int main(int argc, char **argv)
         max_size = 4 * llc;
     if (min_size > max_size)
         osm_usage_error("--min is larger than --max");
+    warm_bound = llc ? 2 * llc / stride : 0;
     if (min_size < 2 * stride)
         osm_usage_error("--min must hold at least two elements of --stride %llu bytes", (unsigned long long)stride);
     if (max_size / stride > UINT32_MAX)
@@ -220,6 +226,7 @@ int main(int argc, char **argv)
     osm_param_bool(&m, "stopped_early", stopped_early);
     osm_param_num(&m, "mem_available", (double)avail);
     osm_param_num(&m, "llc_sysfs", (double)llc);
+    osm_param_num(&m, "warmup_elements_max", (double)warm_bound); /* 0: every size walked in full */
     osm_emit(&m);
     osm_meas_free(&m);
 

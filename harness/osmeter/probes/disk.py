@@ -212,6 +212,9 @@ def traced_args(workload: str, preset_secs: dict[str, float], preset_qd: dict[st
 SMOKE = ("--time", "0.2", "--ramp", "0", "--interval", "0.02")
 
 
+WORKLOAD_PROCESSES = 3  # processes of each workload's probe in one run
+
+
 def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
     zones = ZONES.get(workload)
 
@@ -219,7 +222,10 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", workload,
                 "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10),
                 *(("--zones", str(zones[preset == "full"])) if zones else ()))
-    secs = {"full": 10, **({"quick": 2} if quick_qd else {})}  # each preset's run, seconds
+    # each preset's measured seconds, shared among the probe's processes: a run's figure is the median
+    # of WORKLOAD_PROCESSES short runs spread over the osmeter run, not one run at one moment of the
+    # host's storage (whose state drifts from one minute to the next)
+    secs = {p: round(t / WORKLOAD_PROCESSES, 2) for p, t in (("full", 10), ("quick", 2)) if p == "full" or quick_qd}
     presets = {"full": args(full_qd, secs["full"], "full")}
     if quick_qd:
         presets["quick"] = args(quick_qd, secs["quick"], "quick")
@@ -238,11 +244,15 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         shared_method=METHOD,
         methodology=f"Workload {workload} (iogen --list-workloads) at queue depth {full_qd}"
                     + (f" ({quick_qd} in the quick preset)." if quick_qd and quick_qd != full_qd else ".")
+                    + f" A run measures it in {WORKLOAD_PROCESSES} processes spread over the run, interleaved with "
+                      "the other probes, each a ramp of {arg:--ramp=0.5} s and then {arg:--time} s in intervals "
+                      "of {arg:--interval} s; the run's figure is the median of the processes' medians."
                     + (ZONES_METHOD if zones else ""),
         presets=presets,
         smoke=SMOKE,
         traced=traced_args(workload, secs, {"full": full_qd, "quick": quick_qd or full_qd}),
-        expect={"quick": 3.5, "full": 12},
+        expect={"quick": 1.5, "full": 4.5},
+        processes=WORKLOAD_PROCESSES,
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
         kernel_wait="device",
