@@ -880,7 +880,8 @@ def test_stability_shows_what_a_probe_measured_of_the_hosts_part(tmp_path):
     for k, halts in enumerate((1.02, 0.4, 0.98), 1):
         run = path / f"run-{k:02d}"
         make_run(run, {"sched.wakeup.cross": ("ns", 36000 * np.exp(rng.normal(0, 0.1, 30))),
-                       "cpu.a": ("ns", 100 * np.exp(rng.normal(0, 0.01, 30)))})
+                       "cpu.a": ("ns", 100 * np.exp(rng.normal(0, 0.01, 30))),
+                       "mem.pagefault.major_vs_copy": ("x", 140 * np.exp(rng.normal(0, 0.01, 30)))})  # derived
         res = json.loads((run / "results.json").read_text())
         for m in res["measurements"]:
             m["params"] = {"wakee_cpu_halts_per_wakeup": halts, "gap_us": 200}
@@ -889,6 +890,7 @@ def test_stability_shows_what_a_probe_measured_of_the_hosts_part(tmp_path):
     write_json_atomic(path / "campaign.json", doc)
     st = osmeter("stability", str(path))
     assert st.returncode == 0, st.stderr
-    rows = [ln.split() for ln in st.stdout.split("The host's part")[1].splitlines() if ln.startswith(("sched.", "cpu."))]
+    rows = [ln.split() for ln in st.stdout.split("The host's part")[1].splitlines()
+            if ln.startswith(("sched.", "cpu.", "mem."))]
     assert [r[:5] for r in rows] == [["sched.wakeup.cross", "wakee_cpu_halts_per_wakeup", "0.98", "0.4", ".."]], rows
     assert rows[0][5] == "1.02"

@@ -247,7 +247,7 @@ def host_params_table(runs: list[Run]) -> str:
     ids = list(dict.fromkeys(mid for r in runs for mid in r.measurements))
     for mid in ids:
         found = registry.find_measure(mid)
-        for key, says in found[0].host_params if found else ():
+        for key, says in getattr(found[0], "host_params", ()) if found else ():  # a derived id has none
             v = [float(x) for r in runs
                  if isinstance(x := ((r.measurements.get(mid) or {}).get("params") or {}).get(key), (int, float))
                  and not isinstance(x, bool)]
