@@ -44,7 +44,7 @@ PROBES = (
         # resume of a halted vCPU drifts from one second to the next): more processes, the same samples
         processes=6,
         host_params=(("wakee_cpu_halts_per_wakeup",
-                      "halts of the wakee's CPU per wake-up: each one's resume is the host's work"),),
+                      "halts of the wakee's CPU per wake-up: a .cross wake-up of a halted vCPU waits for the host to resume it"),),
         smoke=("--warmup", "5", "--gap-us", "50"),
         timeout=300.0,
     ),
@@ -67,7 +67,7 @@ PROBES = (
         presets={"quick": ("--seconds", "5"), "full": ("--seconds", "60")},
         expect={"quick": 5.2, "full": 61},
         host_params=(("cpu_halts_per_tick",
-                      "halts of the timer's CPU per tick: the host resumes the vCPU for each expiry"),),
+                      "halts of the timer's CPU per tick: an expiry on a halted vCPU is the host's to deliver"),),
         smoke=("--seconds", "0.2"),
         timeout=180.0,
     ),
