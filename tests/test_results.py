@@ -93,6 +93,25 @@ def test_bootstrap_interval_narrows_with_more_trials():
     assert bootstrap_ci95_median(big) == (lo_b, hi_b)  # deterministic
 
 
+@pytest.mark.parametrize("n", [7, 8])
+def test_bootstrap_medians_are_those_of_resamples(n):
+    """The medians are drawn from order statistics, not from resamples: their
+    distribution over the sorted samples must be that of the medians of real
+    resamples (odd n: the middle one; even n: the mean of the two middle
+    ones). Mutants: the order statistic off by one; the next one up drawn
+    from the whole interval, not above the first."""
+    from osmeter.stats import bootstrap_medians
+
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0])[:n]
+    draws = 200_000
+    fast = bootstrap_medians(x, draws, seed=3)
+    slow = np.median(x[np.random.default_rng(4).integers(0, n, (draws, n))], axis=1)
+    values = np.union1d(fast, slow)
+    p = np.array([np.mean(fast == v) for v in values])
+    q = np.array([np.mean(slow == v) for v in values])
+    assert 0.5 * np.abs(p - q).sum() < 0.01, dict(zip(values, zip(p.round(4), q.round(4))))
+
+
 def _line(**kw):
     base = {"id": "x.y", "unit": "cycles", "tsc_hz": 2e9, "params": {}, "overhead_subtracted": 10,
             "samples": [2000, 4000, 6000, 1e9], "disturbed": [3]}

@@ -245,7 +245,7 @@ class Results:
             # a probe that kept every event in a histogram gives its own (per-event) tail
             m["tail"] = line["tail"] if isinstance(line.get("tail"), dict) else tail(values[keep])
         if line["unit"] == "cycles":
-            c = summarize(raw[keep])
+            c = summarize(raw[keep], ci=False)  # the same figures in cycles: no interval wanted
             m["cycles"] = {k: c[k] for k in ("mean", "median", "std", "min", "max")}
             m["tsc_hz"] = tsc_hz
         ovh = line.get("overhead_subtracted")

@@ -21,6 +21,27 @@ BOOTSTRAP_RESAMPLES = 2000
 
 # --------------------------------------------------------------- one run
 
+def bootstrap_medians(x: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> np.ndarray:
+    """The medians of `resamples` bootstrap resamples of x (n draws with
+    replacement), drawn without drawing the resamples: a resample's median
+    is its middle order statistic(s), and the k-th smallest of n uniform
+    draws is Beta(k, n + 1 - k) (the next one up, u + (1 - u) Beta(1, n - k));
+    floor(n U) makes a uniform draw an index into the sorted samples and
+    keeps the order. The same distribution as resampling, in O(resamples)
+    after a sort, not O(resamples * n): the harness takes it for every id
+    after every probe process."""
+    xs = np.sort(np.asarray(x, dtype=float))
+    n = xs.size
+    rng = np.random.default_rng(seed)
+    k = (n + 1) // 2  # the middle order statistic (odd n), the lower of the two (even n)
+    u = rng.beta(k, n + 1 - k, resamples)
+    lower = xs[np.minimum((n * u).astype(np.int64), n - 1)]
+    if n % 2:
+        return lower
+    v = u + (1 - u) * rng.beta(1, n - k, resamples)
+    return (lower + xs[np.minimum((n * v).astype(np.int64), n - 1)]) / 2
+
+
 def bootstrap_ci95_median(x: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap 95% interval of the median (fixed seed: reruns agree)."""
     x = np.asarray(x, dtype=float)
@@ -28,15 +49,13 @@ def bootstrap_ci95_median(x: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, s
         return (float("nan"), float("nan"))
     if x.size == 1:
         return (float(x[0]), float(x[0]))
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(resamples, x.size))
-    medians = np.median(x[idx], axis=1)
-    lo, hi = np.percentile(medians, [2.5, 97.5])
+    lo, hi = np.percentile(bootstrap_medians(x, resamples, seed), [2.5, 97.5])
     return (float(lo), float(hi))
 
 
-def summarize(x: np.ndarray) -> dict:
-    """mean, median, std (n-1), min, max, ci95 of the median, n."""
+def summarize(x: np.ndarray, ci: bool = True) -> dict:
+    """mean, median, std (n-1), min, max, ci95 of the median (its bootstrap,
+    the costly part: left out with ci=False), n."""
     x = np.asarray(x, dtype=float)
     n = int(x.size)
     if n == 0:
@@ -49,7 +68,7 @@ def summarize(x: np.ndarray) -> dict:
         "std": float(np.std(x, ddof=1)) if n > 1 else 0.0,
         "min": float(np.min(x)),
         "max": float(np.max(x)),
-        "ci95": list(bootstrap_ci95_median(x)),
+        **({"ci95": list(bootstrap_ci95_median(x))} if ci else {}),
     }
 
 
