@@ -119,7 +119,7 @@ PROBES = (
             "to at least four times the last cache, or less when memory is short "
             "({param:max=512 MiB by default|bytes} in this run), several per doubling; each size is walked once in full before its samples "
             "(a size over twice the last cache over twice the cache's worth of elements, "
-            "{param:warmup_elements_max} here: the caches then hold nothing its build left), "
+            "at most {param:warmup_elements_max} elements in this run: the caches then hold nothing its build left), "
             "and a sample is one window of at least 65536 loads (or the whole set), timer "
             "overhead subtracted, per load. The curve uses 4 KiB pages (MADV_NOHUGEPAGE). The "
             "harness cuts the curve into plateaus of constant log latency (least squares, "
