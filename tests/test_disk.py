@@ -1573,3 +1573,49 @@ def test_the_traced_pass_is_cut_to_what_the_trace_buffers_hold():
     assert secs(p.traced({"disk.4k-random-read.iops": 5_000.0}, "quick")) == full  # slow: the whole run
     by_lat = p.traced({"disk.4k-random-read.lat_mean": qd / 200_000 * 1e9}, "quick")  # 200k IOPS by Little
     assert secs(by_lat) == pytest.approx(disk.TRACED_IOS / 200_000, rel=0.01)
+
+
+def test_a_runs_params_describe_every_process_of_the_workload():
+    """A workload is measured in several processes a run: the run's params
+    (iops, reads, per-I/O costs, latency percentiles) are those of all their
+    I/Os, not the first process's. Two planted processes, one fast and one
+    slow: the I/Os and seconds add, the rate is their ratio (the mean of the
+    pooled interval samples, as the quick run's test holds it), the p99 is
+    read from the histograms added. Mutants caught: the first process's
+    params kept; the rates averaged unweighted."""
+    from osmeter import hist
+    from osmeter.probes import disk
+    from osmeter.results import merge_processes
+
+    def process(lat_ns: int, reads: int, secs: float, cpu_us: float) -> list[dict]:
+        o = _cell(4096, 4)
+        k = len(o["intervals"])
+        for iv in o["intervals"]:
+            iv.update(iops=reads / secs, mbps=reads / secs * 4096 / 1e6)
+        c = hist.from_values([lat_ns] * reads)
+        o.update(run_s=secs, reads=reads, writes=0, iops=reads / secs, mbps=reads / secs * 4096 / 1e6,
+                 read_iops=reads / secs, write_iops=0.0, cpu_us_per_io=cpu_us, syscalls_per_io=0.5,
+                 ctx_switches_per_io=0.0,
+                 lat_ns={"count": reads, "mean": float(lat_ns), "min": lat_ns, "max": lat_ns,
+                         **{name: lat_ns for name, _ in hist.PCTS},
+                         "hist": {"sub_bits": hist.SUB_BITS, "counts": sorted(c.items())}},
+                 system={"whole_run": {"t": secs, "dt": secs, "cpu_busy_pct": 100.0 * cpu_us * reads / secs / 1e6}})
+        assert k == 5
+        return disk.iogen_lines(json.dumps(o) + "\n", "4k-random-read", sweep=False)
+
+    fast, slow = process(10_000, 9_000, 1.0, 2.0), process(1_000_000, 1_000, 1.0, 10.0)
+    lines = {x["id"]: x for x in merge_processes([fast, slow], merge_params=disk.merge_run_params)}
+    iops = lines["disk.4k-random-read.iops"]
+    p = iops["params"]
+    assert p["processes"] == 2 and p["reads"] == 10_000 and p["run_s"] == 2.0
+    assert p["iops"] == pytest.approx(5_000) == pytest.approx(np.mean(iops["samples"]))
+    assert p["cpu_us_per_io"] == pytest.approx((2.0 * 9_000 + 10.0 * 1_000) / 10_000)
+    assert p["lat_ns"]["count"] == 10_000 and p["lat_ns"]["mean"] == pytest.approx(109_000)
+    assert hist.bucket_of(int(p["lat_ns"]["p50"])) == hist.bucket_of(10_000)
+    assert hist.bucket_of(int(p["lat_ns"]["p99"])) == hist.bucket_of(1_000_000)
+    assert p["system"]["dt"] == 2.0 and p["system"]["cpu_busy_pct"] == pytest.approx((1.8 + 1.0) / 2)
+    # unequal seconds: the rate is all I/Os over all seconds, not the mean of the two rates
+    long = process(10_000, 9_000, 3.0, 2.0)
+    p = {x["id"]: x for x in merge_processes([long, slow], merge_params=disk.merge_run_params)}[
+        "disk.4k-random-read.iops"]["params"]
+    assert p["iops"] == pytest.approx(10_000 / 4.0)

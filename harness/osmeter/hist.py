@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 SUB_BITS = 6
+# the percentiles iogen's latency summaries carry (hist.c's hist_json), by key
+PCTS = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999))
 
 
 def bucket_range(i: int, sub_bits: int = SUB_BITS) -> tuple[int, int]:
@@ -61,6 +63,24 @@ def percentile(counts: dict[int, int], p: float, lo: float | None = None, hi: fl
                 top = max(top, lo)
             return float(top)
     return float(hi or 0)
+
+
+def merge_summaries(lats: list[dict]) -> dict:
+    """iogen latency summaries (count, mean, min, max, percentiles and the
+    histogram) of separate runs, processes or hosts as one: the histograms
+    added, the percentiles read from the sum (never averaged), the mean
+    weighted by count. Summaries without a completion add nothing."""
+    lats = [lat for lat in lats if (lat or {}).get("count")]
+    counts = merge([lat["hist"] for lat in lats])
+    lo = min((lat["min"] for lat in lats), default=None)
+    hi = max((lat["max"] for lat in lats), default=None)
+    out = {"count": sum(counts.values()), "min": lo, "max": hi}
+    if out["count"]:
+        out["mean"] = sum(lat["mean"] * lat["count"] for lat in lats) / out["count"]
+        for name, p in PCTS:
+            out[name] = percentile(counts, p, lo, hi)
+    out["hist"] = {"sub_bits": SUB_BITS, "counts": [[b, c] for b, c in sorted(counts.items())]}
+    return out
 
 
 def from_values(values) -> dict[int, int]:

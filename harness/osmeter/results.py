@@ -13,6 +13,7 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,16 +75,18 @@ def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
     return values, disturbed, unit
 
 
-def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] = ()) -> list[dict]:
+def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] = (),
+                    merge_params: Callable[[list[dict]], dict] | None = None) -> list[dict]:
     """The lines several processes of one probe printed, one line per id:
     samples in process order, each sample's process in "process", disturbed
     indices shifted, series trials side by side. Cycle counts are brought to
     the first process's tsc_hz (each process calibrates its own). A probe's
     own per-event tail belongs to one process and is dropped: the tail is
     then taken from the pooled samples. Refusals come from the first process.
-    Params are the first process's, but for those named in mean_params (what
-    each process measured of its conditions): their mean over the processes
-    that gave a number."""
+    Params are merge_params(each process's params) where the probe gives
+    that function, else the first process's; then those named in mean_params
+    (what each process measured of its conditions) are their mean over the
+    processes that gave a number."""
     per_process = [p for p in per_process if p]
     if len(per_process) <= 1:
         return per_process[0] if per_process else []
@@ -131,7 +134,8 @@ def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] 
                                         for j in range(len(g["y"]))] for i in range(len(g["x"]))])
                 for name, v in g["values"].items()})
         merged.pop("tail", None)
-        merged["params"] = dict(first.get("params") or {}, processes=len(lines))
+        ps = [x.get("params") or {} for x in lines]
+        merged["params"] = dict(merge_params(ps) if merge_params else ps[0], processes=len(lines))
         for key in mean_params:
             got = [v for x in lines if isinstance(v := (x.get("params") or {}).get(key), (int, float))
                    and not isinstance(v, bool)]

@@ -736,7 +736,7 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
     try:
         lines = probe.parse(stdout) if probe.parse else parse_probe_output(stdout)
         processes.append(lines)
-        lines = merge_processes(processes, tuple(key for key, _ in probe.host_params))
+        lines = merge_processes(processes, tuple(key for key, _ in probe.host_params), probe.merge_params)
         refused = [x for x in lines if "refused" in x]
         lines = [x for x in lines if "refused" not in x]
         if probe.derive is not None:

@@ -76,25 +76,12 @@ def clock_offset(host: Host, samples: int = 9) -> tuple[float, float]:
 
 # ------------------------------------------------------------ fleet load
 
-PCTS = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999))
-
-
 def merge_load(per_host: list[dict]) -> dict:
     """The whole load from the hosts' iogen results: rates added, latency
     percentiles from the histograms merged (never from the hosts' percentiles)."""
-    lats = [r["lat_ns"] for r in per_host if r.get("lat_ns", {}).get("count")]
-    counts = hist.merge([lat["hist"] for lat in lats])
-    lo = min((lat["min"] for lat in lats), default=None)
-    hi = max((lat["max"] for lat in lats), default=None)
     total = {k: round(sum(r[k] for r in per_host), 3) for k in ("iops", "mbps", "read_iops", "write_iops")}
     total["ios"] = sum(r["reads"] + r["writes"] for r in per_host)
-    lat = {"count": sum(counts.values()), "min": lo, "max": hi}
-    if lat["count"]:
-        lat["mean"] = sum(lt["mean"] * lt["count"] for lt in lats) / lat["count"]
-        for name, p in PCTS:
-            lat[name] = hist.percentile(counts, p, lo, hi)
-    lat["hist"] = {"sub_bits": hist.SUB_BITS, "counts": [[b, c] for b, c in sorted(counts.items())]}
-    total["lat_ns"] = lat
+    total["lat_ns"] = hist.merge_summaries([r.get("lat_ns") for r in per_host])
     return total
 
 
@@ -299,7 +286,7 @@ def load_text(doc: dict) -> str:
     text = text_table(("host", "status", "IOPS", "MB/s", "clock offset", "start vs plan", "reason"), rows)
     if t and lat.get("count"):
         text += ("\nmerged latency (histograms added): " + ", ".join(
-            f"{n.replace('_', '.')} {fmt_value(lat[n], 'ns')}" for n, _ in PCTS) + f", max {fmt_value(lat['max'], 'ns')}")
+            f"{n.replace('_', '.')} {fmt_value(lat[n], 'ns')}" for n, _ in hist.PCTS) + f", max {fmt_value(lat['max'], 'ns')}")
         text += (f"\nstarts agree within {doc['start_spread_s'] * 1e3:.3f} ms "
                  f"(clock uncertainty ±{doc['start_uncertainty_s'] * 1e3:.3f} ms)")
     return text

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 
+from .. import hist
 from ..probe import Area, Probe, measure
 from ..stats import tail_of
 
@@ -66,6 +67,36 @@ def _summary(o: dict) -> dict:
     p["lat_ns"] = o.get("lat_ns")
     p["system"] = (o.get("system") or {}).get("whole_run")
     return p
+
+
+def merge_run_params(ps: list[dict]) -> dict:
+    """The params of a workload's processes in one run (_summary's, one per
+    process) as those of all their I/Os: counts and measured seconds added,
+    rates over the summed seconds, per-I/O costs over the summed I/Os, the
+    latency percentiles from the histograms added, the system's whole-run
+    rates weighted by their seconds. What the processes were asked (engine,
+    depth, target) is the first one's: the same for every process."""
+    out = dict(ps[0])
+    secs = sum(p.get("run_s") or 0 for p in ps)
+    ios = [(p.get("reads") or 0) + (p.get("writes") or 0) for p in ps]
+    out.update(run_s=secs, reads=sum(p.get("reads") or 0 for p in ps), writes=sum(p.get("writes") or 0 for p in ps))
+    for k in ("iops", "mbps", "read_iops", "write_iops"):
+        if all(isinstance(p.get(k), (int, float)) for p in ps) and secs > 0:
+            out[k] = sum(p[k] * p["run_s"] for p in ps) / secs
+    for k in ("cpu_us_per_io", "syscalls_per_io", "ctx_switches_per_io"):
+        if all(isinstance(p.get(k), (int, float)) for p in ps) and sum(ios) > 0:
+            out[k] = sum(p[k] * n for p, n in zip(ps, ios)) / sum(ios)
+    if all(isinstance(p.get("lat_ns"), dict) and "hist" in p["lat_ns"] for p in ps):
+        out["lat_ns"] = hist.merge_summaries([p["lat_ns"] for p in ps])
+    systems = [p["system"] for p in ps if isinstance(p.get("system"), dict) and (p["system"].get("dt") or 0) > 0]
+    if systems:
+        dt = sum(x["dt"] for x in systems)
+        out["system"] = {k: (dt if k == "dt" else sum(x[k] * x["dt"] for x in systems) / dt)
+                         for k, v in systems[0].items()
+                         if k != "t" and all(isinstance(x.get(k), (int, float)) for x in systems)}
+    if any(p.get("intervals_without_io") for p in ps):
+        out["intervals_without_io"] = sum(p.get("intervals_without_io") or 0 for p in ps)
+    return out
 
 
 def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
@@ -253,6 +284,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         traced=traced_args(workload, secs, {"full": full_qd, "quick": quick_qd or full_qd}),
         expect={"quick": 1.5, "full": 4.5},
         processes=WORKLOAD_PROCESSES,
+        merge_params=merge_run_params,
         timeout=300.0,
         parse=lambda out, w=workload: iogen_lines(out, w, sweep=False),
         kernel_wait="device",
