@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import by_id, ncpus, probe, probe_lines
+from conftest import BIN, by_id, ncpus, probe, probe_lines
 from osmeter.machine import caches
 from osmeter.memlevels import detect_levels
 
@@ -159,6 +160,28 @@ def test_bandwidth_counts_bytes_honestly():
     assert a["mem.bw.copy"]["params"]["bytes_per_pass"] == 64 << 20
     assert a["mem.bw.read.cache"]["params"]["bytes_per_pass"] == 16 << 10
     assert a["mem.bw.read"]["params"]["size_rule"] == "--size"
+
+
+def test_the_in_cache_bandwidths_are_a_probe_of_cheap_processes():
+    """mem.bw.cache runs mem_bw --buffers cache in several processes a run:
+    it prints the three .cache ids and nothing else, and allocates no
+    out-of-cache buffer (a --size no machine has is never asked for), while
+    --buffers memory leaves the .cache ids out. Mutants caught: the memory
+    buffers' fit check made in cache mode; the .cache ids printed by the
+    memory side."""
+    from osmeter import registry
+
+    cache = probe_lines("mem_bw", "--buffers", "cache", "--samples", "3", "--size", "512G")
+    assert set(cache) == {"mem.bw.read.cache", "mem.bw.write.cache", "mem.bw.copy.cache"}
+    assert all(len(x["samples"]) == 3 and min(x["samples"]) > 0 for x in cache.values())
+    r = subprocess.run([str(BIN / "mem_bw"), "--buffers", "memory", "--size", "512G", "--samples", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "is available; use --size" in r.stderr
+    memory = probe_lines("mem_bw", "--buffers", "memory", "--samples", "1", "--no-mt", "--size", "16M")
+    assert set(memory) == {"mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop"}
+    p = {x.name: x for x in registry.PROBES}
+    assert p["mem.bw.cache"].processes_in("quick") > 1 and p["mem.bw"].processes_in("quick") == 1
+    assert set(p["mem.bw.cache"].ids()) == set(cache) and not set(p["mem.bw"].ids()) & set(cache)
 
 
 def test_major_fault_costs_far_more_than_a_minor_one(quick_run):

@@ -12,6 +12,8 @@
  * buffer read, written or copied (copy counts each byte once, as memcpy
  * benchmarks do). .mt: every thread on its own CPU and buffer, started and
  * stopped together by a barrier; the sum of their bytes over the window.
+ * --buffers memory|cache takes one side only: the harness runs the cheap
+ * in-cache figures in several processes a run, the 1 GiB buffers in one.
  */
 #include "osm.h"
 #include "osmmem.h"
@@ -34,6 +36,8 @@ static const char *kernel_name[] = { "read", "write", "write.nt", "copy", "copy.
 static uint64_t big_size, cache_size;
 static const char *size_rule = "--size"; /* how the out-of-cache size was chosen */
 static bool no_mt;
+enum { B_ALL, B_MEMORY, B_CACHE };
+static int buffers_only = B_ALL; /* --buffers */
 
 /* ------------------------------------------------------------- kernels */
 
@@ -389,6 +393,8 @@ static const struct osm_opt opts[] = {
                  .def = "8 x the last cache, within 256M..max(1G, 2 x the cache)"),
     OSM_OPT_SIZE("cache-size", cache_size, 4096, 1ull << 30, "in-cache buffer", .def = "half the L1 data cache"),
     OSM_OPT_FLAG("no-mt", no_mt, "skip the one-thread-per-CPU measurements"),
+    OSM_OPT_CHOICE("buffers", buffers_only, "all|memory|cache",
+                   "the figures out of cache (with .mt), those in the L1 cache, or both"),
     { 0 },
 };
 
@@ -454,19 +460,23 @@ int main(int argc, char **argv)
         cache_size = l1 ? l1 / 2 : 16384;
     big_size = (big_size + 255) & ~(uint64_t)255;
     cache_size = (cache_size + 255) & ~(uint64_t)255;
-    if (big_size > fit)
+    if (buffers_only != B_CACHE && big_size > fit)
         osm_die("the out-of-cache measurements need %llu MiB but only %llu MiB is available; use --size",
                 (unsigned long long)(big_size * buffers >> 20), (unsigned long long)(avail >> 20));
 
-    emit_one("mem.bw.read", K_READ, big_size, o.samples, -1);
-    emit_one("mem.bw.write", K_WRITE, big_size, o.samples, -1);
-    emit_one("mem.bw.write.nt", K_WRITE_NT, big_size, o.samples, -1);
-    emit_one("mem.bw.copy", K_COPY, big_size, o.samples, -1);
-    emit_one("mem.bw.copy.loop", K_COPY_LOOP, big_size, o.samples, -1);
-    emit_one("mem.bw.read.cache", K_READ, cache_size, o.samples, -1);
-    emit_one("mem.bw.write.cache", K_WRITE, cache_size, o.samples, -1);
-    emit_one("mem.bw.copy.cache", K_COPY, cache_size / 2, o.samples, -1);
-    if (!no_mt) {
+    if (buffers_only != B_CACHE) {
+        emit_one("mem.bw.read", K_READ, big_size, o.samples, -1);
+        emit_one("mem.bw.write", K_WRITE, big_size, o.samples, -1);
+        emit_one("mem.bw.write.nt", K_WRITE_NT, big_size, o.samples, -1);
+        emit_one("mem.bw.copy", K_COPY, big_size, o.samples, -1);
+        emit_one("mem.bw.copy.loop", K_COPY_LOOP, big_size, o.samples, -1);
+    }
+    if (buffers_only != B_MEMORY) {
+        emit_one("mem.bw.read.cache", K_READ, cache_size, o.samples, -1);
+        emit_one("mem.bw.write.cache", K_WRITE, cache_size, o.samples, -1);
+        emit_one("mem.bw.copy.cache", K_COPY, cache_size / 2, o.samples, -1);
+    }
+    if (!no_mt && buffers_only != B_CACHE) {
         emit_one("mem.bw.read.mt", K_READ, big_size, o.samples, cpu);
         emit_one("mem.bw.write.mt", K_WRITE, big_size, o.samples, cpu);
         emit_one("mem.bw.copy.mt", K_COPY, big_size, o.samples, cpu);

@@ -98,6 +98,16 @@ def fault_vs_copy(lines: dict[str, dict]) -> dict:
     }
 
 
+# what the two bandwidth probes (one binary, mem_bw, in and out of cache) share
+BW_METHOD = (
+    "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
+    "accumulators; write stores the same width, and its .nt twin uses non-temporal "
+    "stores that bypass the caches; copy is glibc's memcpy, and copy.loop a plain vector "
+    "load/store loop. A sample is one window of at least 5 ms of whole passes over the buffer. "
+    "MB/s is a million bytes per second of buffer read, written or copied; a copy counts each "
+    "byte once, as memcpy benchmarks (perf bench mem) do."
+)
+
 PROBES = (
     Probe(
         name="mem.lat", binary="mem_lat",
@@ -151,34 +161,45 @@ PROBES = (
             measure("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
             measure("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
             measure("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
-            measure("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
-            measure("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
-            measure("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
             measure("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
             measure("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
             measure("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
         ),
+        shared_method=BW_METHOD,
         methodology=(
-            "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
-            "accumulators; write stores the same width, and its .nt twin uses non-temporal "
-            "stores that bypass the caches; copy is glibc's memcpy, and copy.loop a plain vector "
-            "load/store loop. Out-of-cache buffers are 8 x the last cache, kept within 256 MiB and "
+            "Out-of-cache buffers are 8 x the last cache, kept within 256 MiB and "
             "1 GiB but never below 2 x the cache (a VM may be shown its host's whole L3; a stream "
             "twice the cache misses on every pass), or the most that fits in half the available "
-            "memory (params.size_rule says which), and are faulted in before timing; the .cache "
-            "figures use half the L1 data cache. A sample is one window of at least 5 ms of whole "
-            "passes over the next 16 MiB stretches of the buffer, round and round (a stretch was "
+            "memory (params.size_rule says which), and are faulted in before timing. A window's "
+            "passes go over the next 16 MiB stretches of the buffer, round and round (a stretch was "
             "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
-            "picks its method by length. MB/s is a million bytes per second of buffer read, written or "
-            "copied; a copy counts each byte once, as memcpy benchmarks "
-            "(perf bench mem) do. The .mt figures run one pinned thread per online CPU on its own "
-            "buffer, started and stopped together by a barrier, and add up their bytes."
+            "picks its method by length. The .mt figures run one pinned thread per online CPU on its own "
+            "buffer, started and stopped together by a barrier, and add up their bytes. One process "
+            "a run: its buffers' setup outweighs its samples."
         ),
-        presets={"quick": ("--samples", "5"), "full": ("--samples", "15")},
+        presets={"quick": ("--buffers", "memory", "--samples", "5"),
+                 "full": ("--buffers", "memory", "--samples", "15")},
         expect={"quick": 7, "full": 12},
         timeout=600.0,
         smoke=("--size", "16M"),
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples
+    ),
+    Probe(
+        name="mem.bw.cache", binary="mem_bw",
+        measures=(
+            measure("mem.bw.read.cache", "MB/s", "read bandwidth within the L1 data cache"),
+            measure("mem.bw.write.cache", "MB/s", "write bandwidth within the L1 data cache"),
+            measure("mem.bw.copy.cache", "MB/s", "memcpy bandwidth within the L1 data cache"),
+        ),
+        shared_method=BW_METHOD,
+        methodology=(
+            "The buffer is half the L1 data cache (a copy's two buffers a quarter each), passed "
+            "over whole, round and round. A run measures these in {param:processes=several} processes "
+            "interleaved with the other probes (they allocate no large buffer): a window of a few "
+            "milliseconds is one moment of the host, a process another."
+        ),
+        presets={"quick": ("--buffers", "cache", "--samples", "30"),
+                 "full": ("--buffers", "cache", "--samples", "75")},
     ),
     Probe(
         name="mem.pagefault", binary="mem_pagefault",
