@@ -635,7 +635,13 @@ def test_the_harness_keeps_disk_figures_per_interval(quick_run):
     sweep = m["disk.4k-random-read.qd_sweep"]["series"]
     assert sweep["x"] == [1, 2, 4, 8, 16, 32]
     assert sweep["median"][-1] > sweep["median"][0]
-    assert (out / "raw" / "disk.qd_sweep.out").exists()
+    n = m["disk.4k-random-read.qd_sweep"]["params"]["processes"]
+    assert n > 1 and len(list((out / "raw").glob("disk.qd_sweep.p*.out"))) == n  # one raw output per process
+    runs = m["disk.4k-random-read.qd_sweep"]["params"]["runs"]
+    assert [r["qd"] for r in runs] == sweep["x"]
+    # each depth's params hold every process's I/Os: its rate is the mean of the pooled intervals
+    rows = np.load(out / m["disk.4k-random-read.qd_sweep"]["samples_file"])["series_values"]
+    assert rows.shape[1] >= 3 * n and runs[-1]["iops"] == pytest.approx(rows[-1].mean(), rel=0.05)
     # the size x queue depth matrix: every cell, MB/s and IOPS of the same intervals
     sq = m["disk.4k-random-read.size_qd"]["grid"]
     assert sq["x"] == [4096, 16384, 65536] and sq["y"] == [1, 4, 16]
@@ -1581,8 +1587,9 @@ def test_a_runs_params_describe_every_process_of_the_workload():
     I/Os, not the first process's. Two planted processes, one fast and one
     slow: the I/Os and seconds add, the rate is their ratio (the mean of the
     pooled interval samples, as the quick run's test holds it), the p99 is
-    read from the histograms added. Mutants caught: the first process's
-    params kept; the rates averaged unweighted."""
+    read from the histograms added; a queue-depth sweep's the same at each
+    depth. Mutants caught: the first process's params kept (a workload's, a
+    sweep's); the rates averaged unweighted."""
     from osmeter import hist
     from osmeter.probes import disk
     from osmeter.results import merge_processes
@@ -1619,3 +1626,14 @@ def test_a_runs_params_describe_every_process_of_the_workload():
     p = {x["id"]: x for x in merge_processes([long, slow], merge_params=disk.merge_run_params)}[
         "disk.4k-random-read.iops"]["params"]
     assert p["iops"] == pytest.approx(10_000 / 4.0)
+    # a queue-depth sweep: each depth's summary merged the same way
+    sweeps = []
+    for proc in (fast, slow):
+        got = proc[0]["params"]  # the planted process's whole-run summary, its latency histogram with it
+        objs = [dict(_cell(4096, qd), **{key: got[key] for key in ("run_s", "reads", "writes", "iops", "lat_ns")})
+                for qd in (1, 4)]
+        sweeps.append(disk.iogen_lines("\n".join(json.dumps(o) for o in objs) + "\n", "4k-random-read", sweep=True))
+    (sw,) = merge_processes(sweeps, merge_params=disk.merge_sweep_params)
+    assert [r["reads"] for r in sw["params"]["runs"]] == [10_000, 10_000]
+    assert sw["params"]["lat_mean_ns"] == [pytest.approx(109_000)] * 2
+    assert hist.bucket_of(int(sw["params"]["lat_p99_ns"][1])) == hist.bucket_of(1_000_000)

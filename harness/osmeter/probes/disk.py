@@ -99,6 +99,15 @@ def merge_run_params(ps: list[dict]) -> dict:
     return out
 
 
+def merge_sweep_params(ps: list[dict]) -> dict:
+    """A queue-depth sweep's params over a run's processes: each depth's
+    run summary merged as a workload's (merge_run_params), and its mean and
+    p99 latency read from the merged summary."""
+    runs = [merge_run_params(list(rs)) for rs in zip(*(p["runs"] for p in ps))]
+    return dict(ps[0], runs=runs, lat_mean_ns=[r["lat_ns"]["mean"] for r in runs],
+                lat_p99_ns=[r["lat_ns"]["p99"] for r in runs])
+
+
 def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     """iogen's JSON objects -> probe lines. The trials are the report
     intervals of the run: disk.<w>.iops, .mbps, .lat_mean, .lat_p99 have one
@@ -303,13 +312,19 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
         measures=(measure("disk.4k-random-read.qd_sweep", "IOPS", "4k random read IOPS against queue depth (series)",
                     curve=True),),
         shared_method=METHOD,
-        methodology="The sweep runs the 4k-random-read workload once per queue depth, {arg:--cycle-qd=1:32:x2} (first:last:step).",
-        presets={
-            "quick": _cycle("--cycle-qd", "1:32:x2", "--time", "1", "--ramp", "0.3", "--interval", "0.1"),
-            "full": _cycle("--cycle-qd", "1:128:x2", "--time", "5", "--ramp", "0.5", "--interval", "0.5"),
+        methodology="The sweep runs the 4k-random-read workload once per queue depth, {arg:--cycle-qd=1:32:x2} "
+                    f"(first:last:step). A run sweeps in {WORKLOAD_PROCESSES} processes spread over the run, "
+                    "interleaved with the other probes, each a ramp of {arg:--ramp} s and then {arg:--time} s at "
+                    "each depth in intervals of {arg:--interval} s; a depth's trials are the intervals of all of "
+                    "them, its params the I/Os of all of them.",
+        presets={  # each preset's seconds at a depth shared among the processes, as the workloads' are
+            "quick": _cycle("--cycle-qd", "1:32:x2", "--time", "0.33", "--ramp", "0.2", "--interval", "0.033"),
+            "full": _cycle("--cycle-qd", "1:128:x2", "--time", "1.67", "--ramp", "0.5", "--interval", "0.167"),
         },
         smoke=("--cycle-qd", "1:4:x4", *SMOKE),
-        expect={"quick": 9, "full": 48},
+        expect={"quick": 3.2, "full": 16},
+        processes=WORKLOAD_PROCESSES,
+        merge_params=merge_sweep_params,
         timeout=600.0,
         parse=lambda out: iogen_lines(out, "4k-random-read", sweep=True),
     ),
