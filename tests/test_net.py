@@ -107,6 +107,24 @@ def test_peer_refuses_bad_options():
     assert r.returncode == 2 and "--cpu" in r.stderr
 
 
+def test_bulk_bandwidth_fixes_its_own_sockets_buffers():
+    """net_bw asks for 1 MiB of send and receive buffer on its socket by
+    default, as lmbench's bw_tcp does (autotuned on both ends, a loopback
+    connection's figure fell in one of two modes); the kernel grants twice
+    the request within net.core.wmem_max/rmem_max, and params say both.
+    --sndbuf 0 --rcvbuf 0 leave them to autotuning. Mutant caught: the
+    buffers left autotuned by default."""
+    cap = {k: int(open(f"/proc/sys/net/core/{k}").read()) for k in ("wmem_max", "rmem_max")}
+    lines = probe_lines("net_bw", "--samples", "1", "--seconds", "0.05")
+    for o in lines.values():
+        p = o["params"]
+        assert p["sndbuf"] == p["rcvbuf"] == 1 << 20
+        assert p["sndbuf_granted"] == 2 * min(1 << 20, cap["wmem_max"])
+        assert p["rcvbuf_granted"] == 2 * min(1 << 20, cap["rmem_max"])
+    auto = probe_lines("net_bw", "--samples", "1", "--seconds", "0.05", "--sndbuf", "0", "--rcvbuf", "0")
+    assert all(o["params"]["sndbuf"] == o["params"]["rcvbuf"] == 0 for o in auto.values())
+
+
 # --- clear and quick errors ----------------------------------------------------
 
 def test_closed_port_and_bad_peer_fail_fast():

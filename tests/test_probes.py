@@ -189,7 +189,9 @@ def test_help_says_each_rows_default():
     assert fs["size"].endswith("(default 32M)") and fs["block"].endswith("(default 4K)")
     assert fs["method"].startswith(" direct|evict ") and fs["method"].endswith("(default direct)")
     assert _own_options(probe("sched_timer", "--help").stdout)["seconds"].endswith("how long to measure (default 5)")
-    assert _own_options(probe("net_bw", "--help").stdout)["sndbuf"].endswith("(default: autotuned)")
+    assert _own_options(probe("net_bw", "--help").stdout)["sndbuf"].endswith("(default 1048576)")
+    assert _own_options(probe("mem_bw", "--help").stdout)["size"].endswith(
+        "(default: 8 x the last cache, within 256M..max(1G, 2 x the cache))")  # a default said in words
 
 
 def test_call_probe_subtracts_loop_and_timer():

@@ -23,7 +23,13 @@ METHOD = {
         "One TCP connection per sample carries large writes (128 KiB) for a fixed time. Sending, the "
         "sample ends only when the peer reports how many bytes it received, so data still in socket "
         "buffers is not counted; receiving, bytes read are divided by the time from the first byte "
-        "to the last. MB/s is a million bytes per second of payload (TCP/IP and link headers not counted)."
+        "to the last. MB/s is a million bytes per second of payload (TCP/IP and link headers not counted). "
+        "This end's socket asks for {arg:--sndbuf=1048576|bytes} of send and {arg:--rcvbuf=1048576|bytes} of "
+        "receive buffer, as lmbench's bw_tcp does (the kernel grants twice a request, within "
+        "net.core.wmem_max and rmem_max: params.sndbuf_granted, rcvbuf_granted); the peer's end is "
+        "autotuned. Left to autotuning on both ends, the buffers grew differently from one connection "
+        "to the next and a connection's figure fell in one of two modes far apart; with this end's "
+        "size fixed, connections agree (docs/notes/2026-11-26-tcp-buffer-modes.md)."
     ),
     "conn": (
         "connect() on a fresh socket (made before the window) until it returns established; then "
