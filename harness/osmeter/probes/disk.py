@@ -265,7 +265,8 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
     # each preset's measured seconds, shared among the probe's processes: a run's figure is the median
     # of WORKLOAD_PROCESSES short runs spread over the osmeter run, not one run at one moment of the
     # host's storage (whose state drifts from one minute to the next)
-    secs = {p: round(t / WORKLOAD_PROCESSES, 2) for p, t in (("full", 10), ("quick", 2)) if p == "full" or quick_qd}
+    total = {p: t for p, t in (("full", 10.0), ("quick", 2.0)) if p == "full" or quick_qd}
+    secs = {p: round(t / WORKLOAD_PROCESSES, 2) for p, t in total.items()}
     presets = {"full": args(full_qd, secs["full"], "full")}
     if quick_qd:
         presets["quick"] = args(quick_qd, secs["quick"], "quick")
@@ -290,7 +291,9 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
                     + (ZONES_METHOD if zones else ""),
         presets=presets,
         smoke=SMOKE,
-        traced=traced_args(workload, secs, {"full": full_qd, "quick": quick_qd or full_qd}),
+        # the traced pass is one process: at most the preset's whole seconds, not one process's share
+        # (a slow device's traced pass then still holds enough I/Os to spread its fixed costs)
+        traced=traced_args(workload, total, {"full": full_qd, "quick": quick_qd or full_qd}),
         expect={"quick": 1.5, "full": 4.5},
         processes=WORKLOAD_PROCESSES,
         merge_params=merge_run_params,
