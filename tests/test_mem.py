@@ -206,6 +206,7 @@ def test_major_fault_costs_far_more_than_a_minor_one(quick_run):
         ("mem_lat", ("--chain", "pagewise", "--stride", "96", "--min", "1M", "--max", "1M"), "--chain pagewise: --stride"),
         ("mem_lat", ("--chain", "pagewise", "--min", "1000", "--max", "1M"), "must be whole pages"),
         ("mem_bw", ("--size", "-1"), "expected a size"),
+        ("mem_bw", ("--buffers", "l1"), "--buffers: expected one of all|memory|cache"),
         ("mem_pagefault", ("--dir", "/dev/shm"), "tmpfs"),
         ("mem_pagefault", ("--dir", "/nonexistent-dir"), "No such file"),
         ("mem_pagefault", ("--file-size", "1025K"), "multiple of the page size"),
