@@ -184,6 +184,23 @@ def test_the_in_cache_bandwidths_are_a_probe_of_cheap_processes():
     assert set(p["mem.bw.cache"].ids()) == set(cache) and not set(p["mem.bw"].ids()) & set(cache)
 
 
+def test_the_summed_bandwidth_gives_each_thread_its_own_rate():
+    """The .mt figures add the threads' bytes over the slowest thread's
+    time; params.thread_mbs gives each thread's own rate (its bytes over its
+    own passes), one per CPU in params.thread_cpus. A thread's own time is
+    inside the sample's window, so its rate is at least its share of the
+    sum, and together they are not far above it (the threads start and stop
+    together). Mutant caught: a thread's rate from one pass's bytes."""
+    m = probe_lines("mem_bw", "--buffers", "memory", "--samples", "3", "--size", "32M")
+    for k in ("read", "write", "copy"):
+        x = m[f"mem.bw.{k}.mt"]
+        p = x["params"]
+        assert sorted(p["thread_cpus"]) == sorted(os.sched_getaffinity(0)) and len(p["thread_mbs"]) == p["threads"]
+        share = float(np.median(x["samples"])) / p["threads"]
+        assert all(r >= 0.95 * share for r in p["thread_mbs"]), (k, p["thread_mbs"], share)
+        assert sum(p["thread_mbs"]) <= 3 * p["threads"] * share, (k, p["thread_mbs"], share)
+
+
 def test_major_fault_costs_far_more_than_a_minor_one(quick_run):
     m = by_id(quick_run[1])
     major, minor = m["mem.pagefault.major"], m["mem.pagefault.minor"]

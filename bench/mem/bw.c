@@ -298,6 +298,7 @@ struct worker {
     int cpu;
     char *dst, *src;
     pthread_t th;
+    double *own; /* per sample: this thread's MB/s over its own passes (from the start barrier to its last pass) */
 };
 
 static void worker_prepare(struct worker *w)
@@ -316,8 +317,12 @@ static void worker_run(struct worker *w)
     struct mt *mt = w->mt;
     for (size_t i = 0; i < osm_warmup_samples + mt->samples; i++) {
         pthread_barrier_wait(&mt->start);
+        uint64_t t0 = osm_stamp();
         for (uint64_t p = 0; p < mt->passes; p++)
             pass(mt->k, w->dst, w->src, mt->size);
+        uint64_t t1 = osm_stamp();
+        if (i >= osm_warmup_samples)
+            w->own[i - osm_warmup_samples] = (double)(mt->passes * mt->size) / ((double)(t1 - t0) / osm_timer.hz) / 1e6;
         pthread_barrier_wait(&mt->stop);
     }
     osm_buffer_free(w->dst, mt->size);
@@ -352,8 +357,11 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
     for (int c = 0; c < CPU_SETSIZE && j < n; c++)
         if (CPU_ISSET(c, &set) && c != self_cpu)
             w[j++].cpu = c;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         w[i].mt = &mt;
+        if (!(w[i].own = calloc(samples ? samples : 1, sizeof *w[i].own)))
+            osm_die("out of memory");
+    }
     for (int i = 1; i < n; i++)
         if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
             osm_die("pthread_create failed");
@@ -364,6 +372,9 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
         uint64_t t0 = osm_begin(&c0);
         for (uint64_t p = 0; p < mt.passes; p++)
             pass(k, w[0].dst, w[0].src, size);
+        uint64_t own1 = osm_stamp();
+        if (i >= osm_warmup_samples)
+            w[0].own[i - osm_warmup_samples] = (double)(mt.passes * size) / ((double)(own1 - t0) / osm_timer.hz) / 1e6;
         pthread_barrier_wait(&mt.stop);
         uint64_t t1 = osm_end(&c1);
         if (i >= osm_warmup_samples) {
@@ -381,6 +392,20 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
     osm_param_int(m, "threads", n);
     osm_param_num(m, "passes_per_sample", (double)mt.passes);
     osm_param_str(m, "width", k == K_COPY ? "memcpy" : width());
+    /* each thread's own rate, its median over the samples: a sum that falls short of n x one thread's
+       shows whether one thread was slow (its CPU shared, on the host too) or all of them (the memory) */
+    struct json *jp = osm_param(m, "thread_cpus");
+    json_arr(jp);
+    for (int i = 0; i < n; i++)
+        json_int(jp, w[i].cpu);
+    json_arr_end(jp);
+    jp = osm_param(m, "thread_mbs");
+    json_arr(jp);
+    for (int i = 0; i < n; i++) {
+        json_fixed(jp, samples ? osm_median(w[i].own, samples) : 0, 1);
+        free(w[i].own);
+    }
+    json_arr_end(jp);
     pthread_barrier_destroy(&mt.start);
     pthread_barrier_destroy(&mt.stop);
     free(w);

@@ -174,7 +174,10 @@ PROBES = (
             "passes go over the next 16 MiB stretches of the buffer, round and round (a stretch was "
             "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
             "picks its method by length. The .mt figures run one pinned thread per online CPU on its own "
-            "buffer, started and stopped together by a barrier, and add up their bytes. One process "
+            "buffer, started and stopped together by a barrier, and add up their bytes; params.thread_mbs gives "
+            "each thread's own rate over its passes (median of the samples), in the order of "
+            "params.thread_cpus, so a sum short of the threads' count times one thread's shows whether one "
+            "thread ran slow (its CPU shared, by the host too) or all of them (the memory). One process "
             "a run: its buffers' setup outweighs its samples."
         ),
         presets={"quick": ("--buffers", "memory", "--samples", "5"),
