@@ -373,3 +373,48 @@ def test_ipc_bandwidth_copies_between_page_aligned_buffers(tmp_path):
     assert len(bufs) > 32, bufs[:5]  # both kinds, both sides
     page = os.sysconf("SC_PAGE_SIZE")
     assert all(int(b, 16) % page == 0 for b in bufs), sorted(set(bufs))
+
+
+# a probe's view of the busy loops beside it: (pid, policy, CPUs) of each child of its parent running SPIN
+_FIND_SPINNERS = r"""
+import json, os, sys
+me = os.getppid()
+out = []
+for d in os.listdir("/proc"):
+    if not d.isdigit():
+        continue
+    try:
+        cmd = open(f"/proc/{d}/cmdline", "rb").read().split(b"\0")
+        ppid = int(open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1])
+        if ppid == me and int(d) != os.getpid() and sys.argv[1].encode() in cmd:
+            out.append([int(d), os.sched_getscheduler(int(d)), sorted(os.sched_getaffinity(int(d)))])
+    except (OSError, ValueError, IndexError):
+        continue
+print(json.dumps(out))
+"""
+
+
+def test_an_awake_probe_has_a_busy_loop_on_its_cpu_only_while_it_runs():
+    """net.rtt.icmp.*.awake keeps the probe's CPU from idling: while the
+    probe runs, one SCHED_IDLE busy loop pinned to the probe's CPU runs
+    beside it, and it is gone when the probe ends, also when its timeout
+    kills it; a probe that is not awake has none. Mutants caught: the loop
+    never started; the loop at SCHED_OTHER (it would take half the CPU)."""
+    import sys
+
+    from osmeter import launch, registry
+
+    assert {p.name for p in registry.PROBES if p.awake} >= {"net.icmp.loopback.awake"}
+    cpu = max(os.sched_getaffinity(0))
+    la = launch.Launcher(BIN, cpu, fifo=False)
+    argv = [sys.executable, "-c", _FIND_SPINNERS, launch.SPIN]
+    rc, out, err = la.run(argv, 30, awake=True)
+    assert rc == 0, err
+    seen = json.loads(out)
+    assert [(s[1], s[2]) for s in seen] == [(os.SCHED_IDLE, [cpu])], seen
+    assert not os.path.exists(f"/proc/{seen[0][0]}")  # killed and reaped with its probe
+    rc, out, _ = la.run(argv, 30)
+    assert rc == 0 and json.loads(out) == []
+    rc, _, _ = la.run(["sleep", "30"], 0.5, awake=True)  # the timeout kills the probe, and the loop with it
+    assert rc is None and la.spinner is None
+    assert json.loads(la.run(argv, 30)[1]) == []

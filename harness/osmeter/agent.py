@@ -116,9 +116,9 @@ def serve(tree):
             out.write(json.dumps(dict(kw, id=rid)) + "\n")
             out.flush()
 
-    def run_probe(rid, argv, timeout):
+    def run_probe(rid, argv, timeout, awake):
         try:
-            rc, so, se = state["launcher"].run(argv, timeout)
+            rc, so, se = state["launcher"].run(argv, timeout, awake=awake)
             reply(rid, ok={"rc": rc, "out": so, "err": se})
         except Exception as e:  # the controller hears of it, with what happened
             reply(rid, error=f"{type(e).__name__}: {e}")
@@ -157,7 +157,8 @@ def serve(tree):
             except (ValueError, KeyError, TypeError):
                 continue
             if op == "run":
-                w = threading.Thread(target=run_probe, args=(rid, q["argv"], q["timeout"]), daemon=True)
+                w = threading.Thread(target=run_probe, args=(rid, q["argv"], q["timeout"], bool(q.get("awake"))),
+                                     daemon=True)
                 state["worker"] = w
                 w.start()
                 continue

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+SPIN = "while :; do :; done"  # an awake probe's busy loop (Launcher._spinner)
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 PR_SET_PDEATHSIG = 1
 
@@ -90,6 +91,7 @@ class Launcher:
         self.fifo = fifo
         self.proc: subprocess.Popen | None = None
         self.scratch_dirs = list(scratch_dirs)
+        self.spinner: subprocess.Popen | None = None  # the busy loop of an awake probe, while it runs
 
     def _preexec(self, before_exec: Callable[[], None] | None = None):
         _set_pdeathsig()
@@ -98,6 +100,26 @@ class Launcher:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
         if before_exec is not None:
             before_exec()
+
+    def _spinner(self) -> subprocess.Popen:
+        """A busy loop pinned to the probe's CPU at SCHED_IDLE: it runs only
+        when nothing else wants the CPU, and any wake-up preempts it at once,
+        so while it lives the CPU never idles (on a VM: never halts and goes
+        back to the host, whose resume would sit in what the probe times
+        next)."""
+        def pre():
+            _set_pdeathsig()
+            os.sched_setaffinity(0, {self.cpu})
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return subprocess.Popen(["/bin/sh", "-c", SPIN], preexec_fn=pre, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def _stop_spinner(self) -> None:
+        sp, self.spinner = self.spinner, None
+        if sp is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(sp.pid, signal.SIGKILL)
+            sp.wait()
 
     def has(self, probe_binary: str) -> bool:
         return (self.bin_dir / probe_binary).exists()
@@ -110,12 +132,13 @@ class Launcher:
 
     def run(self, argv: list[str], timeout: float,
             progress: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
-            before_exec: Callable[[], None] | None = None) -> tuple[int | None, str, str]:
+            before_exec: Callable[[], None] | None = None, awake: bool = False) -> tuple[int | None, str, str]:
         """(exit status or None when it timed out, stdout, stderr). With
         `progress`, the probe gets a pipe for its progress lines
         (OSM_PROGRESS_FD) and each line is handed to progress() as it comes.
         `env` adds to the environment; `before_exec` runs in the probe's
-        process, pinned and scheduled, just before it executes the probe."""
+        process, pinned and scheduled, just before it executes the probe.
+        `awake` keeps the probe's CPU from idling while it runs (_spinner)."""
         extra = env or {}
         env = dict(os.environ, LC_ALL="C")
         env.pop("OSM_PROGRESS_FD", None)
@@ -127,6 +150,12 @@ class Launcher:
             env["OSM_PROGRESS_FD"] = str(w)
         try:
             with _deferred_signals():  # a signal here must not orphan a started probe: kill() needs self.proc
+                woke = None
+                if awake:
+                    try:
+                        self.spinner = self._spinner()
+                    except (OSError, subprocess.SubprocessError) as e:  # said, in the probe's warnings
+                        woke = f"osmeter: CPU {self.cpu} not kept awake for this process: {e}"
                 self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                              errors="surrogateescape",
                                              preexec_fn=lambda: self._preexec(before_exec),
@@ -146,6 +175,10 @@ class Launcher:
             self.kill()
             out, err = self.proc.communicate()
             rc = None
+        finally:  # an interruption too: the busy loop never outlives its probe
+            self._stop_spinner()
+        if woke:
+            err = f"{woke}\n{err}"
         if reader is not None:
             reader.join(timeout=1)
         self.proc = None  # (an interruption leaves it set, for kill)
@@ -163,6 +196,7 @@ class Launcher:
     def kill(self, grace: float = 3.0) -> None:
         """Stops the running probe's whole process group: SIGTERM first, so
         it can remove its scratch files, SIGKILL after `grace` seconds."""
+        self._stop_spinner()
         proc = self.proc
         if proc is None:
             return

@@ -267,9 +267,9 @@ class RemoteLauncher:
             return [exe, *args] if exe else None
         return [f"{self.bin_dir}/{probe_binary}", "--cpu", str(self.cpu), *args]
 
-    def run(self, argv: list[str], timeout: float, progress=None) -> tuple[int | None, str, str]:
+    def run(self, argv: list[str], timeout: float, progress=None, awake: bool = False) -> tuple[int | None, str, str]:
         self.running = True
-        got = self.host.call("run", argv=[str(a) for a in argv], timeout=timeout)
+        got = self.host.call("run", argv=[str(a) for a in argv], timeout=timeout, awake=awake)
         self.running = False
         return got["rc"], got["out"], got["err"]
 

@@ -72,6 +72,9 @@ class Probe:
     # params of the probe's lines that measure the host's part in its figures, as (key, what a value
     # says): stability shows them per id beside the run-to-run spread they help explain
     host_params: tuple[tuple[str, str], ...] = ()
+    # True: the probe's CPU is kept from idling while it runs (a SCHED_IDLE busy loop beside it,
+    # launch.Launcher._spinner), for a figure without an idle CPU's resume in it
+    awake: bool = False
     # how the params of a run's processes combine into the run's (each process's params, in
     # order -> the run's); None keeps the first process's, host_params averaged
     merge_params: Callable[[list[dict]], dict] | None = None

@@ -306,9 +306,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             before = host.counters(p.cpu)
             if live:  # a terminal: a line that shows the probe's steps and the time left
                 with StatusLine(head, probe.expect.get(opts.preset)) as line:
-                    rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update)
+                    rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update, awake=probe.awake)
             else:
-                rc, stdout, stderr = launch.run(argv, probe.timeout)
+                rc, stdout, stderr = launch.run(argv, probe.timeout, awake=probe.awake)
             elapsed = time.monotonic() - t0
             interference[probe.name] = shares(add(interference.get(probe.name), delta(before, host.counters(p.cpu))))
             raw_name = probe.name if procs[probe.name] == 1 else f"{probe.name}.p{k}"

@@ -39,8 +39,8 @@ METHOD = {
 }
 
 
-def ping_lines(stdout: str, where: str) -> list[dict]:
-    """ping's per-reply times -> net.rtt.icmp.<where> (samples in ns)."""
+def ping_lines(stdout: str, where: str, suffix: str = "") -> list[dict]:
+    """ping's per-reply times -> net.rtt.icmp.<where><suffix> (samples in ns)."""
     times = [float(x.group(1)) * 1e6 for x in re.finditer(r"time[=<]([0-9.]+) ms", stdout)]
     if not times:
         raise ValueError("ping printed no reply times")
@@ -48,7 +48,7 @@ def ping_lines(stdout: str, where: str) -> list[dict]:
     params = {"tool": "ping", "where": where}
     if sent:
         params.update(transmitted=int(sent.group(1)), received=int(sent.group(2)))
-    return [{"id": f"net.rtt.icmp.{where}", "unit": "ns", "params": params, "overhead_subtracted": 0,
+    return [{"id": f"net.rtt.icmp.{where}{suffix}", "unit": "ns", "params": params, "overhead_subtracted": 0,
              "samples": times, "disturbed": []}]
 
 
@@ -103,6 +103,22 @@ def _probes(where: str) -> tuple[Probe, ...]:
                      "full": ("-n", "-c", "200", "-i", "{ping_interval}", dest)},
             timeout=120.0, needs=needs, external=True,
             parse=lambda out, w=where: ping_lines(out, w),
+        ),
+        Probe(
+            name=f"net.icmp.{where}.awake", binary="ping",
+            measures=(measure(f"net.rtt.icmp.{where}.awake", "ns",
+                              f"ICMP echo round trip, by ping, its CPU kept from idling ({where})"),),
+            methodology=(f"The same pings as net.rtt.icmp.{where}, with the CPU kept "
+                         "awake: while ping runs, a busy loop at SCHED_IDLE holds the probe's CPU, so between "
+                         "two pings the CPU never idles (a vCPU never halts back to its host), and ping's "
+                         f"wake-up preempts the loop at once. What net.rtt.icmp.{where} takes more than this "
+                         "figure is what resuming an idle CPU adds to each round trip."),
+            expect={"quick": 0.4, "full": 3.5},
+            processes=3,
+            presets={"quick": ("-n", "-c", "20", "-i", "{ping_interval}", dest),
+                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", dest)},
+            timeout=120.0, needs=needs, external=True, awake=True,
+            parse=lambda out, w=where: ping_lines(out, w, ".awake"),
         ),
     )
 
