@@ -199,6 +199,18 @@ def test_the_summed_bandwidth_gives_each_thread_its_own_rate():
         share = float(np.median(x["samples"])) / p["threads"]
         assert all(r >= 0.95 * share for r in p["thread_mbs"]), (k, p["thread_mbs"], share)
         assert sum(p["thread_mbs"]) <= 3 * p["threads"] * share, (k, p["thread_mbs"], share)
+    if len(os.sched_getaffinity(0)) < 2:
+        return
+    # the threads' CPUs' cache-line round trip, before and after the samples: at least a transfer
+    # between two of them (cpu_c2c's figure for the same two CPUs), not thousands of them
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    line = probe_lines("cpu_c2c", "--cpus", ",".join(map(str, cpus)), "--samples", "5")["cpu.c2c"]
+    c2c = float(np.median(line["samples"])) * (1e9 / line["tsc_hz"] if line["unit"] == "cycles" else 1)
+    from osmeter import registry
+    assert ("pair_rtt_ns" in dict(registry.find_measure("mem.bw.read.mt")[0].host_params))
+    for k in ("read", "write", "copy"):
+        p = m[f"mem.bw.{k}.mt"]["params"]
+        assert 0.5 * c2c < p["pair_rtt_ns"] < 50 * c2c and 0.5 * c2c < p["pair_rtt_ns_after"] < 50 * c2c, (p, c2c)
 
 
 def test_major_fault_costs_far_more_than_a_minor_one(quick_run):

@@ -182,6 +182,11 @@ static inline uint64_t osm_stamp(void)
  * round trip brackets the other side's reading). Returns the bound, and in
  * *offset the midpoint estimate of b's stamp minus a's. */
 double osm_tsc_skew(int a, int b, double *offset);
+/* The least round trip of a cache line between threads on CPUs a and b (the
+ * same exchange), in ticks; -1 when no thread could run on b. On a VM it
+ * shows where the host put the two vCPUs: on one die (a shared cache) or
+ * on two. */
+double osm_pair_rtt(int a, int b);
 
 /* A window that also notices deschedules, without a system call where the
  * kernel allows: the `lock` sequence of the thread's perf_event mmap page

@@ -430,16 +430,23 @@ static void *skew_partner(void *arg)
     return NULL;
 }
 
-double osm_tsc_skew(int a, int b, double *offset)
+/* The exchange both osm_tsc_skew and osm_pair_rtt read: a thread on b
+ * answers a flag a sets, round after round. Returns the least round trip in
+ * ticks (-1 when no thread could run on b), and in [*lo, *hi] the bracket
+ * that round gives b's stamp minus a's. */
+static double pair_exchange(int a, int b, double *lo, double *hi)
 {
     struct skew s = { .cpu = b, .rounds = 2000 };
     pthread_t th;
     cpu_set_t old;
     sched_getaffinity(0, sizeof old, &old);
     osm_pin(a);
-    if (osm_thread_on(&th, b, skew_partner, &s) != 0)
-        return *offset = 0, -1;
-    double best = 1e300, lo = 0, hi = 0;
+    if (osm_thread_on(&th, b, skew_partner, &s) != 0) {
+        sched_setaffinity(0, sizeof old, &old);
+        return -1;
+    }
+    double best = 1e300;
+    *lo = *hi = 0;
     for (int r = 0; r < s.rounds; r++) {
         uint64_t t0 = osm_stamp();
         atomic_store_explicit(&s.flag, 1, memory_order_release);
@@ -449,14 +456,28 @@ double osm_tsc_skew(int a, int b, double *offset)
         double rt = (double)(t1 - t0);
         if (rt < best) { /* b read its stamp between t0 and t1 */
             best = rt;
-            lo = (double)atomic_load(&s.t_b) - (double)t1;
-            hi = (double)atomic_load(&s.t_b) - (double)t0;
+            *lo = (double)atomic_load(&s.t_b) - (double)t1;
+            *hi = (double)atomic_load(&s.t_b) - (double)t0;
         }
         atomic_store_explicit(&s.flag, 0, memory_order_relaxed);
     }
     pthread_join(th, NULL);
     sched_setaffinity(0, sizeof old, &old);
+    return best;
+}
+
+double osm_tsc_skew(int a, int b, double *offset)
+{
+    double lo, hi;
+    if (pair_exchange(a, b, &lo, &hi) < 0)
+        return *offset = 0, -1;
     *offset = (lo + hi) / 2;
     /* the offset lies in [lo, hi]: it is at most this far from zero */
     return fmax(fabs(lo), fabs(hi));
+}
+
+double osm_pair_rtt(int a, int b)
+{
+    double lo, hi;
+    return pair_exchange(a, b, &lo, &hi);
 }

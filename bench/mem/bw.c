@@ -338,6 +338,21 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The least round trip of a cache line between this thread's CPU and each
+ * other worker's, their median, in ns: where the host put the vCPUs (one die
+ * sharing its path to memory, or several) moves the .mt sum. */
+static double pair_rtt_ns(const struct worker *w, int n, int self_cpu)
+{
+    double v[CPU_SETSIZE];
+    int k = 0;
+    for (int i = 1; i < n; i++) {
+        double t = osm_pair_rtt(self_cpu, w[i].cpu);
+        if (t >= 0)
+            v[k++] = t / osm_timer.hz * 1e9;
+    }
+    return k ? osm_median(v, (size_t)k) : -1;
+}
+
 static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t samples, int self_cpu)
 {
     cpu_set_t set;
@@ -366,8 +381,11 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
         if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
             osm_die("pthread_create failed");
     worker_prepare(&w[0]);
+    double rtt_before = -1;
     for (size_t i = 0; i < osm_warmup_samples + samples; i++) {
         uint32_t c0, c1;
+        if (i == osm_warmup_samples && n > 1) /* the others wait at the barrier, their buffers made */
+            rtt_before = pair_rtt_ns(w, n, self_cpu);
         pthread_barrier_wait(&mt.start);
         uint64_t t0 = osm_begin(&c0);
         for (uint64_t p = 0; p < mt.passes; p++)
@@ -388,6 +406,11 @@ static void measure_mt(struct osm_meas *m, enum kernel k, size_t size, size_t sa
     for (int i = 1; i < n; i++)
         pthread_join(w[i].th, NULL);
     osm_pin(self_cpu);
+    double rtt_after = n > 1 ? pair_rtt_ns(w, n, self_cpu) : -1;
+    if (rtt_before >= 0)
+        osm_param_num(m, "pair_rtt_ns", rtt_before);
+    if (rtt_after >= 0)
+        osm_param_num(m, "pair_rtt_ns_after", rtt_after);
     osm_param_num(m, "bytes_per_thread", (double)size);
     osm_param_int(m, "threads", n);
     osm_param_num(m, "passes_per_sample", (double)mt.passes);

@@ -177,8 +177,12 @@ PROBES = (
             "buffer, started and stopped together by a barrier, and add up their bytes; params.thread_mbs gives "
             "each thread's own rate over its passes (median of the samples), in the order of "
             "params.thread_cpus, so a sum short of the threads' count times one thread's shows whether one "
-            "thread ran slow (its CPU shared, by the host too) or all of them (the memory). One process "
-            "a run: its buffers' setup outweighs its samples."
+            "thread ran slow (its CPU shared, by the host too) or all of them (the memory). "
+            "params.pair_rtt_ns is the least round trip of a cache line between the first thread's CPU "
+            "and each other's (their median), measured once the buffers are made and again after the "
+            "samples (pair_rtt_ns_after): on a VM it says whether the host put the vCPUs on one die, which "
+            "shares one path to memory, or on several. One process a run: its buffers' setup outweighs "
+            "its samples."
         ),
         presets={"quick": ("--buffers", "memory", "--samples", "5"),
                  "full": ("--buffers", "memory", "--samples", "15")},
@@ -186,6 +190,9 @@ PROBES = (
         timeout=600.0,
         smoke=("--size", "16M"),
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples
+        host_params=(("pair_rtt_ns", "least cache-line round trip between the .mt threads' CPUs: a few times "
+                                     "longer when the host put the vCPUs on different dies, each with its own "
+                                     "path to memory (the .mt sums rise with it)"),),
     ),
     Probe(
         name="mem.bw.cache", binary="mem_bw",
