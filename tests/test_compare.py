@@ -894,3 +894,48 @@ def test_stability_shows_what_a_probe_measured_of_the_hosts_part(tmp_path):
             if ln.startswith(("sched.", "cpu.", "mem."))]
     assert [r[:5] for r in rows] == [["sched.wakeup.cross", "wakee_cpu_halts_per_wakeup", "0.98", "0.4", ".."]], rows
     assert rows[0][5] == "1.02"
+
+
+def _mt_side(path: Path, runs: list[tuple[float, float]], seed: int) -> list:
+    """Runs of mem.bw.copy.mt at (MB/s, params.pair_rtt_ns), with cpu.a beside, as a side of runs."""
+    from osmeter.store import load_side
+
+    rng = np.random.default_rng(seed)
+    for k, (mbps, rtt) in enumerate(runs, 1):
+        p = path / f"run-{k:02d}"
+        p.mkdir(parents=True)
+        res = Results(p, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
+        level = mbps * math.exp(rng.normal(0, 0.01))
+        res.add_line({"id": "mem.bw.copy.mt", "unit": "MB/s", "samples": (level * np.exp(rng.normal(0, 0.005, 5))).tolist(),
+                      "params": {"pair_rtt_ns": rtt, "pair_rtt_ns_after": rtt}}, "mem.bw", "mem.bw.copy.mt")
+        res.add_line({"id": "cpu.a", "unit": "ns", "samples": (100 * np.exp(rng.normal(0, 0.005, 5))).tolist(),
+                      "params": {}}, "fake", "cpu.a")
+        res.doc["complete"] = True
+        res.save()
+    return load_side([p.parent / f"run-{k:02d}" for k in range(1, len(runs) + 1)])
+
+
+def test_runs_in_another_host_mode_are_left_out_of_the_comparison(tmp_path):
+    """mem.bw's .mt sums follow where the host put the vCPUs (params.pair_rtt_ns: one die or
+    two), which no kernel tuning moves. compare compares such an id on the runs of one host mode:
+    A's runs all on two dies against B's all on one is no change but 'too few runs (in one host
+    mode)'; with two of A's runs in B's mode those are compared and found equal; a real change
+    inside one mode is still found, the other mode's run left out. Mutant caught: the split's
+    runs not used."""
+    near, far = (21_600.0, 110.0), (38_500.0, 300.0)
+    c = compare.compare_sides(_mt_side(tmp_path / "a1", [far] * 4, 1), _mt_side(tmp_path / "b1", [near] * 4, 2), 0.05)
+    r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
+    assert r.verdict == "too few runs" and compare._verdict_text(r) == "too few runs (in one host mode)"
+    assert any("mem.bw.copy.mt: compared on the runs in one host mode" in n and "A 4 of 4, B 0 of 4" in n
+               for n in c.notes), c.notes
+    c = compare.compare_sides(_mt_side(tmp_path / "a2", [far, near, far, near], 3),
+                              _mt_side(tmp_path / "b2", [near] * 4, 4), 0.05)
+    r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
+    assert r.verdict == "=" and r.n_a == 2 and r.n_b == 4, (r.verdict, r.runs_a)
+    assert any("A 2 of 4, B 0 of 4" in n for n in c.notes)
+    up = (near[0] * 1.15, near[1])
+    c = compare.compare_sides(_mt_side(tmp_path / "a3", [near] * 4, 5),
+                              _mt_side(tmp_path / "b3", [up, up, (far[0] * 1.15, far[1]), up], 6), 0.05)
+    r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
+    assert r.verdict == "faster" and r.n_b == 3 and r.ratio == pytest.approx(1.15, rel=0.03)
+    assert {x.id: x for x in c.rows}["cpu.a"].verdict in ("=", "~")

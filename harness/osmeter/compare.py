@@ -34,6 +34,9 @@ RUN_SD_FLOOR = 0.01
 # not draws of one distribution and the run is the unit.
 FAR_PROCESS = 4.0
 POWER = 0.8
+# a run whose host-mode param (Probe.host_mode) lies this many times above the least of the
+# compared runs' was measured in another state of the host (the vCPUs on two dies, not one)
+HOST_MODE_FACTOR = 2.0
 VERDICTS = ("faster", "slower", "higher", "lower", "=", "~", "too few runs")
 DIRECTIONS = ("faster", "slower", "higher", "lower")
 DECIDED = ("faster", "slower", "higher", "lower", "=", "~")
@@ -80,6 +83,8 @@ class Row:
     log_a: np.ndarray | None = field(default=None, repr=False)  # the logs of the unit's values, per side
     log_b: np.ndarray | None = field(default=None, repr=False)
     parts: list = field(default_factory=list)  # its kernel-path components (Rows), where both sides were traced
+    # fewer than two runs a side in one host mode (host_mode_split): shown on all its runs, never decided
+    host_modes_apart: bool = False
 
     @property
     def n_a(self) -> int:
@@ -216,6 +221,9 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
             big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
             r.verdict = direction(r.unit, r.ratio > 1) if big and q < alpha else "~"
             continue
+        if r.host_modes_apart:  # under two runs a side in one state of the host: nothing to decide on
+            r.verdict = "too few runs"
+            continue
         if r.basis == "within-run":  # one run against one run: drift and change look alike
             r.verdict = "too few runs"
             r.need = max(3, runs_needed(math.log1p(min_change), RUN_SD_FLOOR, alpha, POWER) or 3)
@@ -271,9 +279,17 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
         if ids_b[mid] != unit:
             notes.append(f"{mid}: unit {unit} in {labels[0]}, {ids_b[mid]} in {labels[1]} (not compared)")
             continue
-        ta, tb = _trials(a, mid), _trials(b, mid)
+        ha, hb, mode_note = host_mode_split(a, b, mid)
+        apart = False
+        if mode_note:
+            notes.append(mode_note)
+            apart = min(sum(mid in r.measurements for r in side) for side in (ha, hb)) < 2
+            if apart:  # shown on all its runs, and left undecided
+                ha, hb = a, b
+        ta, tb = _trials(ha, mid), _trials(hb, mid)
         row = compare_id(mid, unit, ta, tb)
         if row is not None:
+            row.host_modes_apart = apart
             rows.append(row)
         else:  # every sample of one side was disturbed (or not finite): said, never dropped in silence
             empty = [lab for lab, t in zip(labels, (ta, tb)) if not any(x.size for run in t for x in run)]
@@ -395,6 +411,52 @@ def _ids(side: list[Run]) -> dict[str, str]:
     return out
 
 
+def host_mode_split(a: list[Run], b: list[Run], mid: str) -> tuple[list[Run], list[Run], str | None]:
+    """For an id whose probe names a host-mode param (Probe.host_mode): each
+    run's mode is "far" where that param (before or after its samples) lies
+    over HOST_MODE_FACTOR times the least value among the compared runs,
+    else "near". Where the sides' runs are not all in one mode, only the runs
+    of the mode both sides have most of are compared, and a note says which
+    were left out: a host that moved its vCPUs between A's runs and B's is
+    no change of the machine. Returns the runs kept and the note."""
+    from . import registry
+
+    found = registry.find_measure(mid)
+    key = getattr(found[0], "host_mode", "") if found else ""  # a derived id has none
+    if not key:
+        return a, b, None
+
+    def values(r: Run) -> list[float]:
+        p = (r.measurements.get(mid) or {}).get("params") or {}
+        return [float(v) for v in (p.get(key), p.get(f"{key}_after"))
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+
+    vals = {r.name + "/" + lab: values(r) for lab, side in (("A", a), ("B", b)) for r in side}
+    lows = [min(v) for v in vals.values() if v]
+    if not lows:
+        return a, b, None
+    ref = min(lows)
+
+    def mode(r: Run, lab: str) -> str:
+        v = vals[r.name + "/" + lab]
+        return "unknown" if not v else "far" if max(v) > HOST_MODE_FACTOR * ref else "near"
+
+    ma = {r.name: mode(r, "A") for r in a if mid in r.measurements}
+    mb = {r.name: mode(r, "B") for r in b if mid in r.measurements}
+    if len(set(ma.values()) | set(mb.values())) <= 1:
+        return a, b, None
+    pick = max(("near", "far", "unknown"),
+               key=lambda m: (min(list(ma.values()).count(m), list(mb.values()).count(m)), m == "near"))
+    ka = [r for r in a if ma.get(r.name) == pick]
+    kb = [r for r in b if mb.get(r.name) == pick]
+    left = [f"{lab} {sum(v != pick for v in m.values())} of {len(m)}" for lab, m in (("A", ma), ("B", mb))]
+    where = (f"{key} within {HOST_MODE_FACTOR:g}x of the least, {ref:.3g}" if pick == "near"
+             else f"{key} over {HOST_MODE_FACTOR:g}x the least, {ref:.3g}" if pick == "far" else f"no {key}")
+    note = (f"{mid}: compared on the runs in one host mode ({where}); left out: {', '.join(left)} "
+            "(the host's state moved the figure, not the machine)")
+    return ka, kb, note
+
+
 def _trials(side: list[Run], mid: str) -> list[list[np.ndarray]]:
     """Per run, the kept trials of each of its processes."""
     return [r.by_process(r.measurements[mid]) for r in side if mid in r.measurements]
@@ -453,6 +515,8 @@ def area_changes(rows: list[Row]) -> list[tuple[str, float, int]]:
 
 
 def _verdict_text(r: Row) -> str:
+    if r.verdict == "too few runs" and r.host_modes_apart:
+        return "too few runs (in one host mode)"
     if r.verdict == "too few runs":
         return f"too few runs (need {r.need})" if r.need else "too few runs (need >200)"
     return r.verdict

@@ -72,6 +72,10 @@ class Probe:
     # params of the probe's lines that measure the host's part in its figures, as (key, what a value
     # says): stability shows them per id beside the run-to-run spread they help explain
     host_params: tuple[tuple[str, str], ...] = ()
+    # a host param (one of host_params) that jumps between the host's states, at least
+    # compare.HOST_MODE_FACTOR apart (the vCPUs on one die or two): compare compares the
+    # probe's ids only on the runs of one state (compare.host_mode_split)
+    host_mode: str = ""
     # True: the probe's CPU is kept from idling while it runs (a SCHED_IDLE busy loop beside it,
     # launch.Launcher._spinner), for a figure without an idle CPU's resume in it
     awake: bool = False

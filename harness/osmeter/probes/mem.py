@@ -193,6 +193,7 @@ PROBES = (
         host_params=(("pair_rtt_ns", "least cache-line round trip between the .mt threads' CPUs: a few times "
                                      "longer when the host put the vCPUs on different dies, each with its own "
                                      "path to memory (the .mt sums rise with it)"),),
+        host_mode="pair_rtt_ns",
     ),
     Probe(
         name="mem.bw.cache", binary="mem_bw",
