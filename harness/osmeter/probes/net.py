@@ -113,10 +113,11 @@ def _probes(where: str) -> tuple[Probe, ...]:
                          "two pings the CPU never idles (a vCPU never halts back to its host), and ping's "
                          f"wake-up preempts the loop at once. What net.rtt.icmp.{where} takes more than this "
                          "figure is what resuming an idle CPU adds to each round trip."),
-            expect={"quick": 0.4, "full": 3.5},
+            expect={"full": 3.5},
             processes=3,
-            presets={"quick": ("-n", "-c", "20", "-i", "{ping_interval}", dest),
-                     "full": ("-n", "-c", "200", "-i", "{ping_interval}", dest)},
+            # the full preset only: the quick preset's wall time is at its budget, and this figure
+            # explains another id's spread rather than being one a quick comparison needs
+            presets={"full": ("-n", "-c", "200", "-i", "{ping_interval}", dest)},
             timeout=120.0, needs=needs, external=True, awake=True,
             parse=lambda out, w=where: ping_lines(out, w, ".awake"),
         ),
