@@ -939,3 +939,8 @@ def test_runs_in_another_host_mode_are_left_out_of_the_comparison(tmp_path):
     r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
     assert r.verdict == "faster" and r.n_b == 3 and r.ratio == pytest.approx(1.15, rel=0.03)
     assert {x.id: x for x in c.rows}["cpu.a"].verdict in ("=", "~")
+    # two campaigns on one side, each with a run-01: each run keeps its own mode
+    a = _mt_side(tmp_path / "a4", [far], 7) + _mt_side(tmp_path / "a5", [near], 8)
+    assert [r.name for r in a] == ["run-01", "run-01"]
+    c = compare.compare_sides(a, _mt_side(tmp_path / "b4", [near] * 4, 9), 0.05)
+    assert any("mem.bw.copy.mt" in n and "A 1 of 2, B 0 of 4" in n for n in c.notes), c.notes

@@ -418,3 +418,6 @@ def test_an_awake_probe_has_a_busy_loop_on_its_cpu_only_while_it_runs():
     rc, _, _ = la.run(["sleep", "30"], 0.5, awake=True)  # the timeout kills the probe, and the loop with it
     assert rc is None and la.spinner is None
     assert json.loads(la.run(argv, 30)[1]) == []
+    with pytest.raises(OSError):  # a probe that cannot start leaves no busy loop behind either
+        la.run(["/nonexistent/osmeter-probe"], 30, awake=True)
+    assert la.spinner is None and json.loads(la.run(argv, 30)[1]) == []

@@ -431,24 +431,25 @@ def host_mode_split(a: list[Run], b: list[Run], mid: str) -> tuple[list[Run], li
         return [float(v) for v in (p.get(key), p.get(f"{key}_after"))
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
 
-    vals = {r.name + "/" + lab: values(r) for lab, side in (("A", a), ("B", b)) for r in side}
+    # keyed by the Run object itself: two campaigns on one side may both have a run-01
+    vals = {id(r): values(r) for r in a + b}
     lows = [min(v) for v in vals.values() if v]
     if not lows:
         return a, b, None
     ref = min(lows)
 
-    def mode(r: Run, lab: str) -> str:
-        v = vals[r.name + "/" + lab]
+    def mode(r: Run) -> str:
+        v = vals[id(r)]
         return "unknown" if not v else "far" if max(v) > HOST_MODE_FACTOR * ref else "near"
 
-    ma = {r.name: mode(r, "A") for r in a if mid in r.measurements}
-    mb = {r.name: mode(r, "B") for r in b if mid in r.measurements}
+    ma = {id(r): mode(r) for r in a if mid in r.measurements}
+    mb = {id(r): mode(r) for r in b if mid in r.measurements}
     if len(set(ma.values()) | set(mb.values())) <= 1:
         return a, b, None
     pick = max(("near", "far", "unknown"),
                key=lambda m: (min(list(ma.values()).count(m), list(mb.values()).count(m)), m == "near"))
-    ka = [r for r in a if ma.get(r.name) == pick]
-    kb = [r for r in b if mb.get(r.name) == pick]
+    ka = [r for r in a if ma.get(id(r)) == pick]
+    kb = [r for r in b if mb.get(id(r)) == pick]
     left = [f"{lab} {sum(v != pick for v in m.values())} of {len(m)}" for lab, m in (("A", ma), ("B", mb))]
     where = (f"{key} within {HOST_MODE_FACTOR:g}x of the least, {ref:.3g}" if pick == "near"
              else f"{key} over {HOST_MODE_FACTOR:g}x the least, {ref:.3g}" if pick == "far" else f"no {key}")

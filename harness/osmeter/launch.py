@@ -161,6 +161,9 @@ class Launcher:
                                              preexec_fn=lambda: self._preexec(before_exec),
                                              start_new_session=True, env=env,
                                              pass_fds=(w,) if w is not None else ())
+        except BaseException:  # the probe never started: nor may its busy loop outlive this call
+            self._stop_spinner()
+            raise
         finally:
             if w is not None:
                 os.close(w)  # the probe holds the write end now
