@@ -256,3 +256,56 @@ def test_two_points_either_side_of_their_median_still_make_a_level():
     from osmeter.memlevels import Level
 
     assert detect_levels([1024, 2048], [1.0, 3.0]) == [Level("l1", 3.0, 2048.0, 2048.0, 2048.0, 2048.0, 1)]
+
+
+FAULT_PROBE = """#!/bin/sh
+# process 1 of a run lands in a far mode (200 us a fault), the others at 50 us
+n=$(cat "$0.n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$0.n"
+v=50000; [ $n -eq 1 ] && v=200000
+echo '{"id": "mem.pagefault.major", "unit": "ns", "params": {"page_size": 4096}, "samples": ['$v', '$v', '$v'], "disturbed": []}'
+"""
+COPY_PROBE = """#!/bin/sh
+echo '{"id": "mem.bw.copy", "unit": "MB/s", "params": {}, "samples": [19000, 20000, 21000], "disturbed": []}'
+"""
+
+
+def test_a_derived_figure_takes_every_process_of_its_inputs(tmp_path):
+    """mem.pagefault.major_vs_copy is derived from mem.pagefault.major and
+    mem.bw.copy. It was derived once, when both had first been measured: from
+    the first of major's processes alone, so a run whose first process landed
+    in a far mode reported that one process's ratio (an A/A campaign's run at
+    4.4x its siblings). Fake probes: major's first process at 200 us, its
+    others at 50 us; the derived figure has every process, and its
+    run figure (the median of their medians) is the 50 us one. Mutants caught:
+    deriving only once; the derived samples without their processes."""
+    from osmeter.probe import Probe, measure
+    from osmeter.probes.mem import DERIVED
+    from osmeter.runner import RunOptions, run
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, text in (("fault", FAULT_PROBE), ("copy", COPY_PROBE)):
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    probes = (
+        Probe(name="mem.pagefault", binary="fault", area="mem", methodology="fake",
+              measures=(measure("mem.pagefault.major", "ns", "fake major fault"),),
+              presets={"quick": ("--samples", "3")}, processes=3),
+        Probe(name="mem.bw", binary="copy", area="mem", methodology="fake",
+              measures=(measure("mem.bw.copy", "MB/s", "fake copy"),), presets={"quick": ()}),
+    )
+    out = tmp_path / "out"
+    assert run(RunOptions(out=out, rt=False, probes=probes, derived=DERIVED, bin_dir=bindir)) == (0, out)
+    import json
+    doc = json.loads((out / "results.json").read_text())
+    m = {x["id"]: x for x in doc["measurements"]}
+    n = m["mem.pagefault.major"]["processes"]["n"]  # 3, or more where the figure is not yet known to +-1%
+    assert n >= 3
+    r = m["mem.pagefault.major_vs_copy"]
+    copy_ns_per_byte = 1e3 / 20000
+    want = 50000 / 4096 / copy_ns_per_byte
+    assert r["samples_total"] == 3 * n and r["processes"]["n"] == n, r
+    assert r["processes"]["median_of_medians"] == pytest.approx(want)
+    assert r["params"]["fault_ns_per_byte"] == pytest.approx(50000 / 4096)
+    assert r["params"]["copy_ns_per_byte"] == pytest.approx(copy_ns_per_byte)
+    assert not doc["failures"]

@@ -362,6 +362,20 @@ def write_json_atomic(path: Path, doc: dict) -> Path:
     return _write_atomic(path, dump)
 
 
+def line_by_process(line: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A (merged) probe line's kept values in the reported unit, each kept
+    value's process (all 0 for a line of one process), and the kept values of
+    each process in order: a figure derived from the line takes its run's
+    figure from these, as compare does (run_figure)."""
+    values, disturbed, _ = line_values(line)
+    proc = line.get("process")
+    proc = np.asarray(proc, dtype=np.int64) if isinstance(proc, list) and len(proc) == values.size \
+        else np.zeros(values.size, dtype=np.int64)
+    keep = ~disturbed & np.isfinite(values)
+    values, proc = values[keep], proc[keep]
+    return values, proc, [values[proc == k] for k in sorted(set(proc.tolist()))]
+
+
 def run_figure(per_process: list[np.ndarray]) -> float:
     """One run's figure for an id: the median of its processes' medians
     (a process, not a sample, lands in one of the machine's modes), or the

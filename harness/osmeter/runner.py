@@ -259,6 +259,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     start = time.monotonic()
     status = 0
     lines_seen: dict[str, dict] = {}  # every line of every probe so far: the inputs of derived figures
+    derived_from: dict[str, list[dict]] = {}  # the input lines each derived figure was last made from
     say = (lambda *a, **k: None) if quiet else print
     expected = sum(probe.expect.get(opts.preset, 0.5) for probe, _ in order)
     say(f"osmeter: {label}{len(order)} probes, preset {opts.preset}, pinned to CPU {p.cpu}, "
@@ -329,7 +330,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                 clock = _core_mhz(per_process[probe.name][-1] if per_process[probe.name] else [])
                 if ok and clock:
                     results.doc["interference"].setdefault("core_mhz", {}).setdefault(probe.name, []).append(clock)
-                _derive_across(results, p.derived, lines_seen)
+                _derive_across(results, p.derived, lines_seen, derived_from)
                 nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
                 say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
                     + (f" ({nref} refused here)" if nref else ""), flush=True)
@@ -764,16 +765,26 @@ def _collect(results: Results, probe: registry.Probe, wanted: list[str], rc: int
     return True
 
 
-def _derive_across(results: Results, derived: list[registry.Derived], lines_seen: dict[str, dict]) -> None:
-    """Adds each derived figure once all its inputs have been measured."""
-    done = {m["id"] for m in results.measurements}
+def _derive_across(results: Results, derived: list[registry.Derived], lines_seen: dict[str, dict],
+                   used: dict[str, list[dict]]) -> None:
+    """Adds each derived figure once all its inputs have been measured, and
+    derives it again whenever one of them has since gained a process (each
+    process merges into a new line): a figure derived from an input's first
+    process alone would be that one process's, in whatever mode it landed.
+    `used` holds the input lines each figure was last derived from."""
     for d in derived:
-        if d.measure.id in done or not all(i in lines_seen for i in d.inputs):
+        if not all(i in lines_seen for i in d.inputs):
             continue
+        inputs = [lines_seen[i] for i in d.inputs]
+        if d.measure.id in used and all(x is y for x, y in zip(inputs, used[d.measure.id])):
+            continue
+        used[d.measure.id] = inputs
         try:
             results.add_line(d.fn(lines_seen), "derived", d.measure.description)
         except (ProbeOutputError, KeyError, ValueError, ZeroDivisionError) as e:
-            results.add_failure(d.measure.id, f"cannot derive: {e}")
+            why = f"cannot derive: {e}"
+            if not any(f["probe"] == d.measure.id and f["error"] == why for f in results.doc["failures"]):
+                results.add_failure(d.measure.id, why)
 
 
 # ---------------------------------------------------------------- finish

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..memlevels import detect_levels, fit_levels
 from ..probe import Area, Derived, Probe, measure
-from ..results import line_values
+from ..results import line_by_process, run_figure
 
 AREA = Area("mem", "Memory", 20)
 
@@ -77,23 +77,28 @@ def mem_levels(lines: list[dict], machine: dict) -> list[dict]:
 
 
 def fault_vs_copy(lines: dict[str, dict]) -> dict:
-    """mem.pagefault.major_vs_copy: (fault ns per byte) / (memcpy ns per byte)."""
+    """mem.pagefault.major_vs_copy: (fault ns per byte) / (memcpy ns per byte),
+    per fault sample, each keeping its process; both inputs' figures are their
+    run's (the median of its processes' medians), every process in."""
     fault, copy = lines["mem.pagefault.major"], lines["mem.bw.copy"]
     page = fault["params"].get("page_size", 4096)
-    ns, bad, _ = line_values(fault)
-    ns = ns[~bad & np.isfinite(ns)]
-    copy_ns_per_byte = 1e3 / float(np.median(copy["samples"]))  # MB/s -> ns/B
+    ns, proc, per_process = line_by_process(fault)
+    mbs = run_figure(line_by_process(copy)[2])
+    if not ns.size or not mbs > 0:
+        raise ValueError("no kept sample of mem.pagefault.major or mem.bw.copy")
+    copy_ns_per_byte = 1e3 / mbs  # MB/s -> ns/B
     return {
         "id": "mem.pagefault.major_vs_copy",
         "unit": "x",
         "params": {
-            "fault_ns_per_byte": float(np.median(ns)) / page,
+            "fault_ns_per_byte": run_figure(per_process) / page,
             "copy_ns_per_byte": copy_ns_per_byte,
             "page_size": page,
             "from": ["mem.pagefault.major", "mem.bw.copy"],
         },
         "overhead_subtracted": 0,
         "samples": (ns / page / copy_ns_per_byte).tolist(),
+        "process": proc.tolist(),
         "disturbed": [],
     }
 
