@@ -219,6 +219,10 @@ def test_major_fault_costs_far_more_than_a_minor_one(quick_run):
     assert major["median"] >= 10 * minor["median"]
     assert major["params"]["filesystem"] != "tmpfs" and major["params"]["device"]
     assert major["params"]["not_major"] <= major["samples_total"] // 10
+    # the device's own read of a page beside the faults: most of a major fault, never a cached page's copy
+    # (mutant mem-pagefault-device-read-from-the-cache: the page just faulted, read through the cache)
+    assert major["params"]["device_reads"] >= 1
+    assert 0.2 * major["median"] <= major["params"]["device_read_ns"] <= 1.5 * major["median"], major["params"]
     r = m["mem.pagefault.major_vs_copy"]
     p = r["params"]
     assert r["median"] == pytest.approx(p["fault_ns_per_byte"] / p["copy_ns_per_byte"], rel=0.05)

@@ -13,7 +13,12 @@
  *                      read-ahead and the pages are touched in random order,
  *                      so each touch is one fault reading one page. One fault
  *                      per sample; getrusage's ru_majflt must rise by exactly
- *                      one or the sample is counted as disturbed.
+ *                      one or the sample is counted as disturbed. After each
+ *                      fault, the next page of the order is read with an
+ *                      O_DIRECT pread outside the window: the device's own
+ *                      4 KiB read at that moment (params.device_read_ns, the
+ *                      median of those reads), which the fault contains; the
+ *                      host's storage moves both together.
  * The file lives in --dir (default /var/tmp); tmpfs and ramfs are refused,
  * since their pages are never read from a device.
  */
@@ -159,13 +164,26 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
         order[j] = t;
     }
 
+    /* the device's own read of a page, beside each fault: O_DIRECT, so the page cache plays no part */
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+    int dfd = open(fdpath, O_RDONLY | O_DIRECT);
+    void *dbuf = NULL;
+    if (dfd >= 0 && posix_memalign(&dbuf, page, page) != 0)
+        osm_die("out of memory");
+    const char *why_no_read = dfd < 0 ? strerror(errno) : NULL;
+    double *reads = malloc((o->samples + 1) * sizeof *reads);
+    if (!reads)
+        osm_die("out of memory");
+    size_t nreads = 0;
+
     struct osm_meas m;
     osm_meas_init(&m, "mem.pagefault.major", o->samples);
     size_t next = 0, not_major = 0;
     bool used_drop = false;
     char *p = NULL;
     for (size_t i = 0; i < o->warmup + o->samples; i++) {
-        if (!p || next == npages) { /* (re)map with every page evicted */
+        if (!p || next + 2 > npages) { /* (re)map with every page evicted */
             if (p)
                 munmap(p, file_size);
             posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -195,9 +213,25 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
         not_major += !major && i >= o->warmup;
         if (i >= o->warmup)
             osm_meas_add(&m, (double)t - osm_timer.overhead, d || !major);
+        if (dfd >= 0) {
+            off_t at = (off_t)(order[next++] * page);
+            osm_window_open_blocking(&w);
+            ssize_t got = pread(dfd, dbuf, page, at);
+            uint64_t tr = osm_window_close(&w, &d);
+            if (got != (ssize_t)page) {
+                why_no_read = got < 0 ? strerror(errno) : "short read";
+                close(dfd);
+                dfd = -1;
+            } else if (i >= o->warmup && !d) {
+                reads[nreads++] = ((double)tr - osm_timer.overhead) / osm_timer.hz * 1e9;
+            }
+        }
     }
     munmap(p, file_size);
     close(fd);
+    if (dfd >= 0)
+        close(dfd);
+    free(dbuf);
     m.overhead_subtracted = osm_timer.overhead;
     char magic[32];
     snprintf(magic, sizeof magic, "0x%lx", (unsigned long)sfs.f_type);
@@ -211,6 +245,13 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
     osm_param_str(&m, "readahead", "off (MADV_RANDOM)");
     osm_param_int(&m, "not_major", (long long)not_major);
     osm_param_bool(&m, "drop_caches_used", used_drop);
+    if (nreads && !why_no_read) {
+        osm_param_num(&m, "device_read_ns", osm_median(reads, nreads));
+        osm_param_int(&m, "device_reads", (long long)nreads);
+    } else {
+        osm_param_str(&m, "device_read", why_no_read ? why_no_read : "no undisturbed read");
+    }
+    free(reads);
     osm_emit(&m);
     osm_meas_free(&m);
 }

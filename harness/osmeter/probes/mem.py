@@ -226,15 +226,21 @@ PROBES = (
         ),
         methodology=(
             "Minor faults: a fresh anonymous mapping (4 KiB pages) is written once per page; the "
-            "kernel allocates, zeroes and maps each page; a sample is one mapping of 4096 pages, "
-            "per page. Major faults: a 64 MiB file in /var/tmp is written and synced, its pages "
+            "kernel allocates, zeroes and maps each page; a sample is one mapping of "
+            "{arg:--pages=4096} pages, per page. Major faults: a {arg:--file-size=64M|bytes} file "
+            "in {arg:--dir=/var/tmp} is written and synced, its pages "
             "are evicted with posix_fadvise(DONTNEED) (drop_caches when root and needed) and "
             "mincore confirms none is resident; it is mapped with MADV_RANDOM so read-ahead is "
             "off, and pages are touched in random order, one fault per sample; a sample that did "
-            "not raise ru_majflt by exactly one is dropped. The probe reports the file system "
+            "not raise ru_majflt by exactly one is dropped. After each fault the next page of the "
+            "order is read with an O_DIRECT pread, timed alone: the device's own read of a page at "
+            "that moment (params.device_read_ns, their median), which every major fault contains; "
+            "the fault less that read is the kernel's fault path. The probe reports the file system "
             "and the device, and refuses tmpfs, where no fault is ever major. A run takes "
             "{param:processes=several} processes, each with a file of its own."
         ),
+        host_params=(("device_read_ns", "the device's own read of a page (O_DIRECT) beside the faults: a major "
+                                        "fault contains one, so the host's storage moves both together"),),
         presets={"quick": ("--samples", "90"), "full": ("--samples", "300")},
         # each process writes and evicts a file of its own, and where its pages lie is the process's: in A/A
         # runs the major fault's figure varied more between processes than inside one, so a run takes more,
