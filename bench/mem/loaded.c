@@ -15,7 +15,10 @@
  * (64-byte elements in one random cycle, 16 dependent loads per loop turn);
  * a sample is one window of at least 65536 loads, per load. The bytes the
  * load threads read during a level's windows, over the level's time, are its
- * bandwidth.
+ * bandwidth. params.pair_rtt_ns (and _after): the least cache-line round trip
+ * between this CPU and the load threads', before the levels and after them
+ * (osm_pair_rtt): on a guest, one die or two, which decides whether the load
+ * reaches the chain's path to memory at all.
  */
 #include "osm.h"
 #include "osmmem.h"
@@ -54,7 +57,24 @@ struct loader {
     _Atomic uint64_t bytes;
     _Atomic int64_t delay; /* -1: parked */
     _Atomic bool stop;
+    int cpu;
 };
+
+/* The least cache-line round trip between the chain's CPU and the load
+ * threads' (their median), in ns, taken while the loaders are parked or
+ * gone: whether the host put the vCPUs on one die, sharing its path to
+ * memory, or on two decides what the load does to the chain's latency. */
+static double pair_rtt_ns(const struct loader *ld, size_t nl, int me)
+{
+    double v[CPU_SETSIZE];
+    size_t k = 0;
+    for (size_t i = 0; i < nl && k < CPU_SETSIZE; i++) {
+        double t = osm_pair_rtt(me, ld[i].cpu);
+        if (t >= 0)
+            v[k++] = t / osm_timer.hz * 1e9;
+    }
+    return k ? osm_median(v, k) : -1;
+}
 
 static void *load(void *arg)
 {
@@ -105,6 +125,7 @@ int main(int argc, char **argv)
         l->buf = osm_buffer(load_size, OSM_PAGES_DEFAULT);
         memset(l->buf, 1, load_size);
         atomic_store(&l->delay, -1);
+        l->cpu = c;
         if (osm_thread_on(&l->th, c, load, l) != 0) {
             osm_buffer_free(l->buf, load_size);
             continue;
@@ -125,6 +146,7 @@ int main(int argc, char **argv)
     if (iters < 65536 / 16)
         iters = 65536 / 16;
 
+    double rtt_before = pair_rtt_ns(ld, nl, me);
     size_t levels = ndelays + 1;
     struct osm_meas m;
     osm_meas_init(&m, "mem.lat.loaded", o.samples);
@@ -159,6 +181,7 @@ int main(int argc, char **argv)
         pthread_join(ld[k].th, NULL);
         osm_buffer_free(ld[k].buf, load_size);
     }
+    double rtt_after = pair_rtt_ns(ld, nl, me);
     for (size_t i = 0; i < o.samples; i++)
         osm_meas_add(&m, m.sy[(levels - 1) * o.samples + i], m.sy_disturbed[(levels - 1) * o.samples + i]);
     struct json *j = osm_param(&m, "bandwidth_mbs");
@@ -173,6 +196,10 @@ int main(int argc, char **argv)
         json_int(j, (long long)delays[lv]);
     json_arr_end(j);
     osm_param_int(&m, "load_threads", (long long)nl);
+    if (rtt_before >= 0)
+        osm_param_num(&m, "pair_rtt_ns", rtt_before);
+    if (rtt_after >= 0)
+        osm_param_num(&m, "pair_rtt_ns_after", rtt_after);
     osm_param_int(&m, "cpu", me);
     osm_param_num(&m, "size", (double)size);
     osm_param_num(&m, "load_size", (double)load_size);

@@ -315,8 +315,18 @@ PROBES = PROBES + (
             "instruction could exit to the hypervisor); level 0 has the load threads parked. "
             "Per level, a sample is one window of at least 65536 loads, per load; the bytes the "
             "load threads read over the level's time are its bandwidth (params.bandwidth_mbs, a "
-            "million bytes per second). The series' x is the level; the figure is the heaviest."
+            "million bytes per second). The series' x is the level; the figure is the heaviest. "
+            "Before the levels and after them, with the load threads parked or gone, the least "
+            "round trip of a cache line between the chain's CPU and each load thread's is taken "
+            "(params.pair_rtt_ns and pair_rtt_ns_after, their median): on a guest it shows whether "
+            "the host put the vCPUs on one die, sharing its path to memory, or on two, where the "
+            "load leaves the chain's latency as it was."
         ),
+        host_params=(("pair_rtt_ns", "least cache-line round trip between the chain's CPU and the load threads': "
+                                     "a few times longer when the host put the vCPUs on different dies, and then "
+                                     "the load does not reach the chain's path to memory (the figure falls to "
+                                     "the unloaded latency)"),),
+        host_mode="pair_rtt_ns",
         presets={"quick": ("--samples", "5"), "full": ("--samples", "15", "--delays",
                                                        "65536,16384,4096,1024,256,64,0")},
         expect={"quick": 3, "full": 8},
