@@ -394,6 +394,35 @@ print(json.dumps(out))
 """
 
 
+def test_a_run_keeps_the_cpu_of_an_awake_probe_busy_and_no_other(tmp_path):
+    """The runner hands a probe's `awake` to its launcher: in a run of two
+    fake probes, each counting the SCHED_IDLE busy loops pinned to its CPU
+    while it runs (in params.spinners), the awake one sees one and the other
+    none. Mutant caught: the runner never asks for the loop."""
+    import sys
+
+    from osmeter import launch
+    from osmeter.probe import Probe, measure
+    from osmeter.runner import RunOptions, run
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("awake", "plain"):  # each a probe that prints what _FIND_SPINNERS sees, as a probe line
+        find = _FIND_SPINNERS.replace("sys.argv[1]", repr(launch.SPIN)).replace("print(json.dumps(out))", "")
+        (bindir / name).write_text(
+            f"#!{sys.executable}\n{find}\nspinners = [s for s in out if s[1] == os.SCHED_IDLE]\n"
+            f"print(json.dumps({{'id': 'fake.{name}', 'unit': 'ns', 'params': {{'spinners': len(spinners)}}, "
+            "'samples': [1, 2, 3], 'disturbed': []}))\n")
+        (bindir / name).chmod(0o755)
+    probes = tuple(Probe(name=f"fake.{n}", binary=n, area="net", methodology="fake", awake=n == "awake",
+                         measures=(measure(f"fake.{n}", "ns", n),), presets={"quick": ()})
+                   for n in ("awake", "plain"))
+    out = tmp_path / "out"
+    assert run(RunOptions(out=out, rt=False, probes=probes, derived=(), bin_dir=bindir)) == (0, out)
+    m = {x["id"]: x for x in json.loads((out / "results.json").read_text())["measurements"]}
+    assert m["fake.awake"]["params"]["spinners"] == 1 and m["fake.plain"]["params"]["spinners"] == 0, m
+
+
 def test_an_awake_probe_has_a_busy_loop_on_its_cpu_only_while_it_runs():
     """net.rtt.icmp.*.awake keeps the probe's CPU from idling: while the
     probe runs, one SCHED_IDLE busy loop pinned to the probe's CPU runs
