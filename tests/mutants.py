@@ -254,7 +254,7 @@ MUTANTS = [
     Mutant("mem-pagefault-device-read-from-the-cache", "bench/mem/pagefault.c",
            "ssize_t got = pread(dfd, dbuf, page, at);",
            "ssize_t got = pread(fd, dbuf, page, at - at + (off_t)(order[next - 2] * page));",
-           "tests/test_mem.py::test_major_fault_costs_far_more_than_a_minor_one"),
+           "tests/test_mem.py::test_the_device_read_beside_the_faults_is_most_of_a_major_fault"),
     Mutant("mem-loaded-pair-rtt-left-out", "bench/mem/loaded.c",
            'osm_param_num(&m, "pair_rtt_ns", rtt_before);', "(void)rtt_before;",
            "tests/test_mem.py::test_the_loaded_latency_records_where_the_host_put_its_cpus"),
