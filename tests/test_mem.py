@@ -1,6 +1,7 @@
 """Memory hierarchy: level detection, the chase, bandwidth, page faults."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -242,6 +243,47 @@ def test_the_device_read_beside_the_faults_is_most_of_a_major_fault():
     assert 0.2 * fault <= p["device_read_ns"] <= 1.5 * fault, (fault, p)
 
 
+NO_DIRECT_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+/* a file system that refuses O_DIRECT: every open asking for it fails as such a one does */
+static int refuse(const char *name, int flags, va_list ap, const char *sym)
+{
+    if (flags & O_DIRECT) {
+        errno = EINVAL;
+        return -1;
+    }
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym);
+    return real(name, flags, va_arg(ap, int));
+}
+int open(const char *name, int flags, ...) { va_list ap; va_start(ap, flags); int r = refuse(name, flags, ap, "open"); va_end(ap); return r; }
+int open64(const char *name, int flags, ...) { va_list ap; va_start(ap, flags); int r = refuse(name, flags, ap, "open64"); va_end(ap); return r; }
+"""
+
+
+def test_a_file_system_that_refuses_o_direct_leaves_the_faults_and_says_why(tmp_path):
+    """Where the fault file's file system refuses O_DIRECT (forced here with
+    a preloaded open that refuses it), the faults are measured as ever and
+    params.device_read says why there is no device read, in place of a
+    device_read_ns that would be a cached copy's time."""
+    shim = tmp_path / "nodirect.so"
+    (tmp_path / "nodirect.c").write_text(NO_DIRECT_SHIM)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(shim), str(tmp_path / "nodirect.c"), "-ldl"],
+                   check=True)
+    r = subprocess.run([str(BIN / "mem_pagefault"), "--samples", "10", "--file-size", "4M"], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, LD_PRELOAD=str(shim)))
+    assert r.returncode == 0, r.stderr
+    line = {o["id"]: o for o in map(json.loads, r.stdout.splitlines())}["mem.pagefault.major"]
+    if "refused" in line:
+        pytest.skip(line["refused"])
+    assert len(line["samples"]) == 10
+    assert "device_read_ns" not in line["params"] and "device_reads" not in line["params"]
+    assert line["params"]["device_read"] == os.strerror(22), line["params"]
+
+
 @pytest.mark.parametrize(
     "binary, args, words",
     [
@@ -326,6 +368,46 @@ def test_a_derived_figure_takes_every_process_of_its_inputs(tmp_path):
     assert r["params"]["fault_ns_per_byte"] == pytest.approx(50000 / 4096)
     assert r["params"]["copy_ns_per_byte"] == pytest.approx(copy_ns_per_byte)
     assert not doc["failures"]
+
+
+FAULT_PROBE_FIRST_DISTURBED = """#!/bin/sh
+# process 1 of a run has every sample disturbed (nothing to derive from yet), the others keep theirs
+n=$(cat "$0.n" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$0.n"
+d='[]'; [ $n -eq 1 ] && d='[0, 1, 2]'
+echo '{"id": "mem.pagefault.major", "unit": "ns", "params": {"page_size": 4096}, "samples": [50000, 50000, 50000], "disturbed": '"$d"'}'
+"""
+
+
+def test_a_derived_figure_that_could_not_be_derived_at_first_keeps_no_failure(tmp_path):
+    """The first process of mem.pagefault.major keeps no sample, so the
+    figure cannot be derived from it; the later processes' samples derive it.
+    The run then holds the figure and no "cannot derive" failure beside it
+    (a stale failure would have the summary and compare say it is missing).
+    Mutant: the failure left in place."""
+    from osmeter.probe import Probe, measure
+    from osmeter.probes.mem import DERIVED
+    from osmeter.runner import RunOptions, run
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name, text in (("fault", FAULT_PROBE_FIRST_DISTURBED), ("copy", COPY_PROBE)):
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    probes = (
+        Probe(name="mem.pagefault", binary="fault", area="mem", methodology="fake",
+              measures=(measure("mem.pagefault.major", "ns", "fake major fault"),),
+              presets={"quick": ("--samples", "3")}, processes=3),
+        Probe(name="mem.bw", binary="copy", area="mem", methodology="fake",
+              measures=(measure("mem.bw.copy", "MB/s", "fake copy"),), presets={"quick": ()}),
+    )
+    out = tmp_path / "out"
+    assert run(RunOptions(out=out, rt=False, probes=probes, derived=DERIVED, bin_dir=bindir)) == (0, out)
+    import json
+    doc = json.loads((out / "results.json").read_text())
+    m = {x["id"]: x for x in doc["measurements"]}
+    r = m["mem.pagefault.major_vs_copy"]
+    assert r["processes"]["median_of_medians"] == pytest.approx(50000 / 4096 / (1e3 / 20000))
+    assert doc["failures"] == []
 
 
 def test_the_loaded_latency_records_where_the_host_put_its_cpus():

@@ -371,9 +371,7 @@ def line_by_process(line: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray
     proc = line.get("process")
     proc = np.asarray(proc, dtype=np.int64) if isinstance(proc, list) and len(proc) == values.size \
         else np.zeros(values.size, dtype=np.int64)
-    keep = ~disturbed & np.isfinite(values)
-    values, proc = values[keep], proc[keep]
-    return values, proc, [values[proc == k] for k in sorted(set(proc.tolist()))]
+    return store.split_by_process(values, ~disturbed & np.isfinite(values), proc)
 
 
 def run_figure(per_process: list[np.ndarray]) -> float:

@@ -780,11 +780,16 @@ def _derive_across(results: Results, derived: list[registry.Derived], lines_seen
             continue
         used[d.measure.id] = inputs
         try:
-            results.add_line(d.fn(lines_seen), "derived", d.measure.description)
+            line = d.fn(lines_seen)
         except (ProbeOutputError, KeyError, ValueError, ZeroDivisionError) as e:
             why = f"cannot derive: {e}"
             if not any(f["probe"] == d.measure.id and f["error"] == why for f in results.doc["failures"]):
                 results.add_failure(d.measure.id, why)
+            continue
+        results.add_line(line, "derived", d.measure.description)
+        # the figure stands now: a failure to derive it from an earlier process of an input is past
+        results.doc["failures"] = [f for f in results.doc["failures"]
+                                   if not (f["probe"] == d.measure.id and f["error"].startswith("cannot derive: "))]
 
 
 # ---------------------------------------------------------------- finish

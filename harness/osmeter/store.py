@@ -240,8 +240,15 @@ def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
         raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "
                          f"integers of one length (found {v.dtype}{list(v.shape)}, {d.dtype}{list(d.shape)}, "
                          f"{proc.dtype}{list(proc.shape)})")
-    keep = ~d & np.isfinite(v)
-    return [v[keep & (proc == k)] for k in sorted(set(proc.tolist()))] or [v[keep]]
+    return split_by_process(v, ~d & np.isfinite(v), proc)[2] or [v[:0]]
+
+
+def split_by_process(values, keep, proc):
+    """(kept values, their processes, the kept values of each process in
+    order): a process none of whose values was kept is left out. One
+    split for a probe line (results.line_by_process) and a samples file."""
+    values, proc = values[keep], proc[keep]
+    return values, proc, [values[proc == k] for k in sorted(set(proc.tolist()))]
 
 
 
