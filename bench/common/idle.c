@@ -1,7 +1,9 @@
-/* idle.c - how often a CPU entered its idle states (cpuidle's sysfs counters). */
+/* idle.c - what a CPU did besides running the probe: how often it entered its
+ * idle states (cpuidle's sysfs counters), how many interrupts it took. */
 #include "osm.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Entries into the CPU's idle states so far (cpuidle's sysfs counters): those
@@ -35,4 +37,42 @@ int osm_idle_entries(int cpu, long long *halts, long long *polls)
         states++;
     }
     return states ? 0 : -1;
+}
+
+long long osm_cpu_interrupts(int cpu)
+{
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return -1;
+    char *line = NULL, want[24];
+    size_t cap = 0;
+    int col = -1;
+    snprintf(want, sizeof want, "CPU%d", cpu);
+    if (getline(&line, &cap, f) > 0) { /* the header names the online CPUs' columns */
+        int k = 0;
+        for (char *w = strtok(line, " \t\n"); w; w = strtok(NULL, " \t\n"), k++)
+            if (!strcmp(w, want)) {
+                col = k;
+                break;
+            }
+    }
+    long long total = col < 0 ? -1 : 0;
+    while (col >= 0 && getline(&line, &cap, f) > 0) {
+        char *p = strchr(line, ':');
+        if (!p)
+            continue;
+        p++;
+        for (int k = 0; k <= col; k++) { /* a row of one count (ERR, MIS) is no CPU's: it stops short */
+            char *end;
+            unsigned long long v = strtoull(p, &end, 10);
+            if (end == p)
+                break;
+            if (k == col)
+                total += (long long)v;
+            p = end;
+        }
+    }
+    free(line);
+    fclose(f);
+    return total;
 }

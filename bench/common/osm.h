@@ -298,6 +298,9 @@ double osm_core_mhz(void);
 /* The CPU's entries into its idle states so far (cpuidle's usage counters):
  * the halting states' in *halts, POLL's in *polls; -1 without cpuidle in sysfs. */
 int osm_idle_entries(int cpu, long long *halts, long long *polls);
+/* The interrupts the CPU has taken so far, every source's (its column of
+ * /proc/interrupts summed); -1 where that file or the CPU's column is missing. */
+long long osm_cpu_interrupts(int cpu);
 extern double osm_core_start_mhz;
 
 /* ------------------------------------------------------------- samples */

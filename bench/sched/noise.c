@@ -8,8 +8,10 @@
  *   sched.noise.lost   share of each quantum lost to interruptions (%)
  *   sched.noise.gap    each interruption's length (ns): its distribution
  *
- * params: interruptions per second, the threshold, the quantum, and a
- * histogram of the interruptions by length (powers of two of ns).
+ * params: interruptions per second, the threshold, the quantum, a
+ * histogram of the interruptions by length (powers of two of ns), the
+ * interrupts the CPU took over the same quanta (/proc/interrupts), and the
+ * interruptions beyond them: at least that many were the hypervisor's.
  * A run whose noise stands out among its campaign's is flagged by compare.
  */
 #include "osm.h"
@@ -54,7 +56,10 @@ int main(int argc, char **argv)
     gap.unit = "ns";
     long long hist[BUCKETS] = { 0 };
     size_t interruptions = 0;
+    long long irq_before = -1;
     for (size_t q = 0; q < nq + 1; q++) { /* the first quantum warms up and is not kept */
+        if (q == 1) /* between quanta, outside any: the guest's own interrupts on this CPU so far */
+            irq_before = osm_cpu_interrupts((int)osm_current_cpu());
         uint64_t start = osm_stamp(), prev = start, away = 0;
         uint32_t cpu0 = osm_current_cpu();
         for (;;) {
@@ -79,7 +84,22 @@ int main(int argc, char **argv)
         if (q > 0)
             osm_meas_add(&lost, 100.0 * (double)away / (double)(prev - start), osm_current_cpu() != cpu0);
     }
+    long long irq_after = osm_cpu_interrupts((int)osm_current_cpu());
     double secs = (double)nq * quantum_us / 1e6;
+    /* An interruption is the guest's own (an interrupt, and what it wakes) or the hypervisor's (a VM
+     * exit, the host running something else on the core), which no guest counter sees. Those beyond
+     * every interrupt the CPU took are at least the hypervisor's. */
+    if (irq_before >= 0 && irq_after >= irq_before) {
+        long long guest = irq_after - irq_before;
+        double beyond = (double)interruptions > (double)guest ? (double)interruptions - (double)guest : 0;
+        struct osm_meas *both[] = { &lost, &gap };
+        for (int k = 0; k < 2; k++) {
+            osm_param_num(both[k], "guest_interrupts_per_s", (double)guest / secs);
+            osm_param_num(both[k], "host_interruptions_per_s", beyond / secs);
+        }
+    } else {
+        osm_param_str(&gap, "guest_interrupts", "no count of this CPU's interrupts in /proc/interrupts");
+    }
     osm_param_num(&lost, "interruptions_per_s", (double)interruptions / secs);
     osm_param_int(&lost, "threshold_ns", threshold_ns);
     osm_param_int(&lost, "quantum_us", quantum_us);

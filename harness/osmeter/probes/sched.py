@@ -84,13 +84,20 @@ PROBES = (
             "(1 us) is an interruption: an interrupt or softirq, a kernel thread, or the hypervisor "
             "running something else on the vCPU's core. Time is cut into 10 ms quanta and each quantum "
             "is a sample of .lost, the share of it spent away; each interruption is a sample of .gap. "
-            "params give the interruptions per second and their histogram by length. Every run also "
+            "params give the interruptions per second and their histogram by length, the interrupts "
+            "the CPU took over the same quanta (/proc/interrupts: guest_interrupts_per_s), and the "
+            "interruptions beyond them (host_interruptions_per_s): no guest counter sees a VM exit or "
+            "the host running something else on the core, so at least that many were the hypervisor's. "
+            "Every run also "
             "measures this for 0.2 s at its start and its end (interference in results.json), beside "
             "the pinned CPU's steal, irq and softirq time and interrupt count from /proc around every "
             "probe process; compare names the runs whose noise or steal stands out."
         ),
         presets={"quick": ("--samples", "100"), "full": ("--samples", "1000")},
         expect={"quick": 1, "full": 10},
+        host_params=(("host_interruptions_per_s",
+                      "interruptions a second beyond every interrupt the guest took on the CPU: at least "
+                      "that many were the hypervisor's (bursts of short ones flip .gap's median)"),),
         timeout=120.0,
     ),
 )
