@@ -126,22 +126,36 @@ def test_ctx_matrix_grows_with_working_set_and_processes_beyond_the_caches():
       working set once its cached sum is subtracted: the cell differs from
       0 KiB's by less than half of summing s.
     Mutants: the ring's processes skip their sets; the cached sum not
-    subtracted."""
+    subtracted. The relations hold in at least one of up to three runs of
+    the probe: on a busy host a run's eviction cost fell to a quarter of the
+    sum (0.24, in a full test run) where a quiet one gives 0.32-0.47; a
+    mutant fails them in every run."""
     sizes = dict(cache_sizes({"caches": caches()}))
     if "l2" not in sizes:
         pytest.skip("sysfs names no L2 cache")
     big, small = sizes["l2"] // 4 // 1024, sizes["l2"] // 8 // 1024
-    o = probe_lines("cpu_ctxring", "--samples", "9", "--cpu", "0", "--procs", "2,16",
-                    "--sizes", f"0,{small},{big}")["cpu.ctx.matrix"]
-    s = o["series"]
-    cell = {(p, int(x) // 1024): np.median(r) for p, x, r in zip(o["params"]["processes"], s["x"], s["samples"])}
-    hop = {(p, int(x) // 1024): h for p, x, h in zip(o["params"]["processes"], s["x"], o["params"]["hop_median"])}
-    sum_big = hop[(16, big)] - hop[(16, 0)]
-    sum_small = hop[(2, small)] - hop[(2, 0)]
-    assert sum_big > 0 and sum_small > 0, hop
-    assert cell[(16, big)] - cell[(16, 0)] > 0.25 * sum_big, (cell, hop)
-    assert (cell[(16, big)] - cell[(2, big)]) - (cell[(16, 0)] - cell[(2, 0)]) > 0.25 * sum_big, (cell, hop)
-    assert abs(cell[(2, small)] - cell[(2, 0)]) < 0.5 * sum_small, (cell, hop)
+    failed = []
+    for _ in range(3):
+        o = probe_lines("cpu_ctxring", "--samples", "9", "--cpu", "0", "--procs", "2,16",
+                        "--sizes", f"0,{small},{big}")["cpu.ctx.matrix"]
+        s = o["series"]
+        cell = {(p, int(x) // 1024): np.median(r) for p, x, r in zip(o["params"]["processes"], s["x"], s["samples"])}
+        hop = {(p, int(x) // 1024): h for p, x, h in zip(o["params"]["processes"], s["x"], o["params"]["hop_median"])}
+        sum_big = hop[(16, big)] - hop[(16, 0)]
+        sum_small = hop[(2, small)] - hop[(2, 0)]
+        assert sum_big > 0 and sum_small > 0, hop
+        wrong = [what for what, ok in (
+            ("16 processes: S no dearer than nothing by a quarter of summing S",
+             cell[(16, big)] - cell[(16, 0)] > 0.25 * sum_big),
+            ("2 -> 16 processes: S's growth not beyond 0 KiB's by a quarter of summing S",
+             (cell[(16, big)] - cell[(2, big)]) - (cell[(16, 0)] - cell[(2, 0)]) > 0.25 * sum_big),
+            ("2 processes: s differs from 0 KiB by half of summing s or more",
+             abs(cell[(2, small)] - cell[(2, 0)]) < 0.5 * sum_small),
+        ) if not ok]
+        if not wrong:
+            return
+        failed.append((wrong, cell, hop))
+    pytest.fail(f"in each of three runs: {failed}")
 
 
 def test_protection_fault_cheaper_than_a_page_fault_from_disk():
