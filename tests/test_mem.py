@@ -328,22 +328,17 @@ echo '{"id": "mem.bw.copy", "unit": "MB/s", "params": {}, "samples": [19000, 200
 """
 
 
-def test_a_derived_figure_takes_every_process_of_its_inputs(tmp_path):
-    """mem.pagefault.major_vs_copy is derived from mem.pagefault.major and
-    mem.bw.copy. It was derived once, when both had first been measured: from
-    the first of major's processes alone, so a run whose first process landed
-    in a far mode reported that one process's ratio (an A/A campaign's run at
-    4.4x its siblings). Fake probes: major's first process at 200 us, its
-    others at 50 us; the derived figure has every process, and its
-    run figure (the median of their medians) is the 50 us one. Mutants caught:
-    deriving only once; the derived samples without their processes."""
+def _run_fake_fault_and_copy(tmp_path, fault_probe: str) -> dict:
+    """A run of two fake probes, mem.pagefault (three processes, the script
+    `fault_probe`) and mem.bw (COPY_PROBE), with mem's derived figures,
+    through the real runner: its results.json."""
     from osmeter.probe import Probe, measure
     from osmeter.probes.mem import DERIVED
     from osmeter.runner import RunOptions, run
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for name, text in (("fault", FAULT_PROBE), ("copy", COPY_PROBE)):
+    for name, text in (("fault", fault_probe), ("copy", COPY_PROBE)):
         (bindir / name).write_text(text)
         (bindir / name).chmod(0o755)
     probes = (
@@ -355,8 +350,19 @@ def test_a_derived_figure_takes_every_process_of_its_inputs(tmp_path):
     )
     out = tmp_path / "out"
     assert run(RunOptions(out=out, rt=False, probes=probes, derived=DERIVED, bin_dir=bindir)) == (0, out)
-    import json
-    doc = json.loads((out / "results.json").read_text())
+    return json.loads((out / "results.json").read_text())
+
+
+def test_a_derived_figure_takes_every_process_of_its_inputs(tmp_path):
+    """mem.pagefault.major_vs_copy is derived from mem.pagefault.major and
+    mem.bw.copy. It was derived once, when both had first been measured: from
+    the first of major's processes alone, so a run whose first process landed
+    in a far mode reported that one process's ratio (an A/A campaign's run at
+    4.4x its siblings). Fake probes: major's first process at 200 us, its
+    others at 50 us; the derived figure has every process, and its
+    run figure (the median of their medians) is the 50 us one. Mutants caught:
+    deriving only once; the derived samples without their processes."""
+    doc = _run_fake_fault_and_copy(tmp_path, FAULT_PROBE)
     m = {x["id"]: x for x in doc["measurements"]}
     n = m["mem.pagefault.major"]["processes"]["n"]  # 3, or more where the figure is not yet known to +-1%
     assert n >= 3
@@ -384,26 +390,7 @@ def test_a_derived_figure_that_could_not_be_derived_at_first_keeps_no_failure(tm
     The run then holds the figure and no "cannot derive" failure beside it
     (a stale failure would have the summary and compare say it is missing).
     Mutant: the failure left in place."""
-    from osmeter.probe import Probe, measure
-    from osmeter.probes.mem import DERIVED
-    from osmeter.runner import RunOptions, run
-
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for name, text in (("fault", FAULT_PROBE_FIRST_DISTURBED), ("copy", COPY_PROBE)):
-        (bindir / name).write_text(text)
-        (bindir / name).chmod(0o755)
-    probes = (
-        Probe(name="mem.pagefault", binary="fault", area="mem", methodology="fake",
-              measures=(measure("mem.pagefault.major", "ns", "fake major fault"),),
-              presets={"quick": ("--samples", "3")}, processes=3),
-        Probe(name="mem.bw", binary="copy", area="mem", methodology="fake",
-              measures=(measure("mem.bw.copy", "MB/s", "fake copy"),), presets={"quick": ()}),
-    )
-    out = tmp_path / "out"
-    assert run(RunOptions(out=out, rt=False, probes=probes, derived=DERIVED, bin_dir=bindir)) == (0, out)
-    import json
-    doc = json.loads((out / "results.json").read_text())
+    doc = _run_fake_fault_and_copy(tmp_path, FAULT_PROBE_FIRST_DISTURBED)
     m = {x["id"]: x for x in doc["measurements"]}
     r = m["mem.pagefault.major_vs_copy"]
     assert r["processes"]["median_of_medians"] == pytest.approx(50000 / 4096 / (1e3 / 20000))
