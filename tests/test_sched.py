@@ -416,3 +416,26 @@ def test_the_noise_probe_counts_the_guests_interrupts_and_the_interruptions_beyo
     n = gap["interruptions"]
     assert gap["host_interruptions_per_s"] == pytest.approx(max(0.0, n - guest) / secs, abs=1e-3)
     assert lines["sched.noise.lost"]["params"]["host_interruptions_per_s"] == gap["host_interruptions_per_s"]
+
+
+def test_the_noise_probe_moved_to_another_cpu_gives_no_interrupt_count():
+    """Not pinned (no --cpu) and moved from one CPU to another while it
+    measures, sched_noise has no one CPU whose interrupts it could count:
+    it says so (params.guest_interrupts) and gives no host_interruptions_per_s,
+    rather than the difference of two CPUs' counters."""
+    if ncpus() < 2:
+        pytest.skip("one CPU: nowhere to move the probe")
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    p = subprocess.Popen([str(BIN / "sched_noise"), "--samples", "200"], stdout=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: os.sched_setaffinity(0, {a}))
+    try:
+        time.sleep(0.8)  # past its calibration, inside its 2 s of quanta
+        os.sched_setaffinity(p.pid, {b})
+        out, _ = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0
+    lines = {o["id"]: o for o in map(json.loads, out.splitlines())}
+    for mid in ("sched.noise.lost", "sched.noise.gap"):
+        params = lines[mid]["params"]
+        assert "host_interruptions_per_s" not in params and "another CPU" in params["guest_interrupts"], params

@@ -57,9 +57,12 @@ int main(int argc, char **argv)
     long long hist[BUCKETS] = { 0 };
     size_t interruptions = 0;
     long long irq_before = -1;
+    unsigned irq_cpu = 0;
     for (size_t q = 0; q < nq + 1; q++) { /* the first quantum warms up and is not kept */
-        if (q == 1) /* between quanta, outside any: the guest's own interrupts on this CPU so far */
-            irq_before = osm_cpu_interrupts((int)osm_current_cpu());
+        if (q == 1) { /* between quanta, outside any: the guest's own interrupts on this CPU so far */
+            irq_cpu = osm_current_cpu();
+            irq_before = osm_cpu_interrupts((int)irq_cpu);
+        }
         uint64_t start = osm_stamp(), prev = start, away = 0;
         uint32_t cpu0 = osm_current_cpu();
         for (;;) {
@@ -84,12 +87,15 @@ int main(int argc, char **argv)
         if (q > 0)
             osm_meas_add(&lost, 100.0 * (double)away / (double)(prev - start), osm_current_cpu() != cpu0);
     }
-    long long irq_after = osm_cpu_interrupts((int)osm_current_cpu());
+    long long irq_after = osm_cpu_interrupts((int)irq_cpu);
+    const char *no_count = irq_before < 0 || irq_after < irq_before
+        ? "no count of this CPU's interrupts in /proc/interrupts"
+        : osm_current_cpu() != irq_cpu ? "the thread moved to another CPU (not pinned: give --cpu)" : NULL;
     double secs = (double)nq * quantum_us / 1e6;
     /* An interruption is the guest's own (an interrupt, and what it wakes) or the hypervisor's (a VM
      * exit, the host running something else on the core), which no guest counter sees. Those beyond
      * every interrupt the CPU took are at least the hypervisor's. */
-    if (irq_before >= 0 && irq_after >= irq_before) {
+    if (!no_count) {
         long long guest = irq_after - irq_before;
         double beyond = (double)interruptions > (double)guest ? (double)interruptions - (double)guest : 0;
         struct osm_meas *both[] = { &lost, &gap };
@@ -98,7 +104,8 @@ int main(int argc, char **argv)
             osm_param_num(both[k], "host_interruptions_per_s", beyond / secs);
         }
     } else {
-        osm_param_str(&gap, "guest_interrupts", "no count of this CPU's interrupts in /proc/interrupts");
+        osm_param_str(&lost, "guest_interrupts", no_count);
+        osm_param_str(&gap, "guest_interrupts", no_count);
     }
     osm_param_num(&lost, "interruptions_per_s", (double)interruptions / secs);
     osm_param_int(&lost, "threshold_ns", threshold_ns);
