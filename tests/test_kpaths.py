@@ -565,7 +565,8 @@ def test_a_throttled_disk_shows_in_the_device_share(tmp_path):
     a cgroup throttle of 2000 read IOPS (v1 blkio.throttle.read_iops_device,
     or v2 io.max where v1 is absent, as tests/test_disk.py's ground truth):
     the I/O thread's time per I/O asleep for the device grows into most of
-    it, and its system-call time per I/O does not grow with it. Mutant
+    it, and its system-call time per I/O does not grow with it (by under a
+    twentieth of what the device wait grew). Mutant
     caught: the disk probe's sleep named by its waker rather than the
     device."""
     from conftest import cgroup2_with, limited_cgroup
@@ -607,7 +608,11 @@ def test_a_throttled_disk_shows_in_the_device_share(tmp_path):
     free, slow = got[0], got[2000]
     assert slow["per"] == "I/O" and slow["samples"] >= 3
     assert slow["shares"].get("device", 0) > 0.8 and slow["shares"].get("device", 0) > free["shares"].get("device", 0)
-    assert slow["groups"]["syscall"] < 1.5 * free["groups"]["syscall"], (free["groups"], slow["groups"])
+    # the throttle adds milliseconds of device wait per I/O; the system call's own time moves by the host's
+    # mood only (a fresh CI saw 1.57x with user time 2.1x: a slowed core), never by a share of that wait
+    grew = slow["groups"]["syscall"] - free["groups"]["syscall"]
+    waited = slow["groups"]["device"] - free["groups"].get("device", 0.0)
+    assert grew < 0.05 * waited, (free["groups"], slow["groups"])
     assert slow["shares"]["syscall"] <= free["shares"]["syscall"]
 
 
