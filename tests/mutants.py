@@ -707,6 +707,18 @@ MUTANTS = [
     Mutant("host-params-range-from-one-run", "harness/osmeter/campaign.py",
            'f"{min(v):.3g} .. {max(v):.3g}"', 'f"{v[0]:.3g} .. {v[0]:.3g}"',
            "tests/test_compare.py::test_stability_shows_what_a_probe_measured_of_the_hosts_part"),
+    Mutant("compare-clock-not-used", "harness/osmeter/compare.py",
+           "    if row.test_unit == \"run\":\n        clock_adjust(", "    if False:\n        clock_adjust(",
+           "tests/test_compare.py::test_a_clock_that_moves_between_runs_is_compared_out"),
+    Mutant("compare-clock-slope-not-taken-out", "harness/osmeter/stats.py",
+           "diff = float(yb.mean() - ya.mean()) - slope * gap", "diff = float(yb.mean() - ya.mean())",
+           "tests/test_compare.py::test_a_clock_that_moves_between_runs_is_compared_out"),
+    Mutant("ancova-se-without-the-clocks-gap", "harness/osmeter/stats.py",
+           "s2 * (1 / na + 1 / nb + gap * gap / sxx)", "s2 * (1 / na + 1 / nb)",
+           "tests/test_compare.py::test_the_covariance_test_keeps_its_size"),
+    Mutant("compare-clock-id-at-its-own-clock", "harness/osmeter/interference.py",
+           'probe = m.get("probe") if m.get("id") != CLOCK_ID else None', 'probe = m.get("probe")',
+           "tests/test_compare.py::test_compare_and_stability_take_each_runs_clock_from_its_probes"),
 ]
 
 

@@ -29,15 +29,18 @@ from .store import Run, load_side
 from .store import load as load_results
 from .runner import Done, ResultsDir, execute, start_run, tracing
 from .runopts import RunOptions, options_doc
-from .stats import runs_needed, variance_split
+from .interference import measurement_clock
+from .stats import covariate_fit, runs_needed, variance_split
 
 DETECT = 0.05  # the change the stability table sizes designs for
 STABILITY_HEAD = (
     "Each CV is a standard deviation of logs. A run's figure is the median of its processes' medians.\n"
     "within process: the spread of samples inside one process; between processes: what processes of one run\n"
     "add beyond their samples; between runs: what runs add beyond their processes. dominant: the part with\n"
-    "the largest share of the variance of one run's figure. runs/side: a Welch test on run figures, alpha\n"
-    "0.05, power 0.8.\n\n")
+    "the largest share of the variance of one run's figure. at equal clock: the run-to-run CV left once the\n"
+    "runs' core clock (their probe processes' chain of adds) is regressed out, and the share of the variance\n"
+    "the clock explains; compare tests the runs so. runs/side: a t test on run figures (at equal clock where\n"
+    "known), alpha 0.05, power 0.8.\n\n")
 
 
 def _now() -> str:
@@ -150,6 +153,7 @@ def stability_rows(runs: list[Run]) -> list[dict]:
     per side that a Welch test on the run figures needs to see a 5% change
     80% of the time."""
     per: dict[str, list[list[np.ndarray]]] = {}
+    clocks: dict[str, list[float | None]] = {}
     units = {}
     for r in runs:
         for mid, m in r.measurements.items():
@@ -159,19 +163,26 @@ def stability_rows(runs: list[Run]) -> list[dict]:
                 continue
             if procs and any(x.size for x in procs):
                 per.setdefault(mid, []).append(procs)
+                clocks.setdefault(mid, []).append(measurement_clock(r.doc, m))
                 units[mid] = m["unit"]
     out = []
     for mid, rs in per.items():
         figs = np.array([run_figure(x) for x in rs])
-        figs = figs[np.isfinite(figs)]
+        kept = np.isfinite(figs)
+        figs, clk = figs[kept], [c for c, k in zip(clocks[mid], kept) if k]
         if not figs.size:
             continue
         positive = bool(np.all(figs > 0))
         sd = float(np.std(np.log(figs), ddof=1)) if positive and figs.size > 1 else float("nan")
         split = variance_split(rs) if positive else None
+        fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)))
+               if positive and all(isinstance(c, float) and c > 0 for c in clk) else None)
+        # the spread compare's test sees: at equal clock where every run has one (compare.clock_adjust)
+        test_sd = fit[1] if fit else sd
         out.append({"id": mid, "unit": units[mid], "runs": int(figs.size), "median": float(np.median(figs)),
                     "run_cv": sd, "split": split,
-                    "runs_for_5pct": runs_needed(math.log1p(DETECT), sd) if math.isfinite(sd) else None})
+                    "clock_cv": fit[1] if fit else None, "clock_share": fit[2] if fit else None,
+                    "runs_for_5pct": runs_needed(math.log1p(DETECT), test_sd) if math.isfinite(test_sd) else None})
     return out
 
 
@@ -179,13 +190,15 @@ def stability_table(rows: list[dict]) -> str:
     from .present import fmt_value, text_table
 
     head = ("id", "median", "runs", "run-to-run CV", "within process", "between processes", "between runs",
-            "dominant", f"runs/side for {DETECT:.0%}")
+            "dominant", "at equal clock", f"runs/side for {DETECT:.0%}")
     body = []
     for r in rows:
         sp = r.get("split") or {}
+        share = r.get("clock_share")
         body.append((r["id"], fmt_value(r["median"], r["unit"]), str(r["runs"]), _pct(r["run_cv"]),
                      _pct(sp.get("within_cv")), _pct(sp.get("process_cv")), _pct(sp.get("run_cv")),
                      _dominant(sp),
+                     f"{_pct(r.get('clock_cv'))} (clock {share:.0%})" if isinstance(share, float) else "-",
                      "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"]
                                                                  else ">200")))
     return text_table(head, body, left=(0, 7))
@@ -207,10 +220,14 @@ def area_stability_table(rows: list[dict], good: float = 0.02, worst: int = 3) -
     body = []
     for area, rs in sorted(by.items()) + ([("all", every)] if every else []):
         cvs = np.array([r["run_cv"] for r in rs])
+        # at equal clock where the runs had one, as compare tests them (compare.clock_adjust)
+        eq = np.array([r["clock_cv"] if isinstance(r.get("clock_cv"), float) else r["run_cv"] for r in rs])
         bad = sorted(rs, key=lambda r: -r["run_cv"])[:worst]
         body.append((area, str(len(rs)), _pct(float(np.median(cvs))), str(int(np.sum(cvs <= good))),
+                     _pct(float(np.median(eq))), str(int(np.sum(eq <= good))),
                      ", ".join(f"{r['id']} {_pct(r['run_cv'])}" for r in bad)))
-    return text_table(("area", "ids", "median run CV", f"ids <= {good:.0%}", "worst"), body, left=(0, 4))
+    return text_table(("area", "ids", "median run CV", f"ids <= {good:.0%}", "at equal clock",
+                       f"ids <= {good:.0%}", "worst"), body, left=(0, 6))
 
 
 def core_state_table(runs: list[Run]) -> str:

@@ -17,8 +17,9 @@ import numpy as np
 from .store import Run, load_side
 from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_table
 from .results import run_figure
-from .stats import (benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
-                    runs_needed, spend_alpha, tost, welch)
+from .stats import (ancova_parts, benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components,
+                    ratio_ci, runs_needed, spend_alpha, t_quantile, t_test, tost_of, welch, welch_parts)
+from .interference import CLOCK_ID
 from .units import better
 
 ALPHA = 0.05
@@ -80,8 +81,11 @@ class Row:
     p_within: float = float("nan")  # one run a side: Mann-Whitney on the two runs' trials (within-run only)
     p_equiv: float = float("nan")   # two one-sided tests that the change is inside +-min_change
     components: dict | None = None  # process and run spread of the logs (nested_components)
-    log_a: np.ndarray | None = field(default=None, repr=False)  # the logs of the unit's values, per side
-    log_b: np.ndarray | None = field(default=None, repr=False)
+    # the test's difference of the sides' mean logs, its squared standard error and degrees of freedom
+    test_parts: tuple[float, float, float] | None = field(default=None, repr=False)
+    # the slope of the run figures' logs on their core clock's logs, where the test compared the runs at
+    # equal clock (clock_adjust); None where it did not
+    clock_slope: float | None = None
     parts: list = field(default_factory=list)  # its kernel-path components (Rows), where both sides were traced
     # fewer than two runs a side in one host mode (host_mode_split): shown on all its runs, never decided
     host_modes_apart: bool = False
@@ -154,12 +158,15 @@ def far_processes(logs: np.ndarray) -> int:
 
 
 def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
-               interval: bool = True) -> Row | None:
+               interval: bool = True, clocks: tuple[list, list] | None = None) -> Row | None:
     """One id: a and b hold each side's runs, a run being its kept trials
     (an array) or one array of trials per process. interval=False leaves out
-    the bootstrap interval (simulations)."""
-    a = [p for p in (_processes(x) for x in a) if p]
-    b = [p for p in (_processes(x) for x in b) if p]
+    the bootstrap interval (simulations). clocks: per side, the core clock
+    (MHz) each run's processes of this id ran at, or None where a run has
+    none (clock_adjust)."""
+    ca, cb = clocks if clocks is not None else ([None] * len(a), [None] * len(b))
+    a, ca = _kept_runs(a, ca)
+    b, cb = _kept_runs(b, cb)
     if not a or not b:
         return None
     ma = np.array([run_figure(x) for x in a])
@@ -199,11 +206,44 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
             la, lb = xa, xb
             row.test_unit = "process"
     row.units_a, row.units_b = la.size, lb.size
-    row.log_a, row.log_b = la, lb
-    _, _, row.p = welch(la, lb, RUN_SD_FLOOR)
+    row.test_parts = welch_parts(la, lb, RUN_SD_FLOOR)
     sd = _sd_pooled(la, lb)
     row.run_sd = max(sd, RUN_SD_FLOOR) if sd is not None else None
+    if row.test_unit == "run":
+        clock_adjust(row, la, ca, lb, cb, interval)
+    _, _, row.p = t_test(row.test_parts)
     return row
+
+
+def _kept_runs(runs: list, clocks: list) -> tuple[list[list[np.ndarray]], list]:
+    """The runs that kept a trial (as lists of processes), with their clocks."""
+    out = [(p, c) for p, c in zip((_processes(x) for x in runs), clocks) if p]
+    return [p for p, _ in out], [c for _, c in out]
+
+
+def clock_adjust(row: Row, la: np.ndarray, ca: list, lb: np.ndarray, cb: list, interval: bool = True) -> None:
+    """Compares the runs at equal core clock where every run has one: an
+    analysis of covariance of the run figures' logs on the logs of the clock
+    their processes ran at (stats.ancova_parts), which takes out of the
+    run-to-run spread what a host's boost clock, moving between runs, puts
+    into work done by the core. The row's ratio and interval become B/A at
+    equal clock; a change of the clock itself shows in the clock's own id
+    (cpu.clock). Applied whatever the fitted slope (the choice does not look
+    at the data, so the test keeps its size); it costs one degree of
+    freedom."""
+    if not all(isinstance(c, (int, float)) and c > 0 for c in list(ca) + list(cb)):
+        return
+    got = ancova_parts(la, np.log(np.asarray(ca, float)), lb, np.log(np.asarray(cb, float)), RUN_SD_FLOOR)
+    if got is None:
+        return
+    diff, se2, df, slope, resid_sd = got
+    row.test_parts = (diff, se2, df)
+    row.clock_slope = slope
+    row.run_sd = resid_sd
+    row.ratio = math.exp(diff)
+    if interval:
+        half = t_quantile(0.975, df) * math.sqrt(se2)
+        row.ci = (math.exp(diff - half), math.exp(diff + half))
 
 
 def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA,
@@ -233,9 +273,9 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
             r.verdict = direction(r.unit, r.ratio > 1)
             continue
         r.verdict = "~"
-        if r.run_sd is None or r.log_a is None or not (math.isfinite(r.ratio) and r.ratio > 0):
+        if r.run_sd is None or r.test_parts is None or not (math.isfinite(r.ratio) and r.ratio > 0):
             continue
-        r.p_equiv = tost(r.log_a, r.log_b, math.log1p(min_change), RUN_SD_FLOOR)
+        r.p_equiv = tost_of(r.test_parts, math.log1p(min_change))
         if r.p_equiv < alpha:
             r.verdict = "="
             continue
@@ -287,7 +327,7 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
             if apart:  # shown on all its runs, and left undecided
                 ha, hb = a, b
         ta, tb = _trials(ha, mid), _trials(hb, mid)
-        row = compare_id(mid, unit, ta, tb)
+        row = compare_id(mid, unit, ta, tb, clocks=(_clocks(ha, mid), _clocks(hb, mid)))
         if row is not None:
             row.host_modes_apart = apart
             rows.append(row)
@@ -301,10 +341,27 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
         if short and len(side) > 1:
             notes.append(f"ids missing from some runs of {label}: {', '.join(short)}")
     decide(rows, min_change, alpha, within_run_verdicts)
+    notes += _clock_note(a, b, rows, labels)
     _compare_parts(a, b, rows, min_change, alpha, within_run_verdicts, labels, notes)
     if sensitivity:
         notes += _without_flagged(a, b, rows, min_change, labels, alpha)
     return Comparison(a, b, rows, conditions_diff(a, b), notes, min_change, labels, alpha, within_run_verdicts)
+
+
+def _clock_note(a: list[Run], b: list[Run], rows: list[Row], labels: tuple[str, str]) -> list[str]:
+    """What the ids compared at equal clock (clock_adjust) mean, with each
+    side's clock and the verdict on the clock itself."""
+    from .interference import core_clocks
+
+    adjusted = [r for r in rows if r.clock_slope is not None]
+    if not adjusted:
+        return []
+    ca, cb = ([c for r in side for c in core_clocks(r.doc)] for side in (a, b))
+    own = next((r for r in rows if r.id == CLOCK_ID), None)
+    return [f"{len(adjusted)} ids compared at equal core clock (unit 'run, equal clock'): their {labels[1]}/"
+            f"{labels[0]} is the change a clock the same on both sides would show. The probe processes' clock "
+            f"(a chain of adds): {labels[0]} median {np.median(ca):,.0f} MHz, {labels[1]} {np.median(cb):,.0f} MHz"
+            + (f"; {CLOCK_ID}: {_verdict_text(own)}" if own else "")]
 
 
 def _without_flagged(a: list[Run], b: list[Run], rows: list[Row], min_change: float, labels: tuple[str, str],
@@ -463,6 +520,14 @@ def _trials(side: list[Run], mid: str) -> list[list[np.ndarray]]:
     return [r.by_process(r.measurements[mid]) for r in side if mid in r.measurements]
 
 
+def _clocks(side: list[Run], mid: str) -> list[float | None]:
+    """Per run that has the id (as _trials), the core clock its probe's
+    processes ran at (interference.measurement_clock), None where unknown."""
+    from .interference import measurement_clock
+
+    return [measurement_clock(r.doc, r.measurements[mid]) for r in side if mid in r.measurements]
+
+
 # --------------------------------------------------------- conditions
 
 def flatten(prefix: str, v) -> dict[str, str]:
@@ -544,7 +609,9 @@ def method_line(c: Comparison) -> str:
     return (f"a run's figure is the median of its processes' medians; the unit of the test is the run, or the "
             f"process where the runs show no variance beyond their processes' and no process lies over "
             f"{FAR_PROCESS:g} robust sd from its side's median ('unit'); Welch's t test on the logs, "
-            f"each side's spread taken as at least {RUN_SD_FLOOR:.0%}, Benjamini-Hochberg {level} over all ids, "
+            f"each side's spread taken as at least {RUN_SD_FLOOR:.0%}, or, with the run as the unit and the core "
+            f"clock known for every run ('run, equal clock'), an analysis of covariance on the logs of the runs' "
+            f"clocks, whose B/A and interval are then the change at equal clock; Benjamini-Hochberg {level} over all ids, "
             f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
             f"hierarchical bootstrap (runs, then trials); 'too few runs': a {c.min_change:.0%} change (or the "
             f"change seen, if larger) would need more runs per side to be seen {POWER:.0%} of the time")
@@ -567,7 +634,9 @@ def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 
 def _unit_text(r: Row) -> str:
-    return f"process {r.units_a}/{r.units_b}" if r.test_unit == "process" else "run"
+    if r.test_unit == "process":
+        return f"process {r.units_a}/{r.units_b}"
+    return "run, equal clock" if r.clock_slope is not None else "run"
 
 
 def markdown(c: Comparison) -> str:
@@ -623,7 +692,7 @@ def _pct_change(g: float) -> str:
 
 CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",
                "basis", "test_unit", "units_a", "units_b", "p_within_run", "p_equivalence", "run_cv", "runs_needed",
-               "verdict", "moved")
+               "verdict", "moved", "clock_slope")
 
 
 def to_csv(c: Comparison) -> str:
@@ -641,7 +710,8 @@ def to_csv(c: Comparison) -> str:
         w.writerow([r.id, r.unit, r.area, r.n_a, r.n_b, r.median_a, r.median_b, r.ratio, r.ci[0], r.ci[1], r.p, r.q,
                     r.basis, r.test_unit, r.units_a, r.units_b, r.p_within, r.p_equiv,
                     r.run_sd if r.run_sd is not None else "", r.need or "", r.verdict,
-                    moved_text(r) if r.parts and r.verdict in DIRECTIONS else ""])
+                    moved_text(r) if r.parts and r.verdict in DIRECTIONS else "",
+                    r.clock_slope if r.clock_slope is not None else ""])
     return f.getvalue()
 
 

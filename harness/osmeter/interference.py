@@ -11,6 +11,7 @@ disturbed (noisy_runs)."""
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -106,22 +107,39 @@ def noise_of(lines: list[dict]) -> dict | None:
     return None
 
 
-def core_clocks(doc: dict) -> list[float]:
-    """The core's clock (MHz) of each probe process of a run: the lower of
-    its start and end readings (interference.core_mhz, which the runner
-    fills from the probes' lines)."""
+def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
+    """The core's clock (MHz) of each probe process of a run (of one probe's
+    processes where `probe` is given): the lower of its start and end
+    readings (interference.core_mhz, which the runner fills from the probes'
+    lines)."""
     out = []
     f = doc.get("interference")
     per_probe = f.get("core_mhz") if isinstance(f, dict) else None
     if not isinstance(per_probe, dict):
         return out
-    for pairs in per_probe.values():
+    for name, pairs in per_probe.items():
+        if probe is not None and name != probe:
+            continue
         for pair in pairs if isinstance(pairs, list) else []:
             v = [x for x in (pair[:2] if isinstance(pair, list) else [])
                  if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")]
             if v:
                 out.append(float(min(v)))
     return out
+
+
+# the id that measures the core's clock itself: compared as measured, beside the ids compared at equal
+# clock (compare.clock_adjust)
+CLOCK_ID = "cpu.clock"
+
+
+def measurement_clock(doc: dict, m: dict) -> float | None:
+    """The core clock (MHz) the processes of a measurement's probe ran at in
+    a run: the median of theirs; None where none recorded one, for a derived
+    figure (no process of its own) and for the clock's own id."""
+    probe = m.get("probe") if m.get("id") != CLOCK_ID else None
+    clocks = core_clocks(doc, probe) if isinstance(probe, str) else []
+    return float(statistics.median(clocks)) if clocks else None
 
 
 def slowed_share(clocks: list[float], ref: float) -> float | None:

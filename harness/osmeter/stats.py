@@ -243,10 +243,15 @@ def welch(x: np.ndarray, y: np.ndarray, sd_floor: float = 0.0) -> tuple[float, f
     Where one side has a single value, its variance is taken to be the other
     side's (a pooled test on the other side's degrees of freedom). Each
     side's standard deviation is taken as at least sd_floor."""
-    got = _welch_parts(x, y, sd_floor)
-    if got is None:
+    return t_test(welch_parts(x, y, sd_floor))
+
+
+def t_test(parts: tuple[float, float, float] | None) -> tuple[float, float, float]:
+    """(t, df, two-sided p) of a difference given as (difference, its squared
+    standard error, degrees of freedom): welch_parts or ancova_parts."""
+    if parts is None:
         return float("nan"), float("nan"), float("nan")
-    diff, se2, df = got
+    diff, se2, df = parts[:3]
     if se2 <= 0:  # no spread at all on either side (a quantized figure)
         return (0.0, float(df), 1.0) if diff == 0 else (math.copysign(math.inf, diff), float(df), 0.0)
     t = diff / math.sqrt(se2)
@@ -257,10 +262,14 @@ def tost(x: np.ndarray, y: np.ndarray, margin: float, sd_floor: float = 0.0) -> 
     """Two one-sided tests (Schuirmann) that mean(y) - mean(x) lies inside
     (-margin, +margin), with Welch's standard error and degrees of freedom:
     the larger of the two one-sided p values. Small means shown equivalent."""
-    got = _welch_parts(x, y, sd_floor)
-    if got is None or margin <= 0:
+    return tost_of(welch_parts(x, y, sd_floor), margin)
+
+
+def tost_of(parts: tuple[float, float, float] | None, margin: float) -> float:
+    """tost() of a difference given as (difference, squared standard error, df)."""
+    if parts is None or margin <= 0:
         return float("nan")
-    diff, se2, df = got
+    diff, se2, df = parts[:3]
     if se2 <= 0:
         return 0.0 if abs(diff) < margin else 1.0
     se = math.sqrt(se2)
@@ -269,7 +278,7 @@ def tost(x: np.ndarray, y: np.ndarray, margin: float, sd_floor: float = 0.0) -> 
     return max(p_low, p_high)
 
 
-def _welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
+def welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
     """(mean(y) - mean(x), its squared standard error, degrees of freedom)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     nx, ny = x.size, y.size
@@ -287,6 +296,52 @@ def _welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
         se2 = s2 * (1 / nx + 1 / ny)
         df = many.size - 1
     return diff, se2, float(df)
+
+
+def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0) -> tuple[float, float, float, float, float] | None:
+    """Analysis of covariance of two sides with one covariate measured beside
+    each value (y: the logs of the run figures, x: the logs of the core
+    clock each run ran at): the model y = side mean + slope * x + error, the
+    slope common to both sides and fitted within them. Returns (B's mean
+    of y minus A's at equal covariate, its squared standard error, degrees
+    of freedom n - 3, slope, residual standard deviation), the residual standard deviation taken
+    as at least sd_floor; None where the covariate does not vary inside the
+    sides or there are too few values to fit a slope and leave a degree of
+    freedom."""
+    ya, xa, yb, xb = (np.asarray(v, float) for v in (ya, xa, yb, xb))
+    na, nb = ya.size, yb.size
+    if na < 1 or nb < 1 or xa.size != na or xb.size != nb or na + nb < 4:
+        return None
+    dxa, dxb = xa - xa.mean(), xb - xb.mean()
+    dya, dyb = ya - ya.mean(), yb - yb.mean()
+    sxx = float(dxa @ dxa + dxb @ dxb)
+    if not sxx > 0:
+        return None
+    sxy = float(dxa @ dya + dxb @ dyb)
+    syy = float(dya @ dya + dyb @ dyb)
+    slope = sxy / sxx
+    df = na + nb - 3
+    s2 = max((syy - slope * sxy) / df, sd_floor * sd_floor, 0.0)
+    gap = float(xb.mean() - xa.mean())
+    diff = float(yb.mean() - ya.mean()) - slope * gap
+    return diff, s2 * (1 / na + 1 / nb + gap * gap / sxx), float(df), slope, math.sqrt(s2)
+
+
+def covariate_fit(y, x) -> tuple[float, float, float] | None:
+    """Least squares of y on one covariate x (the logs of run figures on the
+    logs of their core clocks): (slope, the residual standard deviation on
+    n - 2 degrees of freedom, the share of y's variance x explains); None
+    with fewer than four values or an x that does not vary."""
+    y, x = np.asarray(y, float), np.asarray(x, float)
+    if y.size < 4 or x.size != y.size:
+        return None
+    dx, dy = x - x.mean(), y - y.mean()
+    sxx, syy = float(dx @ dx), float(dy @ dy)
+    if not sxx > 0:
+        return None
+    slope = float(dx @ dy) / sxx
+    sse = max(syy - slope * float(dx @ dy), 0.0)
+    return slope, math.sqrt(sse / (y.size - 2)), (1 - sse / syy) if syy > 0 else 0.0
 
 
 def nested_components(groups: list[np.ndarray], sides: int = 1) -> dict | None:
