@@ -547,6 +547,9 @@ def test_a_campaign_keeps_seeds_orders_sentinels_and_its_runs(tmp_path):
         s = doc["sentinels"]
         assert set(s["start"]) == {"cpu.syscall.getppid", "cpu.call.args0"}
         assert all(len(v) == 3 for v in s["end"].values()) and "drifted" in s
+        # each sentinel process's clock beside its median, so drift is judged at equal clock
+        assert all(len(s["end_mhz"][m]) == 3 and all(c > 100 for c in s["end_mhz"][m]) for m in s["end"])
+        assert all(s["ids"][m]["at_equal_clock"] for m in s["ids"])
     assert sorted(orders[0]) == sorted(orders[1]) == ["cpu.call", "cpu.loop", "cpu.syscall"]
     assert (out / "stability.txt").exists() and "run-to-run CV" in r.stdout
     # the same seed gives the same orders
@@ -1045,3 +1048,26 @@ def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
     assert st["cpu.call.args0"]["clock_cv"] < 1e-6 and st["cpu.call.args0"]["clock_share"] == pytest.approx(1.0)
     assert st["cpu.clock"]["clock_cv"] is None and st["disk.x.iops"]["clock_cv"] is None
     assert "(clock 100%)" in stability_table(list(st.values()))
+
+
+def test_sentinels_judge_drift_at_equal_clock():
+    """A host whose boost clock fell 5% between the run's start and end makes every figure of core
+    work 5% slower: the sentinels in ns call that drift, in core cycles (each process's clock read
+    beside it) they do not, and give the clock's own end/start. A 7% change at equal clock is still
+    drift. A sentinel whose processes lack a clock is judged in ns. Mutant caught: the clocks
+    ignored."""
+    from osmeter import sentinel
+
+    start = {"cpu.call.args0": [0.950, 0.952, 0.951], "cpu.syscall.getppid": [110.0, 110.4, 109.8]}
+    slow = {m: [x * 1.05 for x in v] for m, v in start.items()}
+    at, fell = {m: [4200.0, 4201.0, 4199.0] for m in start}, {m: [4000.0, 4000.5, 3999.5] for m in start}
+    assert sentinel.drift(start, slow)["drifted"]
+    d = sentinel.drift(start, slow, at, fell)
+    assert not d["drifted"] and d["why"] is None, d
+    assert d["ids"]["cpu.call.args0"]["clock_ratio"] == pytest.approx(4000 / 4200, rel=1e-3)
+    assert d["ids"]["cpu.call.args0"]["ratio"] == pytest.approx(1.0, abs=0.002)
+    worse = {m: [x * 1.07 for x in v] for m, v in start.items()}
+    d = sentinel.drift(start, worse, at, at)
+    assert d["drifted"] and "x1.070 at equal clock" in d["why"], d
+    d = sentinel.drift(start, slow, at, {"cpu.call.args0": [4000.0, None, 4000.0]})
+    assert d["ids"]["cpu.call.args0"]["drifted"] and not d["ids"]["cpu.call.args0"]["at_equal_clock"]

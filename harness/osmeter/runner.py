@@ -189,25 +189,30 @@ def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
             "{fs_remote}": str(o.fs_remote or "")}
 
 
-def _sentinel(launch: Launcher) -> dict[str, list[float]]:
+def _sentinel(launch: Launcher) -> tuple[dict[str, list[float]], dict[str, list[float | None]]]:
     """One pass of the sentinel probes: per id, the median (ns) of each of
-    sentinel.REPEATS processes."""
+    sentinel.REPEATS processes, and the core clock (MHz) each ran at (the
+    lower of its start and end readings; None where it printed none)."""
     import numpy as np
 
     out: dict[str, list[float]] = {}
+    mhz: dict[str, list[float | None]] = {}
     for _ in range(sentinel.REPEATS):
         for binary, args, mid in sentinel.SENTINELS:
             rc, stdout, _ = launch.run(launch.argv(binary, args), timeout=60)
             if rc != 0:
                 continue
-            for line in parse_probe_output(stdout):
+            lines = parse_probe_output(stdout)
+            clock = _core_mhz(lines)
+            for line in lines:
                 if line["id"] != mid:
                     continue
                 v, bad, _ = line_values(line)
                 keep = ~bad & np.isfinite(v)
                 if keep.any():
                     out.setdefault(mid, []).append(float(np.median(v[keep])))
-    return out
+                    mhz.setdefault(mid, []).append(min(clock) if clock else None)
+    return out, mhz
 
 
 def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool = False, label: str = "",
@@ -276,7 +281,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     results.doc["interference"] = {"cpu": p.cpu, "probes": interference}
     try:
         if sentinels:
-            results.doc["sentinels"] = {"start": _sentinel(launch)}
+            start, start_mhz = _sentinel(launch)
+            results.doc["sentinels"] = {"start": start, "start_mhz": start_mhz}
             results.save()
         results.doc["interference"]["noise_start"] = _noise(launch)
         width = len(str(total_runs))
@@ -377,8 +383,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
         results.doc["interference"]["noise_end"] = _noise(launch)
         if sentinels:
             s = results.doc["sentinels"]
-            s["end"] = _sentinel(launch)
-            s.update(sentinel.drift(s["start"], s["end"]))
+            s["end"], s["end_mhz"] = _sentinel(launch)
+            s.update(sentinel.drift(s["start"], s["end"], s["start_mhz"], s["end_mhz"]))
             if s["drifted"]:
                 say(f"osmeter: {label}the sentinels moved while this run went on ({s['why']}): "
                     "the machine drifted inside the run")
