@@ -281,8 +281,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     results.doc["interference"] = {"cpu": p.cpu, "probes": interference}
     try:
         if sentinels:
-            start, start_mhz = _sentinel(launch)
-            results.doc["sentinels"] = {"start": start, "start_mhz": start_mhz}
+            medians, mhz = _sentinel(launch)
+            results.doc["sentinels"] = {"start": medians, "start_mhz": mhz}
             results.save()
         results.doc["interference"]["noise_start"] = _noise(launch)
         width = len(str(total_runs))
