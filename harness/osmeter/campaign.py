@@ -150,8 +150,11 @@ def stability_rows(runs: list[Run]) -> list[dict]:
     the run-to-run CV (standard deviation of the logs of the run figures),
     where the variance comes from (stats.variance_split: within a process,
     between processes, between runs, and the dominant part), and the runs
-    per side that a Welch test on the run figures needs to see a 5% change
-    80% of the time."""
+    per side that a t test on the run figures needs to see a 5% change 80%
+    of the time; where every run has its probe processes' clock, also the
+    CV at equal clock (the residual of the log figures regressed on the log
+    clocks) and the share the clock explains, and the runs per side from
+    that CV, the spread compare's covariance test sees."""
     per: dict[str, list[list[np.ndarray]]] = {}
     clocks: dict[str, list[float | None]] = {}
     units = {}

@@ -19,7 +19,7 @@ from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_tab
 from .results import run_figure
 from .stats import (ancova_parts, benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components,
                     ratio_ci, runs_needed, spend_alpha, t_quantile, t_test, tost_of, welch, welch_parts)
-from .interference import CLOCK_ID
+from .interference import CLOCK_ID, core_clocks, measurement_clock
 from .units import better
 
 ALPHA = 0.05
@@ -351,8 +351,6 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
 def _clock_note(a: list[Run], b: list[Run], rows: list[Row], labels: tuple[str, str]) -> list[str]:
     """What the ids compared at equal clock (clock_adjust) mean, with each
     side's clock and the verdict on the clock itself."""
-    from .interference import core_clocks
-
     adjusted = [r for r in rows if r.clock_slope is not None]
     if not adjusted:
         return []
@@ -523,8 +521,6 @@ def _trials(side: list[Run], mid: str) -> list[list[np.ndarray]]:
 def _clocks(side: list[Run], mid: str) -> list[float | None]:
     """Per run that has the id (as _trials), the core clock its probe's
     processes ran at (interference.measurement_clock), None where unknown."""
-    from .interference import measurement_clock
-
     return [measurement_clock(r.doc, r.measurements[mid]) for r in side if mid in r.measurements]
 
 
@@ -613,7 +609,8 @@ def method_line(c: Comparison) -> str:
             f"clock known for every run ('run, equal clock'), an analysis of covariance on the logs of the runs' "
             f"clocks, whose B/A and interval are then the change at equal clock; Benjamini-Hochberg {level} over all ids, "
             f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
-            f"hierarchical bootstrap (runs, then trials); 'too few runs': a {c.min_change:.0%} change (or the "
+            f"hierarchical bootstrap (runs, then trials), or at equal clock the covariance test's Student's t "
+            f"interval; 'too few runs': a {c.min_change:.0%} change (or the "
             f"change seen, if larger) would need more runs per side to be seen {POWER:.0%} of the time")
 
 
