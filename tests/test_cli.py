@@ -303,6 +303,9 @@ def test_a_probe_runs_in_several_interleaved_processes(tmp_path):
     # each process's core clock at its start and its end, one pair per process
     clocks = inter["core_mhz"]["cpu.syscall"]
     assert len(clocks) == m["processes"]["n"] and all(len(c) == 2 and min(c) > 100 for c in clocks), clocks
+    # and its width (adds per cycle of independent chains), likewise
+    widths = inter["core_width"]["cpu.syscall"]
+    assert len(widths) == len(clocks) and all(len(w) == 2 and 1 < min(w) < 9 for w in widths), widths
 
 
 def test_results_of_one_kind_never_land_in_another(tmp_path):

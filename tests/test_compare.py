@@ -439,14 +439,16 @@ def test_a_noisy_run_is_named_and_its_effect_on_the_verdicts_said(tmp_path):
     assert "flagged run a/" not in r.stdout
 
 
-def test_a_run_on_a_slowed_core_is_named_and_shown_by_stability(tmp_path):
-    """Each probe process reads the core's clock (a chain of adds) at its
-    start and its end. A run in which the host slowed the vCPU (no steal,
-    no interruption: its sibling hyperthread busy) has processes whose clock
-    is well below the others': compare names it, stability shows it per run.
-    A run whose processes all ran at the usual clock is not named, nor is
-    one with a single slowed process. Mutant: a process counted slowed
-    above the threshold, not below."""
+def test_a_run_on_a_slowed_or_shared_core_is_named_and_shown_by_stability(tmp_path):
+    """Each probe process reads the core's clock (a chain of adds) and its
+    width (eight independent chains) at its start and its end. A run in
+    which the host slowed the vCPU (no steal, no interruption) has
+    processes whose clock is well below the others'; one in which another
+    hardware thread shared the core, processes whose width is, at the usual
+    clock. compare names both, stability shows them per run. A run whose
+    processes all ran as usual is not named, nor is one with a single
+    slowed process. Mutant: a process counted slowed above the threshold,
+    not below."""
     a = make_campaign(tmp_path / "a", 4, 1)
     b = make_campaign(tmp_path / "b", 4, 2)
     for side in (a, b):
@@ -458,17 +460,26 @@ def test_a_run_on_a_slowed_core_is_named_and_shown_by_stability(tmp_path):
                 pairs = [[3000.0, 1750.0]] + [[2995.0, 3000.0]] * 9
             else:
                 pairs = [[2990.0 + k, 3000.0 - k]] * 10
-            doc["interference"] = {"cpu": 1, "probes": {}, "core_mhz": {"p1": pairs[:5], "p2": pairs[5:]}}
+            # 5 of 10 processes of a/run-02 at two thirds of the width, at the usual clock
+            widths = ([[4.6, 3.0]] * 5 + [[4.6, 4.62]] * 5) if (side, k) == (a, 2) else [[4.6, 4.58]] * 10
+            doc["interference"] = {"cpu": 1, "probes": {}, "core_mhz": {"p1": pairs[:5], "p2": pairs[5:]},
+                                   "core_width": {"p1": widths[:5], "p2": widths[5:]}}
             write_json_atomic(side / f"run-{k:02d}" / "results.json", doc)
     r = osmeter("compare", str(a), str(b))
     assert r.returncode == 0, r.stderr
     assert "flagged run b/run-02: the core ran below 85% of its usual clock" in r.stdout, r.stdout
     assert "in 60% of its probe processes" in r.stdout
-    assert "flagged run a/" not in r.stdout and "flagged run b/run-01" not in r.stdout
-    st = osmeter("stability", str(b))
-    assert st.returncode == 0, st.stderr
-    rows = {ln.split()[0]: ln.split() for ln in st.stdout.splitlines() if ln.startswith("b/run-")}
-    assert rows["b/run-02"][-1] == "60%" and rows["b/run-01"][-1] == "0%", st.stdout
+    assert "flagged run a/run-02: the core ran below 85% of its usual width (4.58 adds per cycle" in r.stdout
+    assert "in 50% of its probe processes" in r.stdout
+    assert "flagged run a/run-01" not in r.stdout and "flagged run a/run-03" not in r.stdout
+    assert "flagged run b/run-01" not in r.stdout
+    for side, run, slowed, shared in ((b, "b/run-02", "60%", "0%"), (b, "b/run-01", "0%", "0%"),
+                                      (a, "a/run-02", "0%", "50%"), (a, "a/run-03", "10%", "0%")):
+        st = osmeter("stability", str(side))
+        assert st.returncode == 0, st.stderr
+        rows = {ln.split()[0]: ln.split() for ln in st.stdout.splitlines() if ln.startswith(f"{run[0]}/run-")}
+        assert rows[run][4] == slowed and rows[run][-1] == shared, st.stdout
+        assert rows[run][-2] == ("3.80" if run == "a/run-02" else "4.58"), st.stdout
 
 
 def test_the_conditions_that_differ_are_printed_in_every_output(tmp_path):
@@ -913,7 +924,7 @@ def _mt_side(path: Path, runs: list[tuple[float, float]], seed: int) -> list:
         res = Results(p, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
         level = mbps * math.exp(rng.normal(0, 0.01))
         res.add_line({"id": "mem.bw.copy.mt", "unit": "MB/s", "samples": (level * np.exp(rng.normal(0, 0.005, 5))).tolist(),
-                      "params": {"pair_rtt_ns": rtt, "pair_rtt_ns_after": rtt}}, "mem.bw", "mem.bw.copy.mt")
+                      "params": {"pair_rtt_ns": rtt, "pair_rtt_ns_after": rtt}}, "mem.bw.mt", "mem.bw.copy.mt")
         res.add_line({"id": "cpu.a", "unit": "ns", "samples": (100 * np.exp(rng.normal(0, 0.005, 5))).tolist(),
                       "params": {}}, "fake", "cpu.a")
         res.doc["complete"] = True

@@ -258,13 +258,18 @@ def test_every_line_carries_the_core_clock_at_its_process_start_and_end():
     emit reads it again: both ride on every line (core_mhz). In cpu_ops's
     process they are the same quantity as cpu.clock, which times the same
     kind of chain for longer: within a third of it, on an unslowed core.
-    Mutant: the chain's adds counted twice."""
+    Beside it the core's width (core_width): adds per cycle of eight
+    independent chains, well above one on any superscalar core and at most
+    eight (one per chain a cycle, plus the loop's own) where eight chains
+    each add once a cycle. Mutants: the chain's adds counted twice; the
+    width taken the wrong way up."""
     o = probe_lines("cpu_ops", "--cpu", "0", "--samples", "9")
     clock = med(o["cpu.clock"])
     for line in o.values():
-        c = line["core_mhz"]
+        c, w = line["core_mhz"], line["core_width"]
         for k in ("start", "end"):
             assert 0.67 < c[k] / clock < 1.5, (line["id"], c, clock)
+            assert 1.5 < w[k] < 9, (line["id"], w)
 
 
 def test_core_clock_agrees_with_cpuinfo():

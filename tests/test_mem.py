@@ -163,13 +163,16 @@ def test_bandwidth_counts_bytes_honestly():
     assert a["mem.bw.read"]["params"]["size_rule"] == "--size"
 
 
-def test_the_in_cache_bandwidths_are_a_probe_of_cheap_processes():
+def test_the_bandwidths_are_three_probes_of_one_binary():
     """mem.bw.cache runs mem_bw --buffers cache in several processes a run:
     it prints the three .cache ids and nothing else, and allocates no
     out-of-cache buffer (a --size no machine has is never asked for), while
-    --buffers memory leaves the .cache ids out. Mutants caught: the memory
-    buffers' fit check made in cache mode; the .cache ids printed by the
-    memory side."""
+    --buffers memory leaves the .cache ids out. mem.bw takes the one-thread
+    out-of-cache ids (--no-mt) in several processes, mem.bw.mt the .mt ids
+    alone (--buffers mt) in one; --buffers mt with --no-mt is refused.
+    Mutants caught: the memory buffers' fit check made in cache mode; the
+    .cache ids printed by the memory side; the one-thread ids printed by
+    --buffers mt."""
     from osmeter import registry
 
     cache = probe_lines("mem_bw", "--buffers", "cache", "--samples", "3", "--size", "512G")
@@ -180,9 +183,18 @@ def test_the_in_cache_bandwidths_are_a_probe_of_cheap_processes():
     assert r.returncode != 0 and "is available; use --size" in r.stderr
     memory = probe_lines("mem_bw", "--buffers", "memory", "--samples", "1", "--no-mt", "--size", "16M")
     assert set(memory) == {"mem.bw.read", "mem.bw.write", "mem.bw.write.nt", "mem.bw.copy", "mem.bw.copy.loop"}
+    mt = probe_lines("mem_bw", "--buffers", "mt", "--samples", "1", "--size", "16M")
+    assert set(mt) == {"mem.bw.read.mt", "mem.bw.write.mt", "mem.bw.copy.mt"}
+    r = subprocess.run([str(BIN / "mem_bw"), "--buffers", "mt", "--no-mt"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--no-mt" in r.stderr, r.stderr
     p = {x.name: x for x in registry.PROBES}
-    assert p["mem.bw.cache"].processes_in("quick") > 1 and p["mem.bw"].processes_in("quick") == 1
-    assert set(p["mem.bw.cache"].ids()) == set(cache) and not set(p["mem.bw"].ids()) & set(cache)
+    assert p["mem.bw.cache"].processes_in("quick") > 1 and p["mem.bw"].processes_in("quick") > 1
+    assert p["mem.bw.mt"].processes_in("quick") == 1
+    assert set(p["mem.bw.cache"].ids()) == set(cache) and set(p["mem.bw"].ids()) == set(memory)
+    assert set(p["mem.bw.mt"].ids()) == set(mt)
+    for name in ("mem.bw", "mem.bw.mt", "mem.bw.cache"):
+        args = p[name].presets["quick"]
+        assert ("--no-mt" in args) == (name == "mem.bw"), (name, args)
 
 
 def test_the_summed_bandwidth_gives_each_thread_its_own_rate():

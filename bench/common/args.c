@@ -375,6 +375,6 @@ void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct o
                         o->cpu, strerror(errno), n);
     }
     osm_timer_setup(o->timer);
-    osm_core_start_mhz = osm_core_mhz();
+    osm_core_start_mhz = osm_core_mhz(&osm_core_start_width);
     osm_trace_setup();
 }

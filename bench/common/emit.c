@@ -158,13 +158,18 @@ void osm_emit(const struct osm_meas *m)
     json_obj_end(&j);
     /* the core's clock when the process started and after its measuring
      * (the first emit): a host that slowed the vCPU meanwhile shows here */
-    static double end_mhz;
+    static double end_mhz, end_width;
     if (end_mhz == 0)
-        end_mhz = osm_core_mhz();
+        end_mhz = osm_core_mhz(&end_width);
     json_key(&j, "core_mhz");
     json_obj(&j);
     json_knum(&j, "start", osm_core_start_mhz);
     json_knum(&j, "end", end_mhz);
+    json_obj_end(&j);
+    json_key(&j, "core_width");
+    json_obj(&j);
+    json_knum(&j, "start", osm_core_start_width);
+    json_knum(&j, "end", end_width);
     json_obj_end(&j);
     /* the params object as built so far, closed; a single-shot measurement
      * adds how many of the timer's steps its median spans */

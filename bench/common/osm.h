@@ -290,18 +290,22 @@ int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double
 double osm_window_floor_ticks(void);
 /* The core's clock now, in MHz: a dependent chain of integer adds (one core
  * cycle each, as cpu.clock) timed in a few windows, their median; well under
- * a millisecond. A host that slows this vCPU for a while (its sibling
- * hyperthread busy, a lower clock) shows as a lower figure. osm_init takes it
- * once (osm_core_start_mhz) and osm_emit once more, after the measuring: every
- * JSON line carries both ("core_mhz"). */
-double osm_core_mhz(void);
+ * a millisecond. A host that lowers this vCPU's clock for a while shows as a
+ * lower figure. Where width is not NULL, the same adds as eight independent
+ * chains are timed in windows interleaved with those, and *width is the adds
+ * per cycle they reach (the dependent chain's time over theirs): the core's
+ * issue width left to this vCPU, which falls while another hardware thread
+ * shares the core even though the clock does not. osm_init takes both once
+ * (osm_core_start_mhz, osm_core_start_width) and osm_emit once more, after
+ * the measuring: every JSON line carries them ("core_mhz", "core_width"). */
+double osm_core_mhz(double *width);
 /* The CPU's entries into its idle states so far (cpuidle's usage counters):
  * the halting states' in *halts, POLL's in *polls; -1 without cpuidle in sysfs. */
 int osm_idle_entries(int cpu, long long *halts, long long *polls);
 /* The interrupts the CPU has taken so far, every source's (its column of
  * /proc/interrupts summed); -1 where that file or the CPU's column is missing. */
 long long osm_cpu_interrupts(int cpu);
-extern double osm_core_start_mhz;
+extern double osm_core_start_mhz, osm_core_start_width;
 
 /* ------------------------------------------------------------- samples */
 

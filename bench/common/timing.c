@@ -261,30 +261,59 @@ double osm_window_floor_ticks(void)
     return want < 100.0 ? 100.0 : want;
 }
 
-double osm_core_start_mhz;
+double osm_core_start_mhz, osm_core_start_width;
 
 #define X16(s) s s s s s s s s s s s s s s s s
-double osm_core_mhz(void)
+/* Ticks of one window of `adds` adds: one dependent chain (wide == 0), or
+ * eight independent chains of adds / 8 each (wide != 0). */
+static double chain_ticks(int wide, uint64_t adds)
+{
+    uint64_t k = 3;
+    OSM_KEEP(k);
+    uint32_t c0, c1;
+    uint64_t t0, t1;
+    if (!wide) {
+        uint64_t x = 1;
+        t0 = osm_begin(&c0);
+        for (uint64_t i = 0; i < adds / 16; i++) {
+            X16(x += k; OSM_KEEP(x);)
+        }
+        t1 = osm_end(&c1);
+        OSM_USE(x);
+    } else {
+        uint64_t a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8;
+        t0 = osm_begin(&c0);
+        for (uint64_t i = 0; i < adds / 16; i += 8) {
+            X16(a += k; b += k; c += k; d += k; e += k; f += k; g += k; h += k;
+                OSM_KEEP(a); OSM_KEEP(b); OSM_KEEP(c); OSM_KEEP(d);
+                OSM_KEEP(e); OSM_KEEP(f); OSM_KEEP(g); OSM_KEEP(h);)
+        }
+        t1 = osm_end(&c1);
+        OSM_USE(a); OSM_USE(b); OSM_USE(c); OSM_USE(d);
+        OSM_USE(e); OSM_USE(f); OSM_USE(g); OSM_USE(h);
+    }
+    return (double)(t1 - t0) - osm_timer.overhead;
+}
+
+double osm_core_mhz(double *width)
 {
     enum { WINDOWS = 5 };
     uint64_t adds = 1 << 14;
-    double ticks[WINDOWS];
+    double dep[WINDOWS], wide[WINDOWS];
     for (;;) { /* a window of at least the timer's floor (100 steps, 20 us) */
         for (int w = 0; w < WINDOWS; w++) {
-            uint64_t x = 1, k = 3;
-            OSM_KEEP(k);
-            uint32_t c0, c1;
-            uint64_t t0 = osm_begin(&c0);
-            for (uint64_t i = 0; i < adds / 16; i++) {
-                X16(x += k; OSM_KEEP(x);)
-            }
-            uint64_t t1 = osm_end(&c1);
-            OSM_USE(x);
-            ticks[w] = (double)(t1 - t0) - osm_timer.overhead;
+            dep[w] = chain_ticks(0, adds);
+            if (width)
+                wide[w] = chain_ticks(1, adds);
         }
-        double med = osm_median(ticks, WINDOWS);
-        if (med >= osm_window_floor_ticks() || adds >= (1ull << 26))
+        double med = osm_median(dep, WINDOWS);
+        if (med >= osm_window_floor_ticks() || adds >= (1ull << 26)) {
+            if (width) {
+                double wmed = osm_median(wide, WINDOWS);
+                *width = med > 0 && wmed > 0 ? med / wmed : 0;
+            }
             return med > 0 ? osm_timer.hz * (double)adds / med / 1e6 : 0;
+        }
         adds *= 2;
     }
 }

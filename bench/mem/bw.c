@@ -12,8 +12,10 @@
  * buffer read, written or copied (copy counts each byte once, as memcpy
  * benchmarks do). .mt: every thread on its own CPU and buffer, started and
  * stopped together by a barrier; the sum of their bytes over the window.
- * --buffers memory|cache takes one side only: the harness runs the cheap
- * in-cache figures in several processes a run, the 1 GiB buffers in one.
+ * --buffers memory|cache takes one side only, --buffers mt the .mt figures
+ * alone: the harness runs the cheap in-cache figures in several processes a
+ * run, the one-thread out-of-cache figures (--no-mt) in a few, and the .mt
+ * figures, whose buffers are every CPU's, in one.
  */
 #include "osm.h"
 #include "osmmem.h"
@@ -36,7 +38,7 @@ static const char *kernel_name[] = { "read", "write", "write.nt", "copy", "copy.
 static uint64_t big_size, cache_size;
 static const char *size_rule = "--size"; /* how the out-of-cache size was chosen */
 static bool no_mt;
-enum { B_ALL, B_MEMORY, B_CACHE };
+enum { B_ALL, B_MEMORY, B_CACHE, B_MT };
 static int buffers_only = B_ALL; /* --buffers */
 
 /* ------------------------------------------------------------- kernels */
@@ -441,8 +443,8 @@ static const struct osm_opt opts[] = {
                  .def = "8 x the last cache, within 256M..max(1G, 2 x the cache)"),
     OSM_OPT_SIZE("cache-size", cache_size, 4096, 1ull << 30, "in-cache buffer", .def = "half the L1 data cache"),
     OSM_OPT_FLAG("no-mt", no_mt, "skip the one-thread-per-CPU measurements"),
-    OSM_OPT_CHOICE("buffers", buffers_only, "all|memory|cache",
-                   "the figures out of cache (with .mt), those in the L1 cache, or both"),
+    OSM_OPT_CHOICE("buffers", buffers_only, "all|memory|cache|mt",
+                   "the figures out of cache (with .mt), those in the L1 cache, both, or the .mt ones alone"),
     { 0 },
 };
 
@@ -473,6 +475,8 @@ int main(int argc, char **argv)
 {
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
+    if (buffers_only == B_MT && no_mt)
+        osm_usage_error("--buffers mt takes only the .mt figures, which --no-mt skips");
 #if HAVE_X86
     __builtin_cpu_init();
     use_avx2 = __builtin_cpu_supports("avx2");
@@ -512,14 +516,14 @@ int main(int argc, char **argv)
         osm_die("the out-of-cache measurements need %llu MiB but only %llu MiB is available; use --size",
                 (unsigned long long)(big_size * buffers >> 20), (unsigned long long)(avail >> 20));
 
-    if (buffers_only != B_CACHE) {
+    if (buffers_only == B_ALL || buffers_only == B_MEMORY) {
         emit_one("mem.bw.read", K_READ, big_size, o.samples, -1);
         emit_one("mem.bw.write", K_WRITE, big_size, o.samples, -1);
         emit_one("mem.bw.write.nt", K_WRITE_NT, big_size, o.samples, -1);
         emit_one("mem.bw.copy", K_COPY, big_size, o.samples, -1);
         emit_one("mem.bw.copy.loop", K_COPY_LOOP, big_size, o.samples, -1);
     }
-    if (buffers_only != B_MEMORY) {
+    if (buffers_only == B_ALL || buffers_only == B_CACHE) {
         emit_one("mem.bw.read.cache", K_READ, cache_size, o.samples, -1);
         emit_one("mem.bw.write.cache", K_WRITE, cache_size, o.samples, -1);
         emit_one("mem.bw.copy.cache", K_COPY, cache_size / 2, o.samples, -1);

@@ -238,23 +238,30 @@ def core_state_table(runs: list[Run]) -> str:
     adds at each process's start and end) and how many of them ran below
     interference.SLOWED of the median over all these runs' processes: the
     host's slowing of the vCPU, which neither steal time nor the noise
-    probe sees. Empty when no run recorded clocks."""
-    from .interference import SLOWED, core_clocks, slowed_share
+    probe sees; and the same of the core's width (eight independent chains
+    of adds), which falls while another hardware thread shares the core.
+    Empty when no run recorded clocks."""
+    from .interference import SLOWED, core_clocks, core_widths, slowed_share
     from .present import text_table
 
     every = [c for r in runs for c in core_clocks(r.doc)]
     if not every:
         return ""
     ref = float(np.median(every))
+    every_w = [w for r in runs for w in core_widths(r.doc)]
+    ref_w = float(np.median(every_w)) if every_w else None
     body = []
     for r in runs:
-        c = core_clocks(r.doc)
-        share = slowed_share(c, ref)
+        c, w = core_clocks(r.doc), core_widths(r.doc)
+        share, shared = slowed_share(c, ref), slowed_share(w, ref_w) if ref_w else None
         body.append((r.name, f"{np.median(c):,.0f} MHz" if c else "-", str(len(c)),
-                     f"{share:.0%}" if share is not None else "-"))
+                     f"{share:.0%}" if share is not None else "-",
+                     f"{np.median(w):.2f}" if w else "-", f"{shared:.0%}" if shared is not None else "-"))
+    width = (f"; width: adds per cycle of eight independent chains, shared: below {SLOWED:.0%} of the median, "
+             f"{ref_w:.2f}" if ref_w else "")
     return (f"Core clock (a chain of adds at each probe process's start and end; slowed: below {SLOWED:.0%} "
-            f"of the median over these runs, {ref:,.0f} MHz):\n"
-            + text_table(("run", "median clock", "processes", "slowed"), body, left=(0,)))
+            f"of the median over these runs, {ref:,.0f} MHz{width}):\n"
+            + text_table(("run", "median clock", "processes", "slowed", "median width", "shared"), body, left=(0,)))
 
 
 def host_params_table(runs: list[Run]) -> str:

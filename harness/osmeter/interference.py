@@ -4,10 +4,12 @@ before and after every probe process; a short noise measurement
 (bench/sched/noise.c: the share of a spinning thread's time lost to
 interruptions) at the start and the end of every run; and the core's clock
 at the start and the end of every probe process (a chain of adds, the
-"core_mhz" of each probe line), which falls while the host slows the vCPU
-without taking it away (its sibling hyperthread busy, a lower clock: no
-steal, no interruption). compare names the runs that a noisier machine
-disturbed (noisy_runs)."""
+"core_mhz" of each probe line), which falls while the host lowers the
+vCPU's clock without taking it away (no steal, no interruption), and its
+width beside it (adds per cycle of eight independent chains, "core_width"),
+which falls while another hardware thread shares the core, whose clock then
+stays. compare names the runs that a noisier machine disturbed
+(noisy_runs)."""
 from __future__ import annotations
 
 import os
@@ -21,8 +23,9 @@ NOISE_ARGS = ("--samples", "20", "--quantum-us", "10000")
 NOISY_FACTOR = 3.0
 NOISY_FLOOR = 0.01
 # a probe process ran on a slowed core when its clock at its start or its end was below this share of
-# the reference (the median over the compared runs' processes); a run stands out when the share of
-# its processes that did is above SLOWED_FLOOR and NOISY_FACTOR times the compared runs' median share
+# the reference (the median over the compared runs' processes), on a shared core when its width was; a
+# run stands out when the share of its processes that did is above SLOWED_FLOOR and NOISY_FACTOR times
+# the compared runs' median share
 SLOWED = 0.85
 SLOWED_FLOOR = 0.1
 
@@ -107,14 +110,12 @@ def noise_of(lines: list[dict]) -> dict | None:
     return None
 
 
-def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
-    """The core's clock (MHz) of each probe process of a run (of one probe's
-    processes where `probe` is given): the lower of its start and end
-    readings (interference.core_mhz, which the runner fills from the probes'
-    lines)."""
+def _pair_lows(doc: dict, key: str, probe: str | None) -> list[float]:
+    """The lower of each probe process's start and end readings of
+    interference[key] ({probe: [[start, end] per process]})."""
     out = []
     f = doc.get("interference")
-    per_probe = f.get("core_mhz") if isinstance(f, dict) else None
+    per_probe = f.get(key) if isinstance(f, dict) else None
     if not isinstance(per_probe, dict):
         return out
     for name, pairs in per_probe.items():
@@ -126,6 +127,23 @@ def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
             if v:
                 out.append(float(min(v)))
     return out
+
+
+def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
+    """The core's clock (MHz) of each probe process of a run (of one probe's
+    processes where `probe` is given): the lower of its start and end
+    readings (interference.core_mhz, which the runner fills from the probes'
+    lines)."""
+    return _pair_lows(doc, "core_mhz", probe)
+
+
+def core_widths(doc: dict, probe: str | None = None) -> list[float]:
+    """The core's issue width left to the vCPU (adds per cycle of eight
+    independent chains) of each probe process of a run, the lower of its
+    start and end readings (interference.core_width): it falls while
+    another hardware thread shares the core, which the clock does not
+    show."""
+    return _pair_lows(doc, "core_width", probe)
 
 
 # the id that measures the core's clock itself: compared as measured, beside the ids compared at equal
@@ -143,17 +161,19 @@ def measurement_clock(doc: dict, m: dict) -> float | None:
 
 
 def slowed_share(clocks: list[float], ref: float) -> float | None:
-    """The share of processes whose clock was below SLOWED of ref."""
+    """The share of processes whose clock (or width) was below SLOWED of ref."""
     if not clocks or not ref > 0:
         return None
     return sum(c < SLOWED * ref for c in clocks) / len(clocks)
 
 
-def run_level(doc: dict, ref_mhz: float | None = None) -> dict:
+def run_level(doc: dict, ref_mhz: float | None = None, ref_width: float | None = None) -> dict:
     """A run's interference in a few numbers: its steal share over all the
     probes' processes, its noise at the start and the end, the median core
     clock of its probe processes and the share of them that ran slowed
-    (against ref_mhz, by default the run's own median)."""
+    (against ref_mhz, by default the run's own median), and the same of the
+    core's width (the share that ran on a shared core: below SLOWED of
+    ref_width)."""
     f = doc.get("interference") or {}
     total = None
     for d in (f.get("probes") or {}).values():
@@ -166,43 +186,52 @@ def run_level(doc: dict, ref_mhz: float | None = None) -> dict:
         out["noise_lost_share"] = max(lost)
     clocks = core_clocks(doc)
     if clocks:
-        import numpy as np
-
-        out["core_mhz"] = round(float(np.median(clocks)), 1)
+        out["core_mhz"] = round(statistics.median(clocks), 1)
         out["core_processes"] = len(clocks)
         out["core_slowed_share"] = slowed_share(clocks, ref_mhz or out["core_mhz"])
+    widths = core_widths(doc)
+    if widths:
+        out["core_width"] = round(statistics.median(widths), 3)
+        out["core_width_processes"] = len(widths)
+        out["core_shared_share"] = slowed_share(widths, ref_width or out["core_width"])
     return out
 
 
 def noisy_runs(runs) -> dict[str, str]:
     """The runs (of a comparison, both sides) whose steal share or noise
     stands out: above NOISY_FLOOR and NOISY_FACTOR times the median of all
-    the runs. {run name: why}."""
+    the runs; or whose share of probe processes on a slowed core (clock) or
+    a shared one (width) does: above SLOWED_FLOOR and NOISY_FACTOR times
+    the runs' median share. {run name: why}."""
     import numpy as np
 
     every = [c for r in runs for c in core_clocks(r.doc)]
     ref = float(np.median(every)) if every else None
-    levels = [(r.name, run_level(r.doc, ref)) for r in runs]
+    every_w = [w for r in runs for w in core_widths(r.doc)]
+    ref_w = float(np.median(every_w)) if every_w else None
+    levels = [(r.name, run_level(r.doc, ref, ref_w)) for r in runs]
     out: dict[str, str] = {}
     for key, what in (("steal_share", "steal time"), ("noise_lost_share", "time lost to interruptions")):
         vals = [lv[key] for _, lv in levels if isinstance(lv.get(key), (int, float))]
         if len(vals) < 3:
             continue
-        import numpy as np
-
         med = float(np.median(vals))
         for name, lv in levels:
             v = lv.get(key)
             if isinstance(v, (int, float)) and v > NOISY_FLOOR and v > NOISY_FACTOR * med:
                 out.setdefault(name, f"{what} {v:.1%} of the pinned CPU against a median of {med:.1%} over "
                                      "the compared runs")
-    shares_ = [lv["core_slowed_share"] for _, lv in levels if isinstance(lv.get("core_slowed_share"), float)]
-    if len(shares_) >= 3:
+    for key, what in (("core_slowed_share", f"below {SLOWED:.0%} of its usual clock ({ref or 0:,.0f} MHz, a "
+                                            "chain of adds)"),
+                      ("core_shared_share", f"below {SLOWED:.0%} of its usual width ({ref_w or 0:.2f} adds per "
+                                            "cycle, independent chains: another thread on the core)")):
+        shares_ = [lv[key] for _, lv in levels if isinstance(lv.get(key), float)]
+        if len(shares_) < 3:
+            continue
         med = float(np.median(shares_))
         for name, lv in levels:
-            v = lv.get("core_slowed_share")
+            v = lv.get(key)
             if isinstance(v, float) and v > SLOWED_FLOOR and v > NOISY_FACTOR * med:
-                out.setdefault(name, f"the core ran below {SLOWED:.0%} of its usual clock ({ref:,.0f} MHz, a chain "
-                                     f"of adds) in {v:.0%} of its probe processes against a median of {med:.0%} "
-                                     "over the compared runs")
+                out.setdefault(name, f"the core ran {what} in {v:.0%} of its probe processes against a median "
+                                     f"of {med:.0%} over the compared runs")
     return out

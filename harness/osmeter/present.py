@@ -342,6 +342,12 @@ def interference_rows(doc: dict) -> list[tuple[str, str]]:
         out.append(("core clock at the probes' starts and ends (a chain of adds)",
                     f"median {lv['core_mhz']:,.0f} MHz; {lv['core_slowed_share']:.0%} of "
                     f"{lv['core_processes']} processes below {SLOWED:.0%} of it"))
+    if "core_width" in lv:
+        from .interference import SLOWED
+
+        out.append(("core width at the probes' starts and ends (adds per cycle, eight independent chains)",
+                    f"median {lv['core_width']:.2f}; {lv['core_shared_share']:.0%} of "
+                    f"{lv['core_width_processes']} processes below {SLOWED:.0%} of it (another thread on the core)"))
     return out
 
 

@@ -333,9 +333,10 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
             else:
                 ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
                               per_process.setdefault(probe.name, []), interference[probe.name])
-                clock = _core_mhz(per_process[probe.name][-1] if per_process[probe.name] else [])
-                if ok and clock:
-                    results.doc["interference"].setdefault("core_mhz", {}).setdefault(probe.name, []).append(clock)
+                for key in ("core_mhz", "core_width"):
+                    clock = _core_mhz(per_process[probe.name][-1] if per_process[probe.name] else [], key)
+                    if ok and clock:
+                        results.doc["interference"].setdefault(key, {}).setdefault(probe.name, []).append(clock)
                 _derive_across(results, p.derived, lines_seen, derived_from)
                 nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
                 say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
@@ -718,13 +719,15 @@ def _record_isolation(out: Path, doc: dict) -> None:
                   file=sys.stderr)
 
 
-def _core_mhz(lines: list[dict]) -> list[float] | None:
-    """A probe process's core clock at its start and its end (MHz), from
-    the first of its lines that carries one (bench/common/emit.c)."""
+def _core_mhz(lines: list[dict], key: str = "core_mhz") -> list[float] | None:
+    """A probe process's core clock at its start and its end (MHz), or with
+    key "core_width" its width (adds per cycle), from the first of its lines
+    that carries one (bench/common/emit.c)."""
     for line in lines:
-        c = line.get("core_mhz")
+        c = line.get(key)
         if isinstance(c, dict) and all(isinstance(c.get(k), (int, float)) and c[k] > 0 for k in ("start", "end")):
-            return [round(float(c["start"]), 1), round(float(c["end"]), 1)]
+            digits = 1 if key == "core_mhz" else 3
+            return [round(float(c["start"]), digits), round(float(c["end"]), digits)]
     return None
 
 

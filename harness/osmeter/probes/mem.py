@@ -104,6 +104,15 @@ def fault_vs_copy(lines: dict[str, dict]) -> dict:
 
 
 # what the two bandwidth probes (one binary, mem_bw, in and out of cache) share
+OUT_OF_CACHE_METHOD = (
+    "Out-of-cache buffers are 8 x the last cache, kept within 256 MiB and "
+    "1 GiB but never below 2 x the cache (a VM may be shown its host's whole L3; a stream "
+    "twice the cache misses on every pass), or the most that fits in half the available "
+    "memory (params.size_rule says which), and are faulted in before timing. A window's "
+    "passes go over the next 16 MiB stretches of the buffer, round and round (a stretch was "
+    "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
+    "picks its method by length. "
+)
 BW_METHOD = (
     "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
     "accumulators; write stores the same width, and its .nt twin uses non-temporal "
@@ -166,35 +175,50 @@ PROBES = (
             measure("mem.bw.write.nt", "MB/s", "write bandwidth with non-temporal stores (one thread)"),
             measure("mem.bw.copy", "MB/s", "memcpy bandwidth, memory to memory (one thread)"),
             measure("mem.bw.copy.loop", "MB/s", "copy bandwidth of a plain vector load/store loop (one thread)"),
+        ),
+        shared_method=BW_METHOD,
+        methodology=(
+            OUT_OF_CACHE_METHOD
+            + "A run measures these in {param:processes=several} processes interleaved with the other "
+            "probes, each with buffers of its own: one process's figures agree closely from one window "
+            "to the next, while the next process's may sit a few percent away."
+        ),
+        presets={"quick": ("--buffers", "memory", "--no-mt", "--samples", "12"),
+                 "full": ("--buffers", "memory", "--no-mt", "--samples", "40")},
+        expect={"quick": 4.5, "full": 8},
+        timeout=600.0,
+        smoke=("--size", "16M"),
+        # a process spends about a second making its buffers, and its figures vary more between
+        # processes than inside one (docs/notes/2026-11-27-one-process-probes.md)
+        processes=4,
+    ),
+    Probe(
+        name="mem.bw.mt", binary="mem_bw",
+        measures=(
             measure("mem.bw.read.mt", "MB/s", "read bandwidth, one thread per online CPU, summed"),
             measure("mem.bw.write.mt", "MB/s", "write bandwidth, one thread per online CPU, summed"),
             measure("mem.bw.copy.mt", "MB/s", "memcpy bandwidth, one thread per online CPU, summed"),
         ),
         shared_method=BW_METHOD,
         methodology=(
-            "Out-of-cache buffers are 8 x the last cache, kept within 256 MiB and "
-            "1 GiB but never below 2 x the cache (a VM may be shown its host's whole L3; a stream "
-            "twice the cache misses on every pass), or the most that fits in half the available "
-            "memory (params.size_rule says which), and are faulted in before timing. A window's "
-            "passes go over the next 16 MiB stretches of the buffer, round and round (a stretch was "
-            "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
-            "picks its method by length. The .mt figures run one pinned thread per online CPU on its own "
-            "buffer, started and stopped together by a barrier, and add up their bytes; params.thread_mbs gives "
+            OUT_OF_CACHE_METHOD
+            + "One pinned thread per online CPU on its own buffer, started and stopped together by a "
+            "barrier; the figure adds up their bytes. params.thread_mbs gives "
             "each thread's own rate over its passes (median of the samples), in the order of "
             "params.thread_cpus, so a sum short of the threads' count times one thread's shows whether one "
             "thread ran slow (its CPU shared, by the host too) or all of them (the memory). "
             "params.pair_rtt_ns is the least round trip of a cache line between the first thread's CPU "
             "and each other's (their median), measured once the buffers are made and again after the "
             "samples (pair_rtt_ns_after): on a VM it says whether the host put the vCPUs on one die, which "
-            "shares one path to memory, or on several. One process a run: its buffers' setup outweighs "
-            "its samples."
+            "shares one path to memory, or on several. One process a run: its buffers, every CPU's, "
+            "outweigh its samples."
         ),
-        presets={"quick": ("--buffers", "memory", "--samples", "5"),
-                 "full": ("--buffers", "memory", "--samples", "15")},
-        expect={"quick": 7, "full": 12},
+        presets={"quick": ("--buffers", "mt", "--samples", "5"),
+                 "full": ("--buffers", "mt", "--samples", "15")},
+        expect={"quick": 2, "full": 5},
         timeout=600.0,
         smoke=("--size", "16M"),
-        processes=1,  # one process's setup (its buffers, its files) outweighs its samples
+        processes=1,  # its buffers (two per online CPU) outweigh its samples
         host_params=(("pair_rtt_ns", "least cache-line round trip between the .mt threads' CPUs: a few times "
                                      "longer when the host put the vCPUs on different dies, each with its own "
                                      "path to memory (the .mt sums rise with it)"),),
@@ -275,11 +299,14 @@ PROBES = PROBES + (
             "handler installed with the fault handler's flags (SA_SIGINFO|SA_NODEFER: the catch subtracted "
             "is a delivery of the fault's kind) less kill(getpid(), 0) (params.catch_ns: the catch's median); "
             "mem.protfault is the whole cost a program pays. Batched; the four kinds of window in turn "
-            "(mmap, send, deliver, fault)."
+            "(mmap, send, deliver, fault). A run takes {param:processes=several} processes, interleaved "
+            "with the other probes, each with its own file, mapping and page."
         ),
-        presets={"quick": ("--samples", "20"), "full": ("--samples", "100")},
+        presets={"quick": ("--samples", "24"), "full": ("--samples", "120")},
         expect={"quick": 1, "full": 2},
-        processes=1,
+        # a process costs a tenth of a second, and the protection fault's figure varies more from one
+        # process to the next than inside one (docs/notes/2026-11-27-one-process-probes.md)
+        processes=6,
         smoke=("--size", "4M"),
     ),
     Probe(
