@@ -1082,3 +1082,69 @@ def test_sentinels_judge_drift_at_equal_clock():
     assert d["drifted"] and "x1.070 at equal clock" in d["why"], d
     d = sentinel.drift(start, slow, at, {"cpu.call.args0": [4000.0, None, 4000.0]})
     assert d["ids"]["cpu.call.args0"]["drifted"] and not d["ids"]["cpu.call.args0"]["at_equal_clock"]
+
+
+def _shared_run(path: Path, rng, shared: int, slow: float = 1.25, single_shared: bool = False) -> None:
+    """A run of cpu.call.args0 measured in six processes, the first `shared` of them on a shared
+    core (width 3.6 where the others read 5.0) and `slow` times slower; beside it a one-process
+    id, cpu.one, whose only process reads the low width when single_shared; and the run's other
+    probe processes at the usual width (interference.core_width)."""
+    from osmeter.results import merge_processes
+
+    path.mkdir(parents=True)
+    res = Results(path, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
+    level = math.exp(rng.normal(0, 0.004))
+    procs = []
+    for k in range(6):
+        w = 3.6 if k < shared else 5.0
+        v = 0.95 * level * (slow if k < shared else 1.0) * np.exp(rng.normal(0, 0.003, 8))
+        procs.append([{"id": "cpu.call.args0", "unit": "ns", "samples": v.tolist(), "params": {},
+                       "core_width": {"start": 5.0, "end": w}}])
+    res.add_line(merge_processes(procs)[0], "cpu.call", "cpu.call.args0")
+    w1 = 3.6 if single_shared else 5.0
+    res.add_line({"id": "cpu.one", "unit": "ns", "samples": (200 * level * np.exp(rng.normal(0, 0.003, 8))).tolist(),
+                  "params": {}, "core_width": {"start": w1, "end": w1}}, "cpu.one", "cpu.one")
+    res.add_line(merge_processes([[{"id": "cpu.two", "unit": "ns", "params": {}, "core_width": {"start": w1, "end": 5.0},
+                                    "samples": (300 * level * np.exp(rng.normal(0, 0.003, 8))).tolist()}]
+                                  for _ in range(3)])[0], "cpu.two", "cpu.two")
+    res.doc["interference"] = {"core_width": {"cpu.call": [[5.0, 3.6 if k < shared else 5.0] for k in range(6)],
+                                              "cpu.one": [[w1, w1]], "cpu.two": [[w1, 5.0]] * 3,
+                                              "cpu.other": [[5.0, 4.98]] * 12}}
+    res.doc["complete"] = True
+    res.save()
+
+
+def test_processes_on_a_shared_core_are_set_aside(tmp_path):
+    """A process whose core another hardware thread shared (its width, adds per cycle of
+    independent chains, below 85% of its run's median at its start or end) measures core work a
+    fifth and more slower, whatever the machine under test does. B's runs have three of six such
+    processes, A's none: with them set aside the sides are equal at 5%, and the note counts them;
+    read with them, B is called slower. An id all of whose processes read a low width (one
+    process, or three) is kept, since nothing would remain of it. stability's split loses the far processes. Mutant caught:
+    nothing set aside."""
+    from osmeter.campaign import stability_rows
+    from osmeter.store import load_side
+
+    rng = np.random.default_rng(11)
+    for k in range(4):
+        _shared_run(tmp_path / "a" / f"run-{k + 1:02d}", rng, 0)
+        _shared_run(tmp_path / "b" / f"run-{k + 1:02d}", rng, 3, single_shared=True)
+    a, b = load_side([tmp_path / "a" / f"run-{k:02d}" for k in range(1, 5)]), \
+        load_side([tmp_path / "b" / f"run-{k:02d}" for k in range(1, 5)])
+    c = compare.compare_sides(a, b, 0.05)
+    rows = {r.id: r for r in c.rows}
+    assert rows["cpu.call.args0"].verdict == "=", (rows["cpu.call.args0"].verdict, rows["cpu.call.args0"].ratio)
+    assert rows["cpu.call.args0"].ratio == pytest.approx(1.0, abs=0.015)
+    assert any("set aside as run on a shared core" in n and "A 0 of 40, B 12 of 40" in n for n in c.notes), c.notes
+    assert all(len(r.shared_processes(r.measurements[i])) == 0 for r in b for i in ("cpu.one", "cpu.two"))
+    assert rows["cpu.two"].n_b == 4 and rows["cpu.one"].n_b == 4
+    assert all(len(r.by_process(r.measurements["cpu.call.args0"])) == 3 for r in b)
+    split = {r["id"]: r for r in stability_rows(b)}["cpu.call.args0"]
+    assert split["run_cv"] < 0.01, split
+    # read as measured, the far processes pull B's run figures up
+    for r in a + b:
+        for m in r.doc["measurements"]:
+            (m.get("processes") or {}).pop("core_width", None)
+    c = compare.compare_sides(a, b, 0.05)
+    assert {r.id: r for r in c.rows}["cpu.call.args0"].verdict == "slower"
+    assert not any("shared core" in n for n in c.notes)

@@ -258,7 +258,8 @@ def core_state_table(runs: list[Run]) -> str:
                      f"{share:.0%}" if share is not None else "-",
                      f"{np.median(w):.2f}" if w else "-", f"{shared:.0%}" if shared is not None else "-"))
     width = (f"; width: adds per cycle of eight independent chains, shared: below {SLOWED:.0%} of the median, "
-             f"{ref_w:.2f}" if ref_w else "")
+             f"{ref_w:.2f}, whose figures compare and stability set aside where others of their id remain"
+             if ref_w else "")
     return (f"Core clock (a chain of adds at each probe process's start and end; slowed: below {SLOWED:.0%} "
             f"of the median over these runs, {ref:,.0f} MHz{width}):\n"
             + text_table(("run", "median clock", "processes", "slowed", "median width", "shared"), body, left=(0,)))

@@ -19,7 +19,7 @@ from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_tab
 from .results import run_figure
 from .stats import (ancova_parts, benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components,
                     ratio_ci, runs_needed, spend_alpha, t_quantile, t_test, tost_of, welch, welch_parts)
-from .interference import CLOCK_ID, core_clocks, measurement_clock
+from .interference import CLOCK_ID, SLOWED, core_clocks, measurement_clock
 from .units import better
 
 ALPHA = 0.05
@@ -342,6 +342,7 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
             notes.append(f"ids missing from some runs of {label}: {', '.join(short)}")
     decide(rows, min_change, alpha, within_run_verdicts)
     notes += _clock_note(a, b, rows, labels)
+    notes += _shared_note(a, b, [r.id for r in rows], labels)
     _compare_parts(a, b, rows, min_change, alpha, within_run_verdicts, labels, notes)
     if sensitivity:
         notes += _without_flagged(a, b, rows, min_change, labels, alpha)
@@ -360,6 +361,28 @@ def _clock_note(a: list[Run], b: list[Run], rows: list[Row], labels: tuple[str, 
             f"{labels[0]} is the change a clock the same on both sides would show. The probe processes' clock "
             f"(a chain of adds): {labels[0]} median {np.median(ca):,.0f} MHz, {labels[1]} {np.median(cb):,.0f} MHz"
             + (f"; {CLOCK_ID}: {_verdict_text(own)}" if own else "")]
+
+
+def _shared_note(a: list[Run], b: list[Run], ids: list[str], labels: tuple[str, str]) -> list[str]:
+    """How many of each side's process measurements of the compared ids were
+    set aside as run on a shared core (store.Run.shared_processes)."""
+    counts = []
+    for side in (a, b):
+        out = total = 0
+        for r in side:
+            ms = r.measurements
+            for mid in ids:
+                m = ms.get(mid)
+                if m is not None:
+                    out += len(r.shared_processes(m))
+                    total += (m.get("processes") or {}).get("n") or 1
+        counts.append((out, total))
+    if not any(n for n, _ in counts):
+        return []
+    return [f"process measurements set aside as run on a shared core (the core's width, adds per cycle of eight "
+            f"independent chains, below {SLOWED:.0%} of its run's median at the process's start or end: another "
+            f"hardware thread on the host's core): {labels[0]} {counts[0][0]} of {counts[0][1]}, {labels[1]} "
+            f"{counts[1][0]} of {counts[1][1]}"]
 
 
 def _without_flagged(a: list[Run], b: list[Run], rows: list[Row], min_change: float, labels: tuple[str, str],

@@ -75,11 +75,21 @@ def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
     return values, disturbed, unit
 
 
+def _width(line: dict) -> float | None:
+    """The lower of a process's two core-width readings (its line's
+    core_width: adds per cycle at its start and its end), None without."""
+    w = line.get("core_width")
+    v = [w.get(k) for k in ("start", "end")] if isinstance(w, dict) else []
+    v = [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0]
+    return min(v) if len(v) == 2 else None
+
+
 def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] = (),
                     merge_params: Callable[[list[dict]], dict] | None = None) -> list[dict]:
     """The lines several processes of one probe printed, one line per id:
-    samples in process order, each sample's process in "process", disturbed
-    indices shifted, series trials side by side. Cycle counts are brought to
+    samples in process order, each sample's process in "process", each
+    process's core width in "process_width" (the lower of its two readings),
+    disturbed indices shifted, series trials side by side. Cycle counts are brought to
     the first process's tsc_hz (each process calibrates its own). A probe's
     own per-event tail belongs to one process and is dropped: the tail is
     then taken from the pooled samples. Refusals come from the first process.
@@ -121,7 +131,8 @@ def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] 
                     for r, (row, d) in enumerate(zip(rows, series.get("disturbed") or [[] for _ in rows])):
                         srows[r] = srows[r] + row
                         sdist[r] = sdist[r] + [width + i for i in d]
-        merged.update(samples=samples, disturbed=disturbed, process=process)
+        merged.update(samples=samples, disturbed=disturbed, process=process,
+                      process_width=[_width(line) for line in lines])
         if ovh:
             merged["overhead_subtracted"] = float(np.median(ovh))
         if sx is not None:
@@ -265,6 +276,9 @@ class Results:
             arrays["process"] = np.asarray(proc, dtype=np.int32)
             ps = process_summary(values, keep, arrays["process"])
             if ps:
+                width = line.get("process_width")
+                if isinstance(width, list) and len(width) == ps["n"]:
+                    ps["core_width"] = width  # each process's, by its number (store.Run.shared_processes)
                 m["processes"] = ps
         if isinstance(line.get("interference"), dict):
             m["interference"] = line["interference"]

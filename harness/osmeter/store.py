@@ -216,9 +216,10 @@ def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
     return None if got is None else np.concatenate(got)
 
 
-def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
+def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozenset()) -> list[np.ndarray] | None:
     """The kept samples of each process that measured the id (one array
-    for a measurement of one process); None where the file is missing."""
+    for a measurement of one process), but those of the processes numbered
+    in set_aside; None where the file is missing."""
     import numpy as np
 
     f = run_dir / m.get("samples_file", "")
@@ -240,7 +241,10 @@ def kept_by_process(run_dir: Path, m: dict) -> list[np.ndarray] | None:
         raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "
                          f"integers of one length (found {v.dtype}{list(v.shape)}, {d.dtype}{list(d.shape)}, "
                          f"{proc.dtype}{list(proc.shape)})")
-    return split_by_process(v, ~d & np.isfinite(v), proc)[2] or [v[:0]]
+    keep = ~d & np.isfinite(v)
+    if set_aside:
+        keep &= ~np.isin(proc, sorted(set_aside))
+    return split_by_process(v, keep, proc)[2] or [v[:0]]
 
 
 def split_by_process(values, keep, proc):
@@ -262,6 +266,7 @@ class Run:
     doc: dict
     campaign: Path | None = None
     notes: list[str] = field(default_factory=list)
+    _ref_width: float | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -271,10 +276,37 @@ class Run:
     def measurements(self) -> dict[str, dict]:
         return {m["id"]: m for m in self.doc["measurements"]}
 
+    def shared_processes(self, m: dict) -> frozenset[int]:
+        """The processes of a measurement that ran on a shared core: the
+        lower of their two core-width readings (m.processes.core_width)
+        below interference.SLOWED of the run's median over all its probe
+        processes. Another hardware thread on the host's core slows what
+        the process measures, by a fifth and more for core work, and
+        nothing the machine under test did put it there; it is judged by
+        the width, not by the figure. None is set aside where that would
+        leave the measurement no process, or where the run recorded no
+        widths."""
+        import numpy as np
+
+        from .interference import SLOWED, core_widths
+
+        widths = (m.get("processes") or {}).get("core_width")
+        if not isinstance(widths, list):
+            return frozenset()
+        if self._ref_width is None:
+            every = core_widths(self.doc)
+            self._ref_width = float(np.median(every)) if every else 0.0
+        if not self._ref_width > 0:
+            return frozenset()
+        low = frozenset(k for k, w in enumerate(widths) if isinstance(w, (int, float)) and not isinstance(w, bool)
+                        and w < SLOWED * self._ref_width)
+        return low if len(low) < len(widths) else frozenset()
+
     def by_process(self, m: dict) -> list[np.ndarray]:
-        """The kept trials of one measurement, one array per process."""
+        """The kept trials of one measurement, one array per process, but
+        those of processes that ran on a shared core (shared_processes)."""
         try:
-            got = kept_by_process(self.path, m)
+            got = kept_by_process(self.path, m, self.shared_processes(m))
         except (OSError, KeyError, ValueError) as e:
             raise ValueError(f"{self.path}: cannot read the samples of {m['id']} ({e})") from None
         if got is None:

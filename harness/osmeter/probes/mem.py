@@ -103,7 +103,7 @@ def fault_vs_copy(lines: dict[str, dict]) -> dict:
     }
 
 
-# what the two bandwidth probes (one binary, mem_bw, in and out of cache) share
+# what the two out-of-cache bandwidth probes (one thread, one per CPU) share
 OUT_OF_CACHE_METHOD = (
     "Out-of-cache buffers are 8 x the last cache, kept within 256 MiB and "
     "1 GiB but never below 2 x the cache (a VM may be shown its host's whole L3; a stream "
@@ -113,6 +113,7 @@ OUT_OF_CACHE_METHOD = (
     "last touched a whole buffer ago); memcpy is called on the whole buffer, since glibc "
     "picks its method by length. "
 )
+# what the three bandwidth probes (one binary, mem_bw: out of cache, .mt, in cache) share
 BW_METHOD = (
     "Read sums the buffer with the widest loads the CPU offers (AVX2, else SSE2) into four "
     "accumulators; write stores the same width, and its .nt twin uses non-temporal "
