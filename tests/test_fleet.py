@@ -742,11 +742,14 @@ def test_ctrl_c_stops_every_remote_run_and_keeps_what_finished(hosts, tmp_path, 
     out = tmp_path / "fleet"
     py = ["--python", sys.executable] if mode == "python" else []
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", f"{hosts[0].target},{hosts[1].target}",
-                          "--parallel", "--probes", "sched.timer.latency,sched.wakeup", "--dirty", *py, "--out", str(out)],
+                          "--parallel", "--probes", "sched.timer.latency,sched.wakeup", "--preset", "full", "--dirty",
+                          *py, "--out", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=hosts.env)
     seen: set[str] = set()
-    for line in p.stdout:  # each host has finished sched.wakeup's first process; sched.timer.latency runs for seconds
-        if re.search(r"\] \[1/\d+\]", line):
+    # each host has finished its first probe process ("[ 1/11] ..."); in the full preset the next one runs for
+    # seconds (a process of sched.timer measures 12 s, one of sched.wakeup takes several)
+    for line in p.stdout:
+        if re.search(r"\] \[ *1/\d+\]", line):
             seen.add(line.split("]")[0])
         if len(seen) == 2:
             break
@@ -841,11 +844,11 @@ def test_a_killed_controller_leaves_nothing_the_next_run_keeps(hosts, tmp_path):
 
     h = hosts[0]
     p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--hosts", h.target, "--probes",
-                          "sched.timer.latency,sched.wakeup", "--dirty", "--python", sys.executable,
+                          "sched.timer.latency,sched.wakeup", "--preset", "full", "--dirty", "--python", sys.executable,
                           "--out", str(tmp_path / "f1")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=hosts.env)
-    for line in p.stdout:
-        if "] [1/" in line:
+    for line in p.stdout:  # its first probe process done ("[ 1/11] ..."), the next running for seconds
+        if re.search(r"\] \[ *1/\d+\]", line):
             break
     p.kill()
     p.wait()

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
             next.tv_sec = (time_t)(t / 1000000000);
             next.tv_nsec = (long)(t % 1000000000);
         }
-        if (i >= warm && (i - warm) % 1000 == 999)
+        if (i >= warm && (i - warm) % 250 == 249) /* four times a second at the 1 ms period */
             osm_progress("%zu of %zu wake-ups", i - warm + 1, n);
     }
     if (idle_known == 0)
