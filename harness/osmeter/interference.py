@@ -110,6 +110,17 @@ def noise_of(lines: list[dict]) -> dict | None:
     return None
 
 
+def lower_reading(pair) -> float | None:
+    """The lower of a process's start and end readings of its core clock or
+    width, given as [start, end] (interference) or {"start", "end"} (a probe
+    line); None where neither is a positive number."""
+    if isinstance(pair, dict):
+        pair = [pair.get("start"), pair.get("end")]
+    v = [x for x in (pair[:2] if isinstance(pair, list) else [])
+         if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")]
+    return float(min(v)) if v else None
+
+
 def _pair_lows(doc: dict, key: str, probe: str | None) -> list[float]:
     """The lower of each probe process's start and end readings of
     interference[key] ({probe: [[start, end] per process]})."""
@@ -122,10 +133,9 @@ def _pair_lows(doc: dict, key: str, probe: str | None) -> list[float]:
         if probe is not None and name != probe:
             continue
         for pair in pairs if isinstance(pairs, list) else []:
-            v = [x for x in (pair[:2] if isinstance(pair, list) else [])
-                 if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf")]
-            if v:
-                out.append(float(min(v)))
+            low = lower_reading(pair)
+            if low is not None:
+                out.append(low)
     return out
 
 

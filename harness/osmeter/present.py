@@ -322,7 +322,7 @@ def spread_rows(doc: dict, skip: set[str] = frozenset()) -> list[tuple[str, ...]
 
 def interference_rows(doc: dict) -> list[tuple[str, str]]:
     """What else used the measuring CPU during the run (interference.py)."""
-    from .interference import run_level
+    from .interference import SLOWED, run_level
 
     f = doc.get("interference") or {}
     lv = run_level(doc)
@@ -337,14 +337,10 @@ def interference_rows(doc: dict) -> list[tuple[str, str]]:
             out.append((f"time lost to interruptions {what}",
                         f"{x['lost_share']:.2%} ({x.get('interruptions_per_s') or 0:,.0f} interruptions per second)"))
     if "core_mhz" in lv:
-        from .interference import SLOWED
-
         out.append(("core clock at the probes' starts and ends (a chain of adds)",
                     f"median {lv['core_mhz']:,.0f} MHz; {lv['core_slowed_share']:.0%} of "
                     f"{lv['core_processes']} processes below {SLOWED:.0%} of it"))
     if "core_width" in lv:
-        from .interference import SLOWED
-
         out.append(("core width at the probes' starts and ends (adds per cycle, eight independent chains)",
                     f"median {lv['core_width']:.2f}; {lv['core_shared_share']:.0%} of "
                     f"{lv['core_width_processes']} processes below {SLOWED:.0%} of it (another thread on the core)"))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import SCHEMA
+from .interference import lower_reading
 from . import store
 from .errors import RunError
 from .stats import series_summary, summarize, tail
@@ -75,15 +76,6 @@ def line_values(line: dict) -> tuple[np.ndarray, np.ndarray, str]:
     return values, disturbed, unit
 
 
-def _width(line: dict) -> float | None:
-    """The lower of a process's two core-width readings (its line's
-    core_width: adds per cycle at its start and its end), None without."""
-    w = line.get("core_width")
-    v = [w.get(k) for k in ("start", "end")] if isinstance(w, dict) else []
-    v = [float(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0]
-    return min(v) if len(v) == 2 else None
-
-
 def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] = (),
                     merge_params: Callable[[list[dict]], dict] | None = None) -> list[dict]:
     """The lines several processes of one probe printed, one line per id:
@@ -132,7 +124,7 @@ def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] 
                         srows[r] = srows[r] + row
                         sdist[r] = sdist[r] + [width + i for i in d]
         merged.update(samples=samples, disturbed=disturbed, process=process,
-                      process_width=[_width(line) for line in lines])
+                      process_width=[lower_reading(line.get("core_width")) for line in lines])
         if ovh:
             merged["overhead_subtracted"] = float(np.median(ovh))
         if sx is not None:

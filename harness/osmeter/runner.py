@@ -203,7 +203,7 @@ def _sentinel(launch: Launcher) -> tuple[dict[str, list[float]], dict[str, list[
             if rc != 0:
                 continue
             lines = parse_probe_output(stdout)
-            clock = _core_mhz(lines)
+            clock = _core_pair(lines)
             for line in lines:
                 if line["id"] != mid:
                     continue
@@ -334,9 +334,9 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                 ok = _collect(results, probe, wanted, rc, stdout, stderr, lines_seen,
                               per_process.setdefault(probe.name, []), interference[probe.name])
                 for key in ("core_mhz", "core_width"):
-                    clock = _core_mhz(per_process[probe.name][-1] if per_process[probe.name] else [], key)
-                    if ok and clock:
-                        results.doc["interference"].setdefault(key, {}).setdefault(probe.name, []).append(clock)
+                    pair = _core_pair(per_process[probe.name][-1] if per_process[probe.name] else [], key)
+                    if ok and pair:
+                        results.doc["interference"].setdefault(key, {}).setdefault(probe.name, []).append(pair)
                 _derive_across(results, p.derived, lines_seen, derived_from)
                 nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
                 say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
@@ -719,7 +719,7 @@ def _record_isolation(out: Path, doc: dict) -> None:
                   file=sys.stderr)
 
 
-def _core_mhz(lines: list[dict], key: str = "core_mhz") -> list[float] | None:
+def _core_pair(lines: list[dict], key: str = "core_mhz") -> list[float] | None:
     """A probe process's core clock at its start and its end (MHz), or with
     key "core_width" its width (adds per cycle), from the first of its lines
     that carries one (bench/common/emit.c)."""
