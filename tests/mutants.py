@@ -749,6 +749,36 @@ MUTANTS = [
     Mutant("compare-clock-id-at-its-own-clock", "harness/osmeter/interference.py",
            'probe = m.get("probe") if m.get("id") != CLOCK_ID else None', 'probe = m.get("probe")',
            "tests/test_compare.py::test_compare_and_stability_take_each_runs_clock_from_its_probes"),
+    # the timer's step: the spacing of the differences' clusters (fractional), and list --methodology's line
+    Mutant("timer-step-rounded-to-whole-ticks", "bench/common/timing.c",
+           "step = round(sum / all * 100) / 100;", "step = round(sum / all);",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("timer-step-fit-pulled-by-far-clusters", "bench/common/timing.c",
+           "            sum += size[i] * centre[i] / round(centre[i] / spacing);\n            all += size[i];",
+           "            sum += size[i] * centre[i] * round(centre[i] / spacing);\n"
+           "            all += size[i] * round(centre[i] / spacing) * round(centre[i] / spacing);",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("timer-step-is-the-largest-clusters-centre", "bench/common/timing.c",
+           "        for (size_t i = 1; i < m; i++)\n            if (centre[i] - centre[i - 1] < spacing)\n"
+           "                spacing = centre[i] - centre[i - 1];",
+           "        for (size_t i = 1; i < m; i++)\n            if (size[i] > size[0])\n"
+           "                spacing = centre[i], size[0] = size[i];",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("timer-step-off-grid-reads-beside-0-decide", "bench/common/timing.c",
+           "if (j - i >= need && c > STEP_NEAR) {", "if (j - i >= need) {",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("timer-step-continuum-not-checked", "bench/common/timing.c",
+           "if (step < 3 || (double)on_grid < 0.99 * (double)k)", "if (step < 3)",
+           "tests/test_timing_core.py::test_timing_core_checks"),
+    Mutant("list-timer-step-ticks-shown-as-ns", "harness/osmeter/cli.py",
+           'return (f"timer: {t[\'kind\']}, step {res:.3g} ns', 'return (f"timer: {t[\'kind\']}, step {step:.3g} ns',
+           "tests/test_cli.py::test_list_methodology_states_this_machines_timer_step_measured_now"),
+    Mutant("list-methodology-without-the-timer", "harness/osmeter/cli.py",
+           '        print(timer_now() + "\\n")', "        pass",
+           "tests/test_cli.py::test_list_methodology_states_this_machines_timer_step_measured_now"),
+    Mutant("list-timer-unbuilt-probes-unsaid", "harness/osmeter/cli.py",
+           "        if not binary.exists():\n            return", "        if False:\n            return",
+           "tests/test_cli.py::test_list_methodology_states_this_machines_timer_step_measured_now"),
 ]
 
 

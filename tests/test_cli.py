@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT, osmeter
+from conftest import BIN, ROOT, osmeter
 from osmeter import registry
 
 
@@ -22,6 +23,36 @@ def test_list_shows_every_id_with_unit():
     assert r.returncode == 0
     for _, m in registry.all_measures():
         assert any(line.split()[:2] == [m.id, m.unit] for line in r.stdout.splitlines()), m.id
+
+
+def test_list_methodology_states_this_machines_timer_step_measured_now(tmp_path):
+    """`list --methodology` opens with the timer and its step, in ns and in
+    ticks, as the built timer probe measures them now; where the probes are
+    not built it says so, and the list follows either way."""
+    r = osmeter("list", "--methodology")
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[0]
+    m = re.fullmatch(r"timer: (\S+), step ([\d.e+-]+) ns = ([\d.e+-]+) ticks of ([\d.e+-]+) GHz "
+                     r"\(measured now by cpu_timer; .*\)", first)
+    assert m, first
+    kind, ns, ticks, ghz = m[1], float(m[2]), float(m[3]), float(m[4])
+    probe = json.loads(subprocess.run([str(BIN / "cpu_timer"), "--samples", "1", "--iterations", "1"],
+                                      capture_output=True, text=True, timeout=60).stdout.splitlines()[0])
+    t = probe["timer"]
+    assert kind == t["kind"]
+    assert ticks >= 1 and ticks == pytest.approx(t["step_ticks"], rel=0.02)  # fractional where the timer is
+    assert ns == pytest.approx(ticks / ghz, rel=0.01) and ns == pytest.approx(t["resolution_ns"], rel=0.02)
+    assert ghz * 1e9 == pytest.approx(probe["tsc_hz"], rel=0.01)
+    assert any(ln.split()[:1] == ["cpu.timer_overhead"] for ln in r.stdout.splitlines())
+
+    env = dict(os.environ, OSMETER_ROOT=str(tmp_path), PYTHONPATH=str(ROOT / "harness"))
+    r = subprocess.run([sys.executable, "-m", "osmeter", "list", "--methodology"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == (f"timer: not measured: the probes are not built "
+                                        f"({tmp_path / 'build' / 'bin' / 'cpu_timer'} is missing; `make` builds them)")
+    assert any(ln.split()[:1] == ["cpu.timer_overhead"] for ln in r.stdout.splitlines())
+    assert not osmeter("list").stdout.startswith("timer:")  # the plain list runs nothing
 
 
 @pytest.mark.parametrize(

@@ -57,8 +57,9 @@ struct osm_timer_info {
     double hz;                /* ticks per second: TSC Hz, or 1e9 for ns */
     bool tsc_invariant;       /* constant_tsc && nonstop_tsc (aarch64: the generic timer, always) */
     double resolution_ns;     /* the timer's real step (step_ticks ticks), ns */
-    double step_ticks;        /* granularity: consecutive reads differ by multiples of it (a guest's
-                                 scaled TSC: tens of ticks; a bare TSC or clock_gettime: 1) */
+    double step_ticks;        /* granularity: consecutive reads differ by about multiples of it, may be
+                                 fractional (a guest's scaled TSC: tens of ticks; a bare TSC or a
+                                 clock_gettime moving by single ns: 1) */
     double min_step_ticks;    /* the least nonzero difference of two consecutive reads */
     double overhead;          /* median ticks of an empty window (subtracted) */
     double overhead_min;
@@ -281,9 +282,13 @@ static inline uint64_t osm_window_close(struct osm_window *w, bool *disturbed)
 void osm_timer_setup(enum osm_timer_kind want);
 double osm_calibrate_hz(void);
 /* The step of a timer read by read(): n consecutive reads; *granularity is
- * the largest g that divides at least 99% of the nonzero differences (a
- * rare off-grid read cannot hide the step), *least the smallest nonzero
- * difference. Returns 0, or -1 when the timer never moved. */
+ * the spacing of the nonzero differences in ticks, which may be fractional
+ * (a guest's scaled TSC, read as floor(n * step)): the clusters of the
+ * differences sit at whole multiples of it, and 99% of the differences
+ * within a tick of one; 1 for a timer that moves by single ticks. A rare
+ * off-grid read cannot hide the step. *least is the smallest nonzero
+ * difference. Returns 0, or -1 when the timer never moved. The method is
+ * stated in timing.c. */
 int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double *least);
 /* Ticks a timed window needs: 100 times the timer's overhead, 100 steps,
  * and 20 us (osm_autobatch's target). */

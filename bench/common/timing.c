@@ -201,50 +201,99 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The step is found from the spacing of the differences, not from their
+ * divisors: a guest's scaled TSC can move by a fractional number of ticks
+ * (its readings floor(n * step)), so consecutive reads differ by k * step
+ * give or take a tick, for small whole k.
+ *  1. The sorted differences fall into clusters: runs of values each within
+ *     two ticks of the next. A cluster's centre is its mean.
+ *  2. The clusters that count hold at least 3 differences (and 1 in 10,000;
+ *     all of them, when fewer) and are centred more than two ticks from 0:
+ *     a read off the grid by a tick differs from its neighbour by about
+ *     0 * step, and a lone read (an interrupt) is no pattern.
+ *  3. The smallest spacing between adjacent centres (0 counts as a centre)
+ *     numbers them, k = round(centre / spacing); the step is the
+ *     least-squares fit of centre = k * step with weights size / k^2, that
+ *     is the mean of the clusters' centre / k weighted by their sizes (a far
+ *     cluster of a few late reads, numbered from a rough spacing, cannot
+ *     pull it), to a hundredth of a tick.
+ *  4. It stands when at least 99% of all the differences lie within a tick
+ *     of a multiple of it and it is 3 ticks or more (a finer grid leaves no
+ *     difference off it). Otherwise the timer moves by single ticks (a
+ *     continuum, a clock in ns): the step is 1.
+ * One cluster (every move about the same): the step is then that difference
+ * or a divisor of it, and it is taken to be the difference itself. Where
+ * reads are quicker than the step (most see no move) that is exact; where
+ * they are slower the true step may be finer, and stating the coarser one
+ * errs on the safe side: windows a little longer, quantization overstated,
+ * never hidden. */
+#define STEP_NEAR 2.0 /* ticks: the reach of a cluster, and of reads off the grid beside 0 */
+
 int osm_timer_step(uint64_t (*read)(void), size_t n, double *granularity, double *least)
 {
     uint64_t *d = malloc(n * sizeof *d);
     if (!d)
         osm_die("out of memory");
     size_t k = 0;
-    uint64_t prev = read(), min = UINT64_MAX;
+    uint64_t prev = read();
     for (size_t i = 1; i < n; i++) {
         uint64_t t = read();
-        if (t > prev) {
+        if (t > prev)
             d[k++] = t - prev;
-            if (t - prev < min)
-                min = t - prev;
-        }
         prev = t;
     }
-    int rc = -1;
-    if (k) {
-        /* the largest g that divides 99% of the differences, among the
-         * divisors of a difference at the 1st percentile (a rare off-grid
-         * read makes the least difference 1 tick: it must not decide) */
-        uint64_t *sorted = malloc(k * sizeof *sorted);
-        if (!sorted)
-            osm_die("out of memory");
-        memcpy(sorted, d, k * sizeof *d);
-        qsort(sorted, k, sizeof *sorted, cmp_u64);
-        uint64_t low = sorted[k / 100];
-        free(sorted);
-        uint64_t g = low > 1000000 ? 1 : low;
-        for (; g > 1; g--) {
-            if (low % g)
-                continue;
-            size_t on_grid = 0;
-            for (size_t i = 0; i < k; i++)
-                on_grid += d[i] % g == 0;
-            if ((double)on_grid >= 0.99 * (double)k)
-                break;
-        }
-        *granularity = (double)g;
-        *least = (double)min;
-        rc = 0;
+    if (!k) {
+        free(d);
+        return -1;
     }
+    qsort(d, k, sizeof *d, cmp_u64);
+    *least = (double)d[0];
+
+    /* 1-2: the clusters that count, their centres and sizes */
+    double *centre = malloc(k * sizeof *centre), *size = malloc(k * sizeof *size);
+    if (!centre || !size)
+        osm_die("out of memory");
+    size_t m = 0, need = k / 10000 > 3 ? k / 10000 : 3;
+    if (need > k)
+        need = k;
+    for (size_t i = 0, j; i < k; i = j) {
+        double sum = 0;
+        for (j = i; j < k && (j == i || (double)(d[j] - d[j - 1]) <= STEP_NEAR); j++)
+            sum += (double)d[j];
+        double c = sum / (double)(j - i);
+        if (j - i >= need && c > STEP_NEAR) {
+            centre[m] = c;
+            size[m++] = (double)(j - i);
+        }
+    }
+
+    /* 3: the smallest spacing numbers the centres; the fit gives the step */
+    double step = 1;
+    if (m) {
+        double spacing = centre[0];
+        for (size_t i = 1; i < m; i++)
+            if (centre[i] - centre[i - 1] < spacing)
+                spacing = centre[i] - centre[i - 1];
+        double sum = 0, all = 0;
+        for (size_t i = 0; i < m; i++) {
+            sum += size[i] * centre[i] / round(centre[i] / spacing);
+            all += size[i];
+        }
+        step = round(sum / all * 100) / 100;
+    }
+
+    /* 4: the grid must hold 99% of the differences */
+    size_t on_grid = 0;
+    for (size_t i = 0; i < k; i++)
+        on_grid += fabs((double)d[i] - round((double)d[i] / step) * step) <= 1.0;
+    if (step < 3 || (double)on_grid < 0.99 * (double)k)
+        step = 1;
+
+    *granularity = step;
+    free(centre);
+    free(size);
     free(d);
-    return rc;
+    return 0;
 }
 
 static uint64_t read_stamp(void) { return osm_stamp(); }

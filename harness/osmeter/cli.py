@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="every measurement id with its unit and description")
     ls.add_argument("--preset", choices=registry.PRESETS, help="only ids that run in this preset")
-    ls.add_argument("--methodology", action="store_true", help="also print how each probe measures")
+    ls.add_argument("--methodology", action="store_true",
+                    help="also print how each probe measures, after this machine's timer and its step (measured "
+                         "now by the built timer probe)")
     ls.add_argument("--lmbench", action="store_true",
                     help="lmbench's summary tables, in its order and groups, each row with its osmeter id")
 
@@ -473,6 +475,34 @@ def cmd_export(args) -> int:
 
 
 def cmd_list(args) -> int:
+    def timer_now() -> str:
+        """This machine's timer and its step, measured now: the timer probe's
+        calibration (one sample, a fraction of a second) states both in its
+        first line's `timer` block, the step as the spacing of the
+        differences of 20,000 back-to-back reads (bench/common/timing.c)."""
+        import json
+        import subprocess
+
+        from .runner import repo_root
+
+        binary = repo_root() / "build" / "bin" / "cpu_timer"
+        if not binary.exists():
+            return f"timer: not measured: the probes are not built ({binary} is missing; `make` builds them)"
+        try:
+            r = subprocess.run([str(binary), "--samples", "1", "--iterations", "1", "--warmup", "0"],
+                               capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            return f"timer: not measured: {binary} did not run ({e})"
+        try:
+            o = json.loads(r.stdout.splitlines()[0])
+            t, hz = o["timer"], o["tsc_hz"]
+            res, step = t["resolution_ns"], t["step_ticks"]
+        except (ValueError, IndexError, KeyError, TypeError):
+            why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}, no timer line"])[-1]
+            return f"timer: not measured: {binary} failed ({why})"
+        return (f"timer: {t['kind']}, step {res:.3g} ns = {step:g} ticks of {hz / 1e9:.4g} GHz "
+                f"(measured now by {binary.name}; every batched window spans 100 steps or more)")
+
     if args.lmbench:
         from .lmbench import TABLES
 
@@ -483,6 +513,8 @@ def cmd_list(args) -> int:
                 point = f" at {row[2][0]} processes, {row[2][1]} KiB" if len(row) > 2 else ""
                 print(f"  {row[0]:<16} {row[1] + point:<46} {units.get(row[1], '?')}")
         return 0
+    if args.methodology:
+        print(timer_now() + "\n")
     for p in registry.PROBES:
         if args.preset and args.preset not in p.presets:
             continue

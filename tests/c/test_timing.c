@@ -39,6 +39,95 @@ static uint64_t fake_step26(void)
     return ++fake_reads % 500 == 0 ? t + 1 : t;
 }
 
+/* More fake timers, each read by osm_timer_step: a true time `fake_t` in
+ * ticks moves on by a random amount per read (a small xorshift, so every run
+ * reads the same), and the reading is cut down to the timer's grid. */
+static double fake_t;
+static uint64_t fake_rng = 88172645463325252ull;
+static double fake_unit(void) /* uniform in [0, 1) */
+{
+    fake_rng ^= fake_rng << 13;
+    fake_rng ^= fake_rng >> 7;
+    fake_rng ^= fake_rng << 17;
+    return (double)(fake_rng >> 11) / 9007199254740992.0;
+}
+static void fake_reset(void)
+{
+    fake_t = 1000.0;
+    fake_rng = 88172645463325252ull;
+}
+/* a step of 24.5 ticks, readings floor(n * 24.5), read every 2 to 5 steps */
+static uint64_t fake_step245(void)
+{
+    fake_t += 24.5 * (2 + 3 * fake_unit());
+    return (uint64_t)floor(floor(fake_t / 24.5) * 24.5);
+}
+/* a step of 26 ticks read every 2 steps, with 1 read in 2,000 a step early
+ * and 1 in 2,000 a step late: differences of 52, and rarely 26 and 78 */
+static uint64_t fake_step26_at52(void)
+{
+    double u = fake_unit();
+    fake_t += u < 0.0005 ? 26 : u < 0.001 ? 78 : 52;
+    return (uint64_t)(floor(fake_t / 26) * 26);
+}
+/* a step of 26 ticks read exactly every 2 steps: nothing tells 26 from 52 */
+static uint64_t fake_step26_only52(void)
+{
+    fake_t += 52;
+    return (uint64_t)(floor(fake_t / 26) * 26);
+}
+/* a step of 10.015 ticks (a clock in ns computed from a stepping TSC),
+ * read every 2 or 3 steps, rarely 4, and 1 read in 200 late by about 200
+ * steps (an interrupt): far clusters of a few differences each */
+static uint64_t fake_step10015(void)
+{
+    double u = fake_unit();
+    fake_t += 10.015 * (u < 0.6 ? 2 : u < 0.999 ? 3 : 4);
+    if (fake_unit() < 1.0 / 200)
+        fake_t += 2000 + 30 * fake_unit();
+    return (uint64_t)floor(floor(fake_t / 10.015) * 10.015);
+}
+/* a timer that moves by single ticks, read every 20 to 50 ticks */
+static uint64_t fake_continuum(void)
+{
+    fake_t += 20 + 30 * fake_unit();
+    return (uint64_t)fake_t;
+}
+/* the same read every 30 to 35 ticks: a narrow continuum, one cluster */
+static uint64_t fake_narrow(void)
+{
+    fake_t += 30 + 5 * fake_unit();
+    return (uint64_t)fake_t;
+}
+/* a step of 24.5 ticks read every 0.2 to 0.6 steps (most reads see no
+ * move), 1 read in 400 a tick ahead: differences of 1 tick, under 1% of the
+ * nonzero ones */
+static unsigned fake_ahead, fake_moves;
+static uint64_t fake_step245_offgrid(void)
+{
+    static uint64_t last;
+    fake_t += 24.5 * (0.2 + 0.4 * fake_unit());
+    uint64_t t = (uint64_t)floor(floor(fake_t / 24.5) * 24.5);
+    fake_moves += t != last;
+    last = t;
+    if (fake_unit() < 1.0 / 400) {
+        fake_ahead++;
+        return t + 1;
+    }
+    return t;
+}
+
+/* The step osm_timer_step finds in 20,000 reads of a fake timer (0 if it
+ * found none). */
+static double step_of(uint64_t (*read)(void), double *least)
+{
+    double g = 0;
+    fake_reset();
+    if (osm_timer_step(read, 20000, &g, least) != 0)
+        return 0;
+    return g;
+}
+
 int main(void)
 {
     osm_timer_setup(OSM_TIMER_TSC);
@@ -109,14 +198,36 @@ int main(void)
     {
         double g = 0, least = 0;
         int rc = osm_timer_step(fake_step26, 20000, &g, &least);
-        check(rc == 0 && g == 26 && least == 1, "step of a 26-tick timer",
-              "granularity %.0f, least difference %.0f ticks", g, least);
+        check(rc == 0 && fabs(g - 26) <= 0.01 && least == 1, "step of a 26-tick timer",
+              "granularity %g, least difference %.0f ticks", g, least);
         check(osm_timer.step_ticks >= 1 && osm_timer.resolution_ns > 0,
-              "step of this timer", "step %.0f ticks (%.3f ns), least move %.0f ticks", osm_timer.step_ticks,
+              "step of this timer", "step %g ticks (%.3f ns), least move %.0f ticks", osm_timer.step_ticks,
               osm_timer.resolution_ns, osm_timer.min_step_ticks);
-        /* windows grow to 100 steps: a timer whose step is 1/2000 of a second */
+        /* the step is the spacing of the differences, fractional where it is */
+        g = step_of(fake_step245, &least);
+        check(fabs(g - 24.5) <= 0.245, "step of a 24.5-tick timer",
+              "floor(n * 24.5) read every 2-5 steps: step %g ticks, least difference %.0f", g, least);
+        g = step_of(fake_step10015, &least);
+        check(fabs(g - 10.015) <= 0.1, "step of a 10.015-tick timer",
+              "read every 2-3 steps, rarely 4 or 200 more: step %g ticks", g);
+        g = step_of(fake_step26_at52, &least);
+        check(fabs(g - 26) <= 0.26, "step of a 26-tick timer read at 52",
+              "differences of 52, and 26 and 78 one in 2,000 each: step %g ticks", g);
+        g = step_of(fake_step26_only52, &least);
+        check(g == 52, "step of a timer always read at 52",
+              "one difference, 52: step %g ticks (the difference itself, the step's upper bound)", g);
+        g = step_of(fake_continuum, &least);
+        check(g == 1, "step of a 1-tick timer", "differences of 20-50 ticks: step %g ticks", g);
+        g = step_of(fake_narrow, &least);
+        check(g == 1, "step of a 1-tick timer, narrow", "differences of 30-35 ticks: step %g ticks", g);
+        g = step_of(fake_step245_offgrid, &least);
+        check(fabs(g - 24.5) <= 0.245 && least == 1 && fake_ahead < fake_moves / 100, "step with off-grid reads",
+              "a 24.5-tick timer, %u reads a tick ahead beside %u moves: step %g ticks, least difference %.0f",
+              fake_ahead, fake_moves, g, least);
+        /* windows grow to 100 steps: a timer whose step is about 1/2000 of
+         * a second, and fractional */
         double keep = osm_timer.step_ticks;
-        osm_timer.step_ticks = osm_timer.hz / 2000;
+        osm_timer.step_ticks = floor(osm_timer.hz / 2000) + 0.5;
         uint64_t nb = osm_autobatch(busy, NULL);
         double best = 1e300;
         for (int k = 0; k < 3; k++) {
@@ -126,7 +237,7 @@ int main(void)
             best = fmin(best, (double)(a1 - a0));
         }
         check(best >= 100 * osm_timer.step_ticks * 0.9, "windows of 100 steps",
-              "a step of %.0f ticks: the batch of %llu iterations takes %.0f ticks (%.0f steps)",
+              "a step of %.1f ticks: the batch of %llu iterations takes %.0f ticks (%.0f steps)",
               osm_timer.step_ticks, (unsigned long long)nb, best, best / osm_timer.step_ticks);
         osm_timer.step_ticks = keep;
     }
