@@ -9,6 +9,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from conftest import ROOT, osmeter
 from osmeter import compare
 from osmeter.results import Results, write_json_atomic
-from osmeter.stats import benjamini_hochberg, runs_needed, t_quantile, t_two_sided_p, welch
+from osmeter.stats import benjamini_hochberg, runs_needed, smallest_change_at, t_quantile, t_two_sided_p, welch
 
 FLAGGED = {"faster", "slower", "higher", "lower"}
 
@@ -92,7 +93,12 @@ def test_too_few_runs_says_how_many_it_would_need():
     r = compare.compare_id("x", "ns", a, b, area="x")
     compare.decide([r], 0.02)
     assert r.verdict == "too few runs" and r.need > 3
-    assert r.need == runs_needed(max(math.log(1.02), abs(math.log(r.ratio))), r.run_sd)
+    # the design's smallest detectable change is above the change it was asked about (or the one seen);
+    # `need` runs a side of the same spread bring it down to that change, one run fewer would not
+    effect = max(0.02, abs(r.ratio - 1))
+    assert r.mdc > effect
+    assert smallest_change_at(r.run_sd, r.need) <= effect < smallest_change_at(r.run_sd, r.need - 1)
+    assert r.mdc_at[8] < r.mdc_at[4] < r.mdc
     # quiet runs: their spread is taken as at least RUN_SD_FLOOR (1%), at which a 2% change needs 6 runs a
     # side: 3 cannot rule it out, 6 decide ("~"); a 5% --min-change is decided by 3
     for runs, min_change, verdict in ((3, 0.02, "too few runs"), (6, 0.02, "="), (3, 0.05, "=")):
@@ -281,9 +287,11 @@ def test_two_identical_runs_flag_nothing():
 
 def test_equivalence_is_shown_only_inside_the_margin():
     """'=' where two one-sided tests put the change inside +-min_change; a
-    3% shift is never '=' at 2%, and noisy runs are 'too few runs'."""
+    3% shift is never '=' at 2%, and noisy runs are 'too few runs'. Six
+    runs a side: at the 1% spread floor, the fewest whose smallest
+    detectable change is under 2%."""
     rng = np.random.default_rng(13)
-    same = [verdicts(rng, 1, 5, np.zeros(1), run_cv=0.005)[0] for _ in range(100)]
+    same = [verdicts(rng, 1, 6, np.zeros(1), run_cv=0.005)[0] for _ in range(100)]
     assert sum(v == "=" for v in same) >= 90, same
     moved = [verdicts(rng, 1, 5, np.array([0.03]), run_cv=0.005)[0] for _ in range(100)]
     assert not any(v == "=" for v in moved) and sum(v == "slower" for v in moved) >= 80
@@ -293,6 +301,34 @@ def test_equivalence_is_shown_only_inside_the_margin():
     from osmeter.stats import tost
     assert tost(np.log([100, 101, 99, 100]), np.log([100, 100.5, 99.5, 100]), math.log(1.02)) < 0.01
     assert tost(np.log([100, 101, 99, 100]), np.log([102, 103, 101, 102]), math.log(1.02)) > 0.4
+
+
+def test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one():
+    """An A/A of many ids at spreads from quiet to noisy, 3 to 8 runs a
+    side: every '=' is at a --min-change at least the row's stated smallest
+    detectable change, every 'too few runs' is at one below it, and that
+    change falls as runs are added (4, then 8 a side). Mutant caught: '='
+    by the two one-sided tests alone, the luck of a spread that came out
+    small."""
+    rng = np.random.default_rng(44)
+    equal = few = 0
+    for runs in (3, 4, 6, 8):
+        for cv in (0.004, 0.01, 0.02, 0.04):
+            for min_change in (0.02, 0.05):
+                a = draw_side(rng, 10, runs, np.zeros(10), run_cv=cv)
+                b = draw_side(rng, 10, runs, np.zeros(10), run_cv=cv)
+                rows = [compare.compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False)
+                        for i in range(10)]
+                compare.decide(rows, min_change)
+                for r in rows:
+                    assert math.isfinite(r.mdc) and r.mdc_at[8] < r.mdc_at[4], r
+                    if r.verdict == "=":
+                        equal += 1
+                        assert r.mdc <= min_change, (runs, cv, min_change, r.mdc)
+                    if r.verdict == "too few runs":
+                        few += 1
+                        assert r.mdc > min_change, (runs, cv, min_change, r.mdc)
+    assert equal > 50 and few > 50, (equal, few)
 
 
 def draw_processes(rng, runs: int, procs: int, samples: int, run_cv: float, proc_cv: float, sample_cv: float,
@@ -639,11 +675,35 @@ def test_ab_until_decided_stops_once_decided_and_keeps_its_looks(tmp_path):
     assert _flagged(out)[0] == []
 
 
+def test_ab_budget_in_minutes_stops_before_a_round_that_would_end_past_it(tmp_path):
+    """--max-minutes: no round starts that would end past the budget, the
+    mean round so far being the estimate; two rounds always run (the first
+    look needs them). At the end every id still undecided is listed with
+    its smallest detectable change, now and at 4 and 8 runs a side.
+    Mutant caught: the budget never checked."""
+    from osmeter.ab import over_budget
+
+    assert not over_budget(0.0, 50.0, 2, 1.5) and over_budget(0.0, 61.0, 2, 1.5)  # 61 + 30.5 > 90 s
+    assert not over_budget(0.0, 1e6, 3, None)
+    out = tmp_path / "budget"
+    r = osmeter("ab", "--a", "true", "--b", "true", "--until-decided", "--max-rounds", "6", "--max-minutes", "0.01",
+                "--min-change", "0.0001", "--probes", "cpu.syscall.getppid", "--out", str(out), timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert len(json.loads((out / "a" / "campaign.json").read_text())["runs"]) == 2
+    assert "at the budget of 0.01 minutes" in r.stdout, r.stdout[-2000:]
+    tail = r.stdout.split("Still undecided at 0%", 1)[1]
+    line = next(ln for ln in tail.splitlines() if ln.strip().startswith("cpu.syscall.getppid:"))
+    assert re.search(r": [\d.]+% / [\d.]+% / [\d.]+%", line), line
+
+
 @pytest.mark.parametrize("args, words", [
     (("--until-decided", "--rounds", "3"), "not --rounds"),
     (("--max-rounds", "3", "--rounds", "3"), "--max-rounds goes with --until-decided"),
     (("--until-decided", "--max-rounds", "1"), "2 or more"),
     ((), "give --rounds N"),
+    (("--rounds", "3", "--max-minutes", "5"), "--max-minutes goes with --until-decided"),
+    (("--until-decided", "--max-minutes", "0"), "positive"),
+    (("--until-decided", "--max-minutes", "nan"), "positive"),
 ])
 def test_ab_round_options_are_checked(args, words):
     r = osmeter("ab", "--a", "true", "--b", "true", "--probes", "cpu.syscall", *args)
@@ -881,6 +941,13 @@ def test_stability_by_area_over_both_sides_of_an_a_to_a(tmp_path):
     assert area["net"].split()[2] == f"{cv['net.bw']:.1%}"
     assert area["all"].split()[1] == "4"
     assert "6 runs." in r.stdout
+    # each id's smallest detectable change at 4 and 8 runs a side, from its run-to-run CV (at least the
+    # floor compare assumes): cpu.b's, whose CV is far above the floor, and cpu.a's at the floor
+    ids = {ln.split()[0]: ln for ln in r.stdout.split("worst", 1)[0].splitlines() if ln.startswith(("cpu.", "net."))}
+    for mid in ("cpu.b", "cpu.a"):
+        sd = max(cv[mid], compare.RUN_SD_FLOOR)
+        want = " / ".join(f"{smallest_change_at(sd, n):.1%}" for n in (4, 8))
+        assert ids[mid].rstrip().endswith(want), (ids[mid], want)
     one = osmeter("stability", str(tmp_path / "a" / "run-00"))
     assert one.returncode == 2 and "at least two runs" in one.stderr
 
@@ -974,10 +1041,11 @@ def clock_side(rng, runs: int, shift: float = 0.0, clock_sd: float = 0.025, resi
              for c in clocks], clocks.tolist())
 
 
-def clock_verdicts(rng, shift: float, min_change: float, use_clocks: bool, draws: int = 200) -> list[str]:
+def clock_verdicts(rng, shift: float, min_change: float, use_clocks: bool, draws: int = 200,
+                   runs: int = 4) -> list[str]:
     rows = []
     for _ in range(draws):
-        (a, ca), (b, cb) = clock_side(rng, 4), clock_side(rng, 4, shift)
+        (a, ca), (b, cb) = clock_side(rng, runs), clock_side(rng, runs, shift)
         rows.append(compare.compare_id("x", "ns", a, b, area="x", interval=False,
                                        clocks=(ca, cb) if use_clocks else None))
     compare.decide(rows, min_change)
@@ -988,10 +1056,11 @@ def test_a_clock_that_moves_between_runs_is_compared_out():
     """A host whose boost clock moves 2.5% between runs moves every figure of core work with it:
     four runs a side then cannot decide at 2%. Compared at equal clock (an analysis of covariance
     on the runs' clocks), an A/A is shown equal and a planted 3% slowdown is found, where the same
-    runs without their clocks leave both undecided. Mutants caught: the clock not used; the slope's
-    share of the difference not taken out."""
+    runs without their clocks leave both undecided. The A/A takes seven runs a side: at the 1% spread
+    floor, with the covariate's degree of freedom, the fewest whose smallest detectable change is under
+    2%. Mutants caught: the clock not used; the slope's share of the difference not taken out."""
     rng = np.random.default_rng(5)
-    same = clock_verdicts(rng, 0.0, 0.02, True)
+    same = clock_verdicts(rng, 0.0, 0.02, True, runs=7)
     assert sum(v in FLAGGED for v in same) <= 0.05 * len(same)
     assert same.count("=") >= 0.8 * len(same), same
     slower = clock_verdicts(rng, 0.03, 0.02, True)

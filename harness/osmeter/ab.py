@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from . import compare, store
@@ -53,15 +54,27 @@ def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
 
 
 def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
-           min_change: float = 0.02, until_decided: bool = False) -> Done:
+           min_change: float = 0.02, until_decided: bool = False, max_minutes: float | None = None) -> Done:
     if rounds < 1:
         raise RunError("--rounds: expected 1 or more")
+    if max_minutes is not None and not (max_minutes > 0 and until_decided):
+        raise RunError("--max-minutes: a positive budget, with --until-decided")
     with start_run(opts, "-ab", sentinels=True) as (p, out):
-        return Done(_run_ab(p, out, opts, a_cmd, b_cmd, restore, rounds, seed, min_change, until_decided), out)
+        return Done(_run_ab(p, out, opts, a_cmd, b_cmd, restore, rounds, seed, min_change, until_decided,
+                            max_minutes), out)
+
+
+def over_budget(started: float, now: float, done_rounds: int, max_minutes: float | None) -> bool:
+    """Whether one more round, taking as long as the mean of those done,
+    would end past the budget of max_minutes from `started`."""
+    if max_minutes is None or done_rounds < 1:
+        return False
+    spent = now - started
+    return spent + spent / done_rounds > max_minutes * 60
 
 
 def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None,
-            min_change: float, until_decided: bool) -> int:
+            min_change: float, until_decided: bool, max_minutes: float | None = None) -> int:
     from .osmnet import peer_session
 
     seed = new_seed() if seed is None else seed
@@ -88,6 +101,9 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                                design=f"ab: {rounds} rounds, random order within each round")
         camps[side].save()
     plan_text = (f"until every id is decided, at most {rounds} rounds" if until_decided else f"{rounds} rounds")
+    if max_minutes is not None:
+        plan_text += f" or {max_minutes:g} minutes"
+    started, stopped_by = time.monotonic(), None
     print(f"osmeter: ab, {plan_text} into {out} (seed {seed}); restore: {restore or 'none'}")
     status = 0
     looks: list[dict] = []
@@ -98,6 +114,10 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
             p.peer = peer
             for k, order in enumerate(orders, 1):
                 if until_decided and k > 2 and looks and looks[-1]["decided"]:
+                    break
+                # the first look needs two rounds, whatever the budget
+                if until_decided and k > 2 and over_budget(started, time.monotonic(), k - 1, max_minutes):
+                    stopped_by = f"the budget of {max_minutes:g} minutes (another round would end past it)"
                     break
                 for side in order:
                     camp = camps[side]
@@ -164,10 +184,12 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     text = compare.text(cmp)
     if until_decided and looks:
         last = looks[-1]
+        why = ("because every id was decided." if last["decided"] else
+               f"at {stopped_by or f'--max-rounds {rounds}'}, {last['undecided']} id(s) undecided.")
         text += (f"\nSequential design: {len(looks)} look(s) after rounds 2..{last['round']}, each at its increment "
                  f"of an O'Brien-Fleming-type alpha spending function (overall 5%); stopped "
-                 + ("because every id was decided." if last["decided"] else f"at --max-rounds {rounds}, "
-                    f"{last['undecided']} id(s) undecided.") + f" This table is the last look's (level {alpha:.4f}).")
+                 + why + f" This table is the last look's (level {alpha:.4f}).")
+        text += undecided_text(cmp)
     (out / store.AB_TEXT).write_text(text + "\n")
     (out / store.AB_CSV).write_text(compare.to_csv(cmp))
     print()
@@ -175,6 +197,19 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     print(f"\nosmeter: runs in {' and '.join(map(str, store.ab_sides(out)))}; this table in {out / store.AB_TEXT} "
           f"and {store.AB_CSV}")
     return status
+
+
+def undecided_text(c) -> str:
+    """Each id still undecided, with its smallest detectable change now and
+    at compare.DESIGNS runs a side: what more rounds would decide."""
+    rows = [r for r in c.rows if r.verdict not in compare.DECIDED]
+    if not rows:
+        return ""
+    designs = "/".join(map(str, compare.DESIGNS))
+    out = [f"\nStill undecided at {c.min_change:.0%} (smallest detectable change: these runs / {designs} runs a side):"]
+    out += [f"  {r.id}: {compare.detectable_text(r)}" + (f"; {compare._verdict_text(r)}" if r.need else "")
+            for r in sorted(rows, key=lambda r: -r.mdc if r.mdc == r.mdc else 0)]
+    return "\n".join(out)
 
 
 def _look(out, min_change: float, alpha: float) -> dict:

@@ -29,8 +29,9 @@ from .store import Run, load_side
 from .store import load as load_results
 from .runner import Done, ResultsDir, execute, start_run, tracing
 from .runopts import RunOptions, options_doc
+from .compare import DESIGNS, RUN_SD_FLOOR
 from .interference import measurement_clock
-from .stats import covariate_fit, runs_needed, variance_split
+from .stats import covariate_fit, runs_to_decide, smallest_change_at, variance_split
 
 DETECT = 0.05  # the change the stability table sizes designs for
 STABILITY_HEAD = (
@@ -39,8 +40,10 @@ STABILITY_HEAD = (
     "add beyond their samples; between runs: what runs add beyond their processes. dominant: the part with\n"
     "the largest share of the variance of one run's figure. at equal clock: the run-to-run CV left once the\n"
     "runs' core clock (their probe processes' chain of adds) is regressed out, and the share of the variance\n"
-    "the clock explains; compare tests the runs so. runs/side: a t test on run figures (at equal clock where\n"
-    "known), alpha 0.05, power 0.8.\n\n")
+    "the clock explains; compare tests the runs so. runs/side: the fewest runs a side whose smallest detectable\n"
+    "change is at most that change; detectable: the smallest change N runs a side decide 80% of the time at\n"
+    "alpha 0.05 (seen by compare's t test on run figures, at equal clock where known, or shown '=' if the\n"
+    "figure did not move), from this spread.\n\n")
 
 
 def _now() -> str:
@@ -180,12 +183,15 @@ def stability_rows(runs: list[Run]) -> list[dict]:
         split = variance_split(rs) if positive else None
         fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)))
                if positive and all(isinstance(c, float) and c > 0 for c in clk) else None)
-        # the spread compare's test sees: at equal clock where every run has one (compare.clock_adjust)
-        test_sd = fit[1] if fit else sd
+        # the spread compare's test sees: at equal clock where every run has one (compare.clock_adjust), and
+        # at least its floor
+        test_sd = max(fit[1], RUN_SD_FLOOR) if fit else max(sd, RUN_SD_FLOOR) if math.isfinite(sd) else sd
+        lost = 1 if fit else 0
         out.append({"id": mid, "unit": units[mid], "runs": int(figs.size), "median": float(np.median(figs)),
                     "run_cv": sd, "split": split,
                     "clock_cv": fit[1] if fit else None, "clock_share": fit[2] if fit else None,
-                    "runs_for_5pct": runs_needed(math.log1p(DETECT), test_sd) if math.isfinite(test_sd) else None})
+                    "runs_for_5pct": runs_to_decide(DETECT, test_sd, lost_df=lost) if math.isfinite(test_sd) else None,
+                    "detectable": {n: smallest_change_at(test_sd, n, lost_df=lost) for n in DESIGNS}})
     return out
 
 
@@ -193,7 +199,8 @@ def stability_table(rows: list[dict]) -> str:
     from .present import fmt_value, text_table
 
     head = ("id", "median", "runs", "run-to-run CV", "within process", "between processes", "between runs",
-            "dominant", "at equal clock", f"runs/side for {DETECT:.0%}")
+            "dominant", "at equal clock", f"runs/side for {DETECT:.0%}",
+            "detectable at " + "/".join(map(str, DESIGNS)) + " runs")
     body = []
     for r in rows:
         sp = r.get("split") or {}
@@ -203,7 +210,8 @@ def stability_table(rows: list[dict]) -> str:
                      _dominant(sp),
                      f"{_pct(r.get('clock_cv'))} (clock {share:.0%})" if isinstance(share, float) else "-",
                      "-" if not math.isfinite(r["run_cv"]) else (str(r["runs_for_5pct"]) if r["runs_for_5pct"]
-                                                                 else ">200")))
+                                                                 else ">200"),
+                     " / ".join(_pct(r["detectable"].get(n)) for n in DESIGNS)))
     return text_table(head, body, left=(0, 7))
 
 

@@ -30,6 +30,16 @@ def _fraction(text: str) -> float:
     return v
 
 
+def _minutes(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes such as 30, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number of minutes, got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="osmeter", description="Microbenchmarks of this machine's hardware and OS.")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -70,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "--max-rounds; each look tests at its share of the 5%% (O'Brien-Fleming-type alpha "
                          "spending), so the chance of ever calling an unchanged id changed stays at 5%%")
     ab.add_argument("--max-rounds", type=count, metavar="N", help="with --until-decided: the most rounds (default 8)")
+    ab.add_argument("--max-minutes", type=_minutes, metavar="M",
+                    help="with --until-decided: a time budget; no round starts that would end past it (the "
+                         "mean round so far is the estimate)")
     ab.add_argument("--min-change", type=_fraction, default=0.02, metavar="FRACTION",
                     help="smallest relative change the final comparison reports (default 0.02)")
     runopts.add_to(ab, "ab")
@@ -574,8 +587,10 @@ def cmd_ab(args) -> int:
         if not args.rounds:
             raise RunError("give --rounds N (or --until-decided with --max-rounds N)")
         rounds = args.rounds
+    if args.max_minutes is not None and not args.until_decided:
+        raise RunError("--max-minutes goes with --until-decided")
     return run_ab(runopts.from_args(args), args.a, args.b, args.restore, rounds, args.seed, args.min_change,
-                  until_decided=args.until_decided).status
+                  until_decided=args.until_decided, max_minutes=args.max_minutes).status
 
 
 def guarded(fn, *args) -> int:

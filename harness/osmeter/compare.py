@@ -18,7 +18,8 @@ from .store import Run, load_side
 from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_table
 from .results import run_figure
 from .stats import (ancova_parts, benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components,
-                    ratio_ci, runs_needed, spend_alpha, t_quantile, t_test, tost_of, welch, welch_parts)
+                    ratio_ci, runs_needed, runs_to_decide, smallest_change, smallest_change_at, spend_alpha, t_quantile, t_test,
+                    tost_of, welch, welch_parts)
 from .interference import CLOCK_ID, SLOWED, core_clocks, measurement_clock
 from .units import better
 
@@ -35,6 +36,7 @@ RUN_SD_FLOOR = 0.01
 # not draws of one distribution and the run is the unit.
 FAR_PROCESS = 4.0
 POWER = 0.8
+DESIGNS = (4, 8)  # the runs a side each row also states its smallest detectable change for
 # a run whose host-mode param (Probe.host_mode) lies this many times above the least of the
 # compared runs' was measured in another state of the host (the vCPUs on two dies, not one)
 HOST_MODE_FACTOR = 2.0
@@ -89,6 +91,10 @@ class Row:
     parts: list = field(default_factory=list)  # its kernel-path components (Rows), where both sides were traced
     # fewer than two runs a side in one host mode (host_mode_split): shown on all its runs, never decided
     host_modes_apart: bool = False
+    # the smallest change this comparison, and 4 and 8 runs a side of the same spread, decide at
+    # compare's alpha and POWER (detectable); NaN where the spread is not known
+    mdc: float = float("nan")
+    mdc_at: dict = field(default_factory=dict)  # runs a side -> smallest change
 
     @property
     def n_a(self) -> int:
@@ -268,6 +274,7 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
             r.verdict = "too few runs"
             r.need = max(3, runs_needed(math.log1p(min_change), RUN_SD_FLOOR, alpha, POWER) or 3)
             continue
+        detectable(r, alpha)
         big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
         if big and q < alpha:
             r.verdict = direction(r.unit, r.ratio > 1)
@@ -276,16 +283,37 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
         if r.run_sd is None or r.test_parts is None or not (math.isfinite(r.ratio) and r.ratio > 0):
             continue
         r.p_equiv = tost_of(r.test_parts, math.log1p(min_change))
-        if r.p_equiv < alpha:
+        # '=' only where the design resolves the margin: an equivalence shown at a change smaller than the
+        # design's smallest detectable one is the luck of a spread that happened to come out small
+        if r.p_equiv < alpha and r.mdc <= min_change:
             r.verdict = "="
             continue
-        effect = max(math.log1p(min_change), abs(math.log(r.ratio)))
-        need = runs_needed(effect, r.run_sd, alpha, POWER)  # values of the test's unit per side
-        if need is not None and r.test_unit == "process":
-            need = max(2, math.ceil(need * r.n_a / max(r.units_a, 1)))
-        r.need = need
-        if need is None or need > min(r.n_a, r.n_b):
+        # a change of min_change, or the change seen if larger, beyond what this design resolves: the
+        # runs a side whose smallest detectable change would reach it
+        effect = max(min_change, abs(r.ratio - 1))
+        if r.mdc > effect:
             r.verdict = "too few runs"
+            r.need = runs_to_decide(effect, max(r.run_sd, RUN_SD_FLOOR), _per_run(r),
+                                    1 if r.clock_slope is not None else 0, alpha, POWER)
+
+
+def detectable(r: Row, alpha: float = ALPHA) -> None:
+    """The row's smallest detectable change (stats.smallest_change): for
+    this comparison, from its test's standard error and degrees of freedom,
+    and for DESIGNS runs a side of the same spread of the test's unit (a
+    covariate, the clock, costs its degree of freedom there too)."""
+    if r.test_parts is None or r.run_sd is None:
+        return
+    _, se2, df = r.test_parts[:3]
+    r.mdc = smallest_change(math.sqrt(max(se2, 0.0)), df, alpha, POWER)
+    lost = 1 if r.clock_slope is not None else 0
+    sd = max(r.run_sd, RUN_SD_FLOOR)  # as the test takes each side's spread
+    r.mdc_at = {n: smallest_change_at(sd, n, _per_run(r), lost, alpha, POWER) for n in DESIGNS}
+
+
+def _per_run(r: Row) -> float:
+    """Values of the test's unit in one run: 1, or its processes."""
+    return (r.units_a + r.units_b) / max(r.n_a + r.n_b, 1) if r.test_unit == "process" else 1.0
 
 
 def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
@@ -607,6 +635,17 @@ def _verdict_text(r: Row) -> str:
     return r.verdict
 
 
+def _pct_or_dash(v: float | None) -> str:
+    return f"{v:.1%}" if isinstance(v, float) and math.isfinite(v) else "-"
+
+
+def detectable_text(r: Row) -> str:
+    """The row's smallest detectable change: this comparison's, then at DESIGNS runs a side."""
+    if not math.isfinite(r.mdc):
+        return "-"
+    return " / ".join([_pct_or_dash(r.mdc)] + [_pct_or_dash(r.mdc_at.get(n)) for n in DESIGNS])
+
+
 def _describe_side(label: str, side: list[Run]) -> str:
     camps = list(dict.fromkeys(str(r.campaign) for r in side if r.campaign))
     dirs = [str(r.path) for r in side if not r.campaign]
@@ -633,8 +672,11 @@ def method_line(c: Comparison) -> str:
             f"clocks, whose B/A and interval are then the change at equal clock; Benjamini-Hochberg {level} over all ids, "
             f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
             f"hierarchical bootstrap (runs, then trials), or at equal clock the covariance test's Student's t "
-            f"interval; 'too few runs': a {c.min_change:.0%} change (or the "
-            f"change seen, if larger) would need more runs per side to be seen {POWER:.0%} of the time")
+            f"interval; detectable: the smallest change these runs, and {' and '.join(map(str, DESIGNS))} runs a "
+            f"side of the same spread, decide {POWER:.0%} of the time at {c.alpha:.2g} (seen as changed by the t "
+            f"test, or shown '=' by the one-sided tests if unchanged), and '=' is given only where it is at most "
+            f"{c.min_change:.0%}; 'too few runs': a {c.min_change:.0%} change (or the change seen, if larger) is "
+            f"below these runs' detectable change, and 'need' runs a side would bring it there")
 
 
 def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -646,9 +688,11 @@ def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
                  f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.p_within:.2g}", f"{r.n_a}/{r.n_b}", _verdict_text(r))
                 for r in c.rows]
         return head, body
-    head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "unit", "verdict")
+    head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "unit",
+            "detectable (" + "/".join(["these"] + [str(n) for n in DESIGNS]) + ")", "verdict")
     body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
-             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", _unit_text(r), _verdict_text(r))
+             f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", _unit_text(r), detectable_text(r),
+             _verdict_text(r))
             for r in c.rows]
     return head, body
 
@@ -687,7 +731,7 @@ def text(c: Comparison) -> str:
     if c.notes:
         out += ["", "Notes:"] + [f"  {n}" for n in c.notes]
     out.append("")
-    out.append(text_table(*cells(c), left=(0, 7)))
+    out.append(text_table(*cells(c), left=(0, 7, 9)))
     out.append("")
     per = area_changes(c.rows)
     if per:
@@ -712,7 +756,7 @@ def _pct_change(g: float) -> str:
 
 CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",
                "basis", "test_unit", "units_a", "units_b", "p_within_run", "p_equivalence", "run_cv", "runs_needed",
-               "verdict", "moved", "clock_slope")
+               "verdict", "moved", "clock_slope", "detectable", *(f"detectable_{n}" for n in DESIGNS))
 
 
 def to_csv(c: Comparison) -> str:
@@ -731,7 +775,9 @@ def to_csv(c: Comparison) -> str:
                     r.basis, r.test_unit, r.units_a, r.units_b, r.p_within, r.p_equiv,
                     r.run_sd if r.run_sd is not None else "", r.need or "", r.verdict,
                     moved_text(r) if r.parts and r.verdict in DIRECTIONS else "",
-                    r.clock_slope if r.clock_slope is not None else ""])
+                    r.clock_slope if r.clock_slope is not None else "",
+                    r.mdc if math.isfinite(r.mdc) else "",
+                    *(r.mdc_at[n] if math.isfinite(r.mdc_at.get(n, math.nan)) else "" for n in DESIGNS)])
     return f.getvalue()
 
 
@@ -788,12 +834,13 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
             plt.close(fig)
             out += [r"\begin{figure}[H]\centering", f"\\includegraphics{{{tex_file_name(figdir.name)}/{name}}}",
                     r"\end{figure}"]
-    out += [r"{\small\begin{longtable}{@{}lrrrrrl@{}}", r"\toprule",
-            f"Measurement & {esc(la)} & {esc(lb)} & {esc(lb)}/{esc(la)} & 95\\% interval & $q$ & Verdict \\\\",
-            r"\midrule", r"\endhead"]
+    out += [r"{\small\begin{longtable}{@{}lrrrrrrl@{}}", r"\toprule",
+            f"Measurement & {esc(la)} & {esc(lb)} & {esc(lb)}/{esc(la)} & 95\\% interval & $q$ & Detectable & "
+            f"Verdict \\\\", r"\midrule", r"\endhead"]
     for r in c.rows:
         out.append(f"{esc(r.id)} & {esc(fmt_value(r.median_a, r.unit))} & {esc(fmt_value(r.median_b, r.unit))} & "
-                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {r.q:.2g} & {esc(_verdict_text(r))} \\\\")
+                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {r.q:.2g} & {esc(_pct_or_dash(r.mdc))} & "
+                   f"{esc(_verdict_text(r))} \\\\")
     out += [r"\bottomrule", r"\end{longtable}}", ""]
     return "\n".join(out)
 

@@ -521,3 +521,53 @@ def runs_needed(effect: float, sd: float, alpha: float = 0.05, power: float = 0.
         else:
             lo = mid + 1
     return lo
+
+
+def smallest_change(se: float, df: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest change (a fraction) that a design whose difference of
+    mean logs has standard error `se` on `df` degrees of freedom decides at
+    level alpha with the given power, both ways it can decide: the larger
+    of the change a two-sided t test sees `power` of the time,
+    (t_(1-alpha/2) + t_power) se, and the margin inside which two one-sided
+    tests show an unchanged figure equal `power` of the time,
+    (t_(1-alpha) + t_(1-(1-power)/2)) se (central t quantiles: the usual
+    approximation of the noncentral t). NaN where it cannot be known."""
+    if not (math.isfinite(se) and se >= 0 and math.isfinite(df) and df >= 1):
+        return float("nan")
+    detect = t_quantile(1 - alpha / 2, df) + t_quantile(power, df)
+    equal = t_quantile(1 - alpha, df) + t_quantile(1 - (1 - power) / 2, df)
+    log_change = max(detect, equal) * se
+    return math.expm1(log_change) if log_change < 50 else math.inf  # beyond any change worth stating
+
+
+def smallest_change_at(sd: float, n: int, per_run: float = 1.0, lost_df: int = 0, alpha: float = 0.05,
+                       power: float = 0.8) -> float:
+    """smallest_change() of n runs a side whose test unit (a run, or a
+    process of which a run holds per_run) has log spread sd: two equal
+    sides, a pooled t test that lost lost_df degrees of freedom (one for a
+    covariate)."""
+    units = n * per_run
+    if not (math.isfinite(sd) and units >= 2):
+        return float("nan")
+    return smallest_change(sd * math.sqrt(2 / units), 2 * units - 2 - lost_df, alpha, power)
+
+
+def runs_to_decide(change: float, sd: float, per_run: float = 1.0, lost_df: int = 0, alpha: float = 0.05,
+                   power: float = 0.8, most: int = 200) -> int | None:
+    """The fewest runs a side whose smallest_change_at() is at most
+    `change` (a fraction); None beyond `most`. (It falls as runs are
+    added: a binary search.)"""
+    def ok(n: int) -> bool:
+        got = smallest_change_at(sd, n, per_run, lost_df, alpha, power)
+        return math.isfinite(got) and got <= change
+    if not ok(most):
+        return None
+    lo, hi = 2, most
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
