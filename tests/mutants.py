@@ -779,6 +779,22 @@ MUTANTS = [
     Mutant("list-timer-unbuilt-probes-unsaid", "harness/osmeter/cli.py",
            "        if not binary.exists():\n            return", "        if False:\n            return",
            "tests/test_cli.py::test_list_methodology_states_this_machines_timer_step_measured_now"),
+    # the smallest detectable change (issue 44): '=' only within it, the stated change, ab's budget
+    Mutant("compare-equal-below-the-detectable-change", "harness/osmeter/compare.py",
+           "if r.p_equiv < alpha and r.mdc <= min_change:", "if r.p_equiv < alpha:",
+           "tests/test_compare.py::test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one"),
+    Mutant("smallest-change-detection-only", "harness/osmeter/stats.py",
+           "return math.expm1(log_change) if log_change < 50", "return math.expm1(detect * se) if log_change < 50",
+           "tests/test_compare.py::test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one"),
+    Mutant("stability-detectable-without-the-floor", "harness/osmeter/campaign.py",
+           "else max(sd, RUN_SD_FLOOR) if math.isfinite(sd) else sd", "else sd",
+           "tests/test_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
+    Mutant("need-counts-a-larger-change", "harness/osmeter/stats.py",
+           "return math.isfinite(got) and got <= change", "return math.isfinite(got) and got <= change * 1.1",
+           "tests/test_compare.py::test_too_few_runs_says_how_many_it_would_need"),
+    Mutant("ab-budget-never-checked", "harness/osmeter/ab.py",
+           "    if max_minutes is None or done_rounds < 1:", "    if True:",
+           "tests/test_compare.py::test_ab_budget_in_minutes_stops_before_a_round_that_would_end_past_it"),
 ]
 
 

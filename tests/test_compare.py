@@ -310,6 +310,13 @@ def test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one():
     change falls as runs are added (4, then 8 a side). Mutant caught: '='
     by the two one-sided tests alone, the luck of a spread that came out
     small."""
+    from osmeter.stats import smallest_change
+
+    # both ways a design decides: the t test's (t_.975 + t_.8) se, and the one-sided tests'
+    # (t_.95 + t_.9) se, the larger of the two: here, on 10 degrees of freedom, the second
+    both = (t_quantile(0.975, 10) + t_quantile(0.8, 10), t_quantile(0.95, 10) + t_quantile(0.9, 10))
+    assert both[1] > both[0]
+    assert smallest_change(0.01, 10) == pytest.approx(math.expm1(0.01 * both[1]))
     rng = np.random.default_rng(44)
     equal = few = 0
     for runs in (3, 4, 6, 8):
