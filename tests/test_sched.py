@@ -173,8 +173,9 @@ def test_c2c_both_directions_agree():
     sees exactly the directions each run claims, and each figure lands in
     its own cell; in one run the two directions, which move the same line
     over the same path, agree within 1.5x (across runs a guest's vCPUs may
-    land elsewhere on the host: one direction measured 78 and 120 ns). Mutants caught: one direction measured for both
-    cells; the matrix transposed."""
+    land elsewhere on the host: one direction measured 78 and 120 ns; on a
+    shared host even inside a run, so in one of up to three runs). Mutants
+    caught: one direction measured for both cells; the matrix transposed."""
     a, b = sorted(os.sched_getaffinity(0))[:2]
     fast = ("--cpus", f"{a},{b}", "--iterations", "100000", "--samples", "5")
     seeds = {}
@@ -185,12 +186,18 @@ def test_c2c_both_directions_agree():
         o, seen = _c2c_watched(*fast, "--c2c-pairs", "1", "--seed", str(seed))
         assert seen == {(x, y)}, (x, y, seen)
         assert _cell(o, y, x) is None and _cell(o, x, y) > 0, o["params"]["matrix_ns"]
-    o, seen = _c2c_watched(*fast)
-    assert seen == {(a, b), (b, a)}
-    both = {d: _cell(o, *d) for d in seeds}
-    assert _cell(o, a, a) is None and _cell(o, b, b) is None
-    assert max(both.values()) / min(both.values()) < 1.5, both
-    assert sorted(ns(o)) == pytest.approx(sorted(both.values()), rel=1e-6)
+    tries = []
+    for _ in range(3):  # a shared host can move one vCPU mid-run (33.8 against 61.5 ns once): one run in three
+        o, seen = _c2c_watched(*fast)
+        assert seen == {(a, b), (b, a)}
+        both = {d: _cell(o, *d) for d in seeds}
+        assert _cell(o, a, a) is None and _cell(o, b, b) is None
+        assert sorted(ns(o)) == pytest.approx(sorted(both.values()), rel=1e-6)
+        tries.append(both)
+        if max(both.values()) / min(both.values()) < 1.5:
+            break
+    else:
+        pytest.fail(f"the two directions differ by 1.5x or more in three runs: {tries}")
 
 
 # ------------------------------------------------------------- wake-up
