@@ -160,7 +160,11 @@ static bool tsc_flags_invariant(void)
 
 /* TSC ticks per second, against CLOCK_MONOTONIC_RAW. Each end point reads the
  * clock on both sides of the TSC read and keeps the tightest of a few tries,
- * so a preemption between the reads cannot skew the pair. */
+ * so a preemption between the reads cannot skew the pair: an end point is
+ * then known to a fraction of a microsecond, and a 3 ms interval gives the
+ * rate to about 1e-4 at worst, far inside any figure's spread. The interval
+ * is short because every probe process pays it (three of them: the median
+ * shrugs off one interval the host stretched). */
 static void paired_read(uint64_t *tsc, uint64_t *ns)
 {
     uint64_t best = UINT64_MAX;
@@ -183,7 +187,7 @@ double osm_calibrate_hz(void)
     for (int k = 0; k < 3; k++) {
         uint64_t t0, n0, t1, n1;
         paired_read(&t0, &n0);
-        struct timespec d = { 0, 20 * 1000 * 1000 };
+        struct timespec d = { 0, 3 * 1000 * 1000 };
         nanosleep(&d, NULL);
         paired_read(&t1, &n1);
         est[k] = (double)(t1 - t0) * 1e9 / (double)(n1 - n0);

@@ -341,7 +341,7 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
                 nref = sum(1 for r in results.doc.get("refused", []) if r["probe"] == probe.name)
                 say(f"{len(wanted):2d} ids {elapsed:6.1f} s  {'ok' if ok else 'FAILED'}"
                     + (f" ({nref} refused here)" if nref else ""), flush=True)
-            results.save()
+            results.save(compact=True)
             if not ok:
                 status = 1
                 stopped.add(probe.name)
