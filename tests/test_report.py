@@ -18,7 +18,7 @@ from osmeter import registry
 from osmeter.compare import compare_paths
 from osmeter.stats import mann_whitney
 from osmeter.estimates import EstimateError, load as load_estimates
-from osmeter.latex import esc
+from osmeter.latex import cell, esc
 from osmeter.results import Results
 
 EXAMPLE = ROOT / "estimates" / "example.toml"
@@ -717,3 +717,176 @@ def test_a_tail_plot_marks_only_the_quantiles_its_curves_reach():
         lo, hi = ax.get_ylim()
         assert lo <= 0.5 / n and hi == 1.0
         plots.plt.close(fig)
+
+
+# --- between runs: the smallest detectable change of a campaign's run (issue 44) -------------
+
+# planted run-to-run spreads (the log deviation of each run's figure, times the id's CV): the
+# steady one below compare's 1% floor, cpu.clocked's runs spread by their core clock alone
+BETWEEN_DEV = np.array([-1.2, 0.9, -0.3, 1.4, -0.8])
+BETWEEN_CV = {"cpu.steady": 0.003, "net.mid": 0.02, "mem.flat": 0.012, "cpu.loose": 0.04, "cpu.wild": 0.2}
+BETWEEN_CLOCKS = [4000.0, 4450.0, 3650.0, 4300.0, 3900.0]
+
+
+def _between_campaign(path: Path, runs: int = len(BETWEEN_DEV)) -> Path:
+    """A campaign of `runs` synthetic runs, each id's samples all at its run's level (the run figure),
+    cpu.clocked at 100 ns x 4,000 MHz / the run's clock (its processes' clock in interference.core_mhz)."""
+    import json
+
+    from osmeter.results import write_json_atomic
+
+    path.mkdir(parents=True)
+    doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": 1}
+    for k in range(runs):
+        d = path / f"run-{k + 1:02d}"
+        res = Results(d, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
+        for mid, cv in BETWEEN_CV.items():
+            unit = "MB/s" if mid.startswith("net.") else "ns"
+            res.add_line({"id": mid, "unit": unit, "samples": [100 * math.exp(cv * BETWEEN_DEV[k])] * 9,
+                          "params": {}}, "fake", mid)
+        res.add_line({"id": "cpu.clocked", "unit": "ns", "samples": [100 * 4000 / BETWEEN_CLOCKS[k]] * 9,
+                      "params": {}}, "cpu.call", "cpu.clocked")
+        res.doc["interference"] = {"core_mhz": {"cpu.call": [[BETWEEN_CLOCKS[k], BETWEEN_CLOCKS[k] + 5]]}}
+        res.doc["complete"] = True
+        res.save()
+        doc["runs"].append({"name": d.name, "status": "complete"})
+    (path / "campaign.json").write_text(json.dumps(doc))
+    return path
+
+
+def _between_expected() -> list[tuple[str, float, float, int]]:
+    """(id, run-to-run CV, the spread compare's test sees, degrees of freedom the clock costs), in
+    the order of the smallest detectable change at 4 runs a side."""
+    from osmeter.compare import RUN_SD_FLOOR
+    from osmeter.stats import smallest_change_at
+
+    rows = [(mid, float(np.std(cv * BETWEEN_DEV, ddof=1)), max(float(np.std(cv * BETWEEN_DEV, ddof=1)), RUN_SD_FLOOR),
+             0) for mid, cv in BETWEEN_CV.items()]
+    raw = float(np.std(np.log(100 * 4000 / np.array(BETWEEN_CLOCKS)), ddof=1))
+    rows.append(("cpu.clocked", raw, RUN_SD_FLOOR, 1))  # all of it the clock's: at equal clock, the floor
+    return sorted(rows, key=lambda r: (smallest_change_at(r[2], 4, lost_df=r[3]), r[0]))
+
+
+def _between_table(tex: str) -> list[list[str]]:
+    part = tex.split(r"\subsection{Between runs}", 1)[1].split(r"\end{longtable}", 1)[0]
+    body = part.split(r"\endhead", 1)[1]
+    return [ln.removesuffix(r" \\").split(" & ") for ln in body.splitlines() if " & " in ln]
+
+
+def test_a_campaign_runs_report_states_each_ids_smallest_detectable_change(tmp_path):
+    """The report of one run of a campaign gains 'Between runs' in its
+    stability section: the campaign's run count and the method from its
+    parameters, a table of every id sorted by its smallest detectable change
+    at 4 runs a side, each value smallest_change_at of its run-to-run CV (at
+    least compare's floor; at equal clock where every run has its clock, a
+    degree of freedom fewer), and the figure. The planted order differs from
+    the ids' and from their run CVs' (cpu.clocked spreads by 10% as measured,
+    not at all at equal clock). A run of no campaign, or of a campaign of one
+    run, has none of it. Mutants caught: sorted by the run CV; shown for a
+    campaign of one run, and for a run of none; the 8-run column from the
+    4-run values; the ids counted as the runs."""
+    from osmeter import compare
+    from osmeter.stats import runs_to_decide, smallest_change_at
+
+    camp = _between_campaign(tmp_path / "camp")
+    r = osmeter("report", str(camp / "run-02"))
+    assert r.returncode == 0, r.stderr
+    out = camp / "run-02" / "report"
+    tex = (out / "report.tex").read_text()
+    assert tex.count(r"\subsection{Between runs}") == 1
+    section = tex.split(r"\section{How stable the figures are}", 1)[1]
+    assert r"\subsection{Between runs}" in section  # inside the stability section
+    assert f"Over the {len(BETWEEN_DEV)} runs of the campaign" in section
+    assert esc(f"decide {compare.POWER:.0%} of the time at alpha {compare.ALPHA:g}") in section
+    want = _between_expected()
+    rows = _between_table(tex)
+    assert [c[0] for c in rows] == [esc(w[0]) for w in want], rows
+    assert [w[0] for w in want] != sorted(w[0] for w in want)  # neither alphabetical ...
+    assert [w[0] for w in want] != [w[0] for w in sorted(want, key=lambda w: w[1])]  # ... nor by run CV
+    pct = lambda v: esc(f"{v:.1%}")  # noqa: E731
+    for cells, (mid, cv, sd, lost) in zip(rows, want):
+        assert len(cells) == 7, cells
+        assert cells[1] == pct(cv), (mid, cells)
+        assert cells[4:6] == [pct(smallest_change_at(sd, n, lost_df=lost)) for n in (4, 8)], (mid, cells)
+        assert cells[6] == cell(str(runs_to_decide(0.05, sd, lost_df=lost) or ">200")), (mid, cells)
+        assert (cells[2] == "-") == (mid != "cpu.clocked"), cells
+        if lost == 0:  # the clock unknown: from the run CV, at least the floor
+            assert cells[4] == pct(smallest_change_at(max(cv, compare.RUN_SD_FLOOR), 4))
+    assert esc("(clock 100%)") in dict((c[0], c[2]) for c in rows)[esc("cpu.clocked")]
+    assert r"\includegraphics{figures/stability-0.pdf}" in section
+    pdf = (out / "figures" / "stability-0.pdf").read_bytes()
+    assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF")
+    if shutil.which("pdflatex") and shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"], capture_output=True,
+                              text=True, check=True).stdout
+        assert "Between runs" in text and "Smallest detectable change" not in text.split("Between runs")[0]
+    # a run of no campaign, and the one run of a campaign: nothing of it
+    shutil.copytree(camp / "run-01", tmp_path / "lone", ignore=shutil.ignore_patterns("report"))
+    one = _between_campaign(tmp_path / "one", runs=1)
+    for run in (tmp_path / "lone", one / "run-01"):
+        r = osmeter("report", str(run), "--no-pdf")
+        assert r.returncode == 0, r.stderr
+        tex = (run / "report" / "report.tex").read_text()
+        assert "Between runs" not in tex and "detectable" not in tex, run
+        assert not list((run / "report" / "figures").glob("stability-*")), run
+
+
+def test_the_detectable_change_figure_draws_each_design_and_splits_many_ids():
+    """plots.detectable_changes: per id its change at 4 and at 8 runs a side,
+    in the rows' order, on a log axis, the 5% line; 130 ids are split into
+    figures of at most DETECTABLE_PER_FIGURE, every id once, each figure at
+    the text width and shorter than a page. Mutants caught: the 8-run
+    markers drawn from the 4-run values; every id in one tall figure."""
+    from osmeter import plots
+    from osmeter.stats import smallest_change_at
+
+    rng = np.random.default_rng(4)
+    sds = np.sort(np.exp(rng.uniform(np.log(0.005), np.log(0.3), 130)))
+    rows = [{"id": f"x.id{k:03d}", "detectable": {n: smallest_change_at(sd, n) for n in (4, 8)}}
+            for k, sd in enumerate(sds)]
+    rows[-1]["detectable"] = {4: float("nan"), 8: float("nan")}  # not known: named, not drawn
+    figs = plots.detectable_changes(rows, (4, 8), 0.05)
+    assert 3 <= len(figs) <= 4
+    labels, fours, eights = [], [], []
+    for fig in figs:
+        ax = fig.axes[0]
+        w, h = fig.get_size_inches()
+        assert w == plots.TEXT_WIDTH_IN and h <= 9.0, (w, h)
+        ticks = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(ticks) <= plots.DETECTABLE_PER_FIGURE
+        labels += ticks
+        four, eight = ax.lines[0], ax.lines[1]
+        assert four.get_label() == "4 runs a side" and eight.get_label() == "8 runs a side"
+        order = {y: k for k, y in enumerate(sorted(ax.get_yticks(), reverse=True))}  # top row first
+        fours += [x for _, x in sorted(zip(four.get_ydata(), four.get_xdata()), key=lambda p: order[p[0]])]
+        eights += [x for _, x in sorted(zip(eight.get_ydata(), eight.get_xdata()), key=lambda p: order[p[0]])]
+        assert ax.get_xscale() == "log"
+        assert any(list(ln.get_xdata()) == [0.05, 0.05] for ln in ax.lines)  # the 5% line
+        plots.plt.close(fig)
+    assert labels == [r["id"] for r in rows]
+    assert fours == pytest.approx([r["detectable"][4] for r in rows[:-1]])
+    assert eights == pytest.approx([r["detectable"][8] for r in rows[:-1]])
+    assert plots.detectable_changes([], (4, 8), 0.05) == []
+
+
+def test_the_notebook_of_a_campaigns_run_shows_the_between_runs_table(tmp_path):
+    """The notebook executed into a run of a campaign shows the report's
+    between-runs table (ids in the order of their detectable change) and
+    its figure; for a run of no campaign, neither. Mutant caught: the
+    notebook's table in the ids' order."""
+    import nbformat
+
+    from osmeter import notebook
+
+    camp = _between_campaign(tmp_path / "camp")
+    ok, msg = notebook.execute(camp / "run-03", None, ROOT)
+    assert ok, msg
+    nb = nbformat.read(camp / "run-03" / "notebook.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "between_runs" in c.source)
+    md = "".join(o.get("data", {}).get("text/markdown", "") for o in cell.outputs)
+    assert f"Over the {len(BETWEEN_DEV)} runs of the campaign" in md
+    rows = [ln.split(" | ")[0].removeprefix("| ") for ln in md.splitlines() if ln.startswith("| ")][1:]
+    assert [r.replace("\\", "") for r in rows] == [w[0] for w in _between_expected()], md
+    assert sum("image/png" in o.get("data", {}) for o in cell.outputs) == 1
+    shutil.copytree(camp / "run-01", tmp_path / "lone", ignore=shutil.ignore_patterns("notebook.*"))
+    assert notebook.between_runs(tmp_path / "lone") == ("", [])

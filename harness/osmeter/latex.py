@@ -182,13 +182,58 @@ profiling kernel code-paths.
 \end{thebibliography}"""
 
 
-def _stability(doc: dict, curves: set[str]) -> str:
+def _two_lines(head: str, align: str) -> str:
+    """A column head set on two lines split at the space nearest its middle
+    (a table of many columns within the text width); one word stays one line."""
+    words = head.split(" ")
+    if len(words) < 2:
+        return esc(head)
+    k = min(range(1, len(words)), key=lambda k: abs(len(" ".join(words[:k])) - len(" ".join(words[k:]))))
+    return (f"\\begin{{tabular}}[b]{{@{{}}{align}@{{}}}}{esc(' '.join(words[:k]))}\\\\"
+            f"{esc(' '.join(words[k:]))}\\end{{tabular}}")
+
+
+def _between_runs(run_dir: Path, figdir: Path) -> str:
+    """The subsection of a run of a campaign of two runs or more: per id of
+    the campaign's runs (stability.between_runs), the run-to-run spread and
+    the smallest change a comparison of 4 or 8 runs a side would detect,
+    the ids sorted by it, in a table and in figures. Empty for any other run."""
+    from .stability import BETWEEN_HEAD, DETECT, between_cells, between_method, between_runs
+    from .compare import DESIGNS
+
+    try:
+        got = between_runs(run_dir)
+    except ValueError as e:  # a damaged campaign: said, and the rest of the report kept
+        return "\n".join([r"\subsection{Between runs}",
+                          f"This run belongs to a campaign whose runs could not be read: {esc(e)}."])
+    if got is None:
+        return ""
+    runs, rows = got
+    out = [r"\subsection{Between runs}", esc(between_method(len(runs))), "",
+           r"{\footnotesize\setlength{\tabcolsep}{3pt}\begin{longtable}{@{}p{0.26\linewidth}rrl"
+           + "r" * (len(DESIGNS) + 1) + "@{}}", r"\toprule",
+           " & ".join(_two_lines(h, "l" if k == 0 else "r") for k, h in enumerate(BETWEEN_HEAD)) + r" \\",
+           r"\midrule", r"\endhead"]
+    out += [" & ".join(cell(c) for c in r) + r" \\" for r in between_cells(rows)]
+    out += [r"\bottomrule", r"\end{longtable}}"]
+    figs = plots.detectable_changes(rows, DESIGNS, DETECT)
+    for k, fig in enumerate(figs):
+        part = f" Figure {k + 1} of {len(figs)}." if len(figs) > 1 else ""
+        out += _figure(fig, figdir, f"stability-{k}.pdf",
+                       f"Between runs. {plots.caption(plots.detectable_changes)} Here at "
+                       f"{' and '.join(map(str, DESIGNS))} runs a side, the line at {DETECT:.0%}.{part}")
+    out.append(r"\osmflushfloats")  # its figures before the references
+    return "\n".join(out)
+
+
+def _stability(doc: dict, curves: set[str], run_dir: Path, figdir: Path) -> str:
     """How stable each figure is inside this run: the spread of samples in
     a process against the spread of its processes, and what else used the
-    measuring CPU."""
+    measuring CPU; for a run of a campaign, the spread between its runs."""
     rows = spread_rows(doc, curves)  # a curve's spread is drawn in its figure, not set in a table
     inter = interference_rows(doc)
-    if not rows and not inter:
+    between = _between_runs(run_dir, figdir)
+    if not rows and not inter and not between:
         return ""
     out = [r"\section{How stable the figures are}",
            "Each probe that takes samples ran in several processes, interleaved with the other probes; a "
@@ -208,6 +253,8 @@ def _stability(doc: dict, curves: set[str]) -> str:
                 " & ".join(esc(h) for h in SPREAD_HEAD) + r" \\", r"\midrule", r"\endhead"]
         out += [" & ".join(esc(c) for c in r) + r" \\" for r in rows]
         out += [r"\bottomrule", r"\end{longtable}}"]
+    if between:
+        out += ["", between]
     return "\n".join(out)
 
 
@@ -278,7 +325,8 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
         "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
         "FINDINGS": _findings(doc, est, curves, quote), "SUMMARY": _summary(doc, est, curves, quote),
-        "STABILITY": _stability(doc, curves), "REFERENCES": REFERENCES, "LMBENCH": _lmbench(doc, quote)})
+        "STABILITY": _stability(doc, curves, run_dir, figdir), "REFERENCES": REFERENCES,
+        "LMBENCH": _lmbench(doc, quote)})
 
 
 def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:

@@ -76,6 +76,27 @@ def tail_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def between_runs(run_dir: Path) -> tuple[str, list]:
+    """For a run of a campaign of two runs or more, the report's 'Between
+    runs' (stability.between_runs): its method and table as Markdown, and
+    its figures; ("", []) for any other run."""
+    from . import plots
+    from .stability import BETWEEN_HEAD, DETECT, between_cells, between_method
+    from .stability import between_runs as of_campaign
+    from .compare import DESIGNS
+    from .present import markdown_table, md
+
+    try:
+        got = of_campaign(run_dir)
+    except ValueError as e:
+        return f"This run belongs to a campaign whose runs could not be read: {md(e)}.", []
+    if got is None:
+        return "", []
+    runs, rows = got
+    return (md(between_method(len(runs))) + "\n\n" + markdown_table(BETWEEN_HEAD, between_cells(rows)),
+            plots.detectable_changes(rows, DESIGNS, DETECT))
+
+
 def execute(run_dir: Path, estimates, root: Path, timeout: float = 600) -> tuple[bool, str]:
     """Runs the notebook on run_dir's results and writes notebook.ipynb and
     notebook.html there. (ok, message). A cell that fails still leaves both

@@ -338,3 +338,61 @@ def iogen_zones(objs: list[dict]):
 
 
 IOGEN_FIGURES = (iogen_size_qd, iogen_zones)  # drawn from iogen's own JSON lines: osmeter iogen-plot
+
+
+DETECTABLE_PER_FIGURE = 45  # ids in one figure of detectable_changes: a page's height at a legible size
+
+
+def detectable_changes(rows: list[dict], designs: tuple[int, ...], line: float, per_figure: int = DETECTABLE_PER_FIGURE):
+    """The smallest change a comparison of this many runs a side would
+    detect for each id, from the spread of its runs (log scale), the ids
+    sorted by it as in the table; the dashed line marks the change the
+    runs per side are sized for.
+
+    rows: stability.stability_rows, in the order to draw; designs: the runs a
+    side (keys of each row's "detectable"); line: the change marked. A list
+    of figures of at most per_figure ids each (their sizes as even as the
+    count allows), one x axis for all; empty without rows."""
+    if not rows:
+        return []
+    values = np.array([[r["detectable"].get(n, np.nan) for n in designs] for r in rows], dtype=float)
+    finite = values[np.isfinite(values) & (values > 0)]
+    lo = min(float(finite.min()) if finite.size else line, line) / 1.6
+    hi = max(float(finite.max()) if finite.size else line, line) * 1.6
+    parts = -(-len(rows) // per_figure)
+    bounds = np.linspace(0, len(rows), parts + 1).round().astype(int)
+    markers = ("o", "s", "D", "^")
+    figs = []
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        n = end - start
+        fig, ax = plt.subplots(figsize=(TEXT_WIDTH_IN, 0.95 + 0.155 * n))
+        y = np.arange(n)[::-1]
+        part = values[start:end]
+        for k, runs in enumerate(designs):
+            v = part[:, k]
+            ok = np.isfinite(v) & (v > 0)
+            ax.plot(v[ok], y[ok], markers[k % len(markers)], color=f"C{k}", ms=3.6,
+                    mfc=f"C{k}" if k == 0 else "none", label=f"{runs} runs a side")
+        for yy, row in zip(y, part):  # each id's designs joined, so its row reads at a glance
+            ok = row[np.isfinite(row) & (row > 0)]
+            if ok.size > 1:
+                ax.plot([ok.min(), ok.max()], [yy, yy], color="0.6", lw=0.7, zorder=0)
+            if not ok.size:
+                ax.annotate("not known", (0, yy), xycoords=("axes fraction", "data"), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=6, color="0.4")
+        ax.axvline(line, color="black", lw=0.8, ls="--", label=f"{line:.0%}")
+        ax.set_xscale("log")
+        ax.set_xlim(lo, hi)
+        ax.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v * 100:.3g}%"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+        ax.tick_params(axis="x", labeltop=True, top=True)  # readable at both ends of a tall figure
+        ax.set_yticks(y, [lit(r["id"]) for r in rows[start:end]], fontsize=6.5)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.grid(axis="y", alpha=0)
+        ax.set_xlabel("smallest detectable change (log scale)")
+        title = "Smallest detectable change per id"
+        ax.set_title(lit(title if parts == 1 else f"{title}: ids {start + 1} to {end} of {len(rows)}"))
+        fig.legend(loc="outside lower center", ncol=len(designs) + 1, fontsize=6.5, frameon=False)
+        figs.append(fig)
+    return figs
