@@ -1108,7 +1108,8 @@ def _clock_run(path: Path, clock: float, args0_ns: float, disk_iops: float) -> N
 def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
     """Through compare_sides and stability: cpu.call.args0 exactly 0.954 ns at 4,200 MHz, scaled
     by each run's clock (spread 4,000-4,400 MHz), is compared at equal clock ('run, equal clock',
-    slope -1, B/A 1) and shown equal at 2%; cpu.clock itself is compared as measured; an id whose
+    slope -1, B/A 1) and shown equal at 3% (four runs a side at the 1% spread floor, the clock costing
+    a degree of freedom, resolve 2.5%); cpu.clock itself is compared as measured; an id whose
     probe recorded no clock is compared as before; the note gives both sides' clocks. stability
     shows the spread left at equal clock. Mutant caught: cpu.clock compared at its own clock."""
     from osmeter.campaign import stability_rows, stability_table
@@ -1120,7 +1121,7 @@ def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
         for k, c in enumerate(cs, 1):
             _clock_run(tmp_path / side / f"run-{k:02d}", c, 0.954 * 4200 / c, 70_000 * math.exp(rng.normal(0, 0.01)))
     a, b = (load_side([tmp_path / s / f"run-{k:02d}" for k in range(1, 5)]) for s in ("a", "b"))
-    c = compare.compare_sides(a, b, 0.02)
+    c = compare.compare_sides(a, b, 0.03)
     rows = {r.id: r for r in c.rows}
     call = rows["cpu.call.args0"]
     assert compare._unit_text(call) == "run, equal clock" and call.clock_slope == pytest.approx(-1, abs=1e-6)
@@ -1224,3 +1225,129 @@ def test_processes_on_a_shared_core_are_set_aside(tmp_path):
     c = compare.compare_sides(a, b, 0.05)
     assert {r.id: r for r in c.rows}["cpu.call.args0"].verdict == "slower"
     assert not any("shared core" in n for n in c.notes)
+
+
+# --- the core's width: processes compared at equal width (issue 44) -------------------------------
+
+def width_side(rng, runs: int, procs: int = 6, slope: float = -0.8, shift: float = 0.0, run_cv: float = 0.005,
+               proc_cv: float = 0.01, samples: int = 20):
+    """Runs of processes whose width (adds per cycle) a neighbour on the host's core varies from process
+    to process, 1.8 to 3.6, and whose figure follows it with `slope` on the logs."""
+    trials, widths = [], []
+    for _ in range(runs):
+        level = 100 * (1 + shift) * math.exp(rng.normal(0, run_cv))
+        w = rng.uniform(1.8, 3.6, procs)
+        trials.append([level * (wk / 3.0) ** slope * math.exp(rng.normal(0, proc_cv))
+                       * np.exp(rng.normal(0, 0.01, samples)) for wk in w])
+        widths.append(w.tolist())
+    return trials, widths
+
+
+def width_verdicts(rng, shift: float, slope: float, use: bool, draws: int = 150, runs: int = 4):
+    rows, fits = [], []
+    for _ in range(draws):
+        (a, wa), (b, wb) = width_side(rng, runs, slope=slope), width_side(rng, runs, slope=slope, shift=shift)
+        fit = None
+        if use:
+            (a, b), fit = compare.width_adjust([a, b], [wa, wb])
+        rows.append(compare.compare_id("x", "ns", a, b, area="x", interval=False))
+        fits.append(fit)
+    compare.decide(rows, 0.05)
+    return [r.verdict for r in rows], fits
+
+
+def test_processes_that_follow_the_cores_width_are_compared_at_equal_width():
+    """A neighbour on the host core's other thread, at a load that varies from process to process, moves
+    each process's width and its figure with it: the spread between processes becomes the spread between
+    runs, and four runs a side seldom decide at 5%. Brought to equal width by the within-run slope, an A/A
+    is mostly decided ('='), never flagged beyond the test's size, and a planted 6% slowdown is found.
+    Where the figure does not follow the width the slope is used about as often as its level (1%).
+    Mutants caught: the adjustment's sign turned; the slope taken whatever its significance."""
+    rng = np.random.default_rng(44)
+    blind, _ = width_verdicts(rng, 0.0, -0.8, False)
+    same, fits = width_verdicts(rng, 0.0, -0.8, True)
+    assert all(f is not None and f["applied"] and f["slope"] == pytest.approx(-0.8, abs=0.15) for f in fits)
+    assert sum(v in FLAGGED for v in same) <= 0.05 * len(same)
+    assert same.count("=") >= 0.8 * len(same) and blind.count("=") <= 0.4 * len(blind), (same.count("="),
+                                                                                           blind.count("="))
+    slower, _ = width_verdicts(rng, 0.06, -0.8, True)
+    assert slower.count("slower") >= 0.8 * len(slower)
+    flat, fits = width_verdicts(rng, 0.0, 0.0, True, draws=300)
+    assert sum(f["applied"] for f in fits) <= 0.04 * len(fits)
+    assert sum(v in FLAGGED for v in flat) <= 0.05 * len(flat)
+    # a process without its width: nothing is adjusted, and nothing is claimed
+    (a, wa), (b, wb) = width_side(rng, 3), width_side(rng, 3)
+    wa[1][2] = None
+    got, fit = compare.width_adjust([a, b], [wa, wb])
+    assert fit is None and got[0] is a
+
+
+def test_the_width_test_keeps_its_size():
+    """Over 2,000 A/A draws of four runs a side whose figures follow the width, the comparison at equal
+    width flags an unchanged id at its level (5%, within 3.5-6.5%; runs 2% apart, above the spread
+    floor): the slope is fitted within runs, so the sides' difference never enters it."""
+    rng = np.random.default_rng(45)
+    flagged = 0
+    n = 2000
+    for _ in range(n):
+        (a, wa), (b, wb) = width_side(rng, 4, procs=5, run_cv=0.02), width_side(rng, 4, procs=5, run_cv=0.02)
+        (a, b), _ = compare.width_adjust([a, b], [wa, wb])
+        r = compare.compare_id("x", "ns", a, b, area="x", interval=False)
+        flagged += r.p < 0.05
+    assert 0.035 * n <= flagged <= 0.065 * n, flagged / n
+
+
+def _width_run(path: Path, rng, shift: float = 0.0) -> None:
+    """A run of cpu.call.args0 in six processes whose widths (2.9-3.6, none below 85% of the run's
+    median, so none set aside) vary and whose figures follow them on the logs with slope -0.8;
+    beside it cpu.flat, whose figures do not follow its processes' widths."""
+    from osmeter.results import merge_processes
+
+    path.mkdir(parents=True)
+    res = Results(path, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
+    level = (1 + shift) * math.exp(rng.normal(0, 0.004))
+    for mid in ("cpu.call.args0", "cpu.flat"):
+        procs = []
+        for w in rng.uniform(2.9, 3.6, 6):
+            follow = (w / 3.3) ** -0.8 if mid == "cpu.call.args0" else 1.0
+            v = level * follow * math.exp(rng.normal(0, 0.004)) * np.exp(rng.normal(0, 0.003, 8))
+            procs.append([{"id": mid, "unit": "ns", "samples": v.tolist(), "params": {},
+                           "core_width": {"start": 3.6, "end": float(w)}}])
+        res.add_line(merge_processes(procs)[0], mid, mid)
+    res.doc["interference"] = {"core_width": {"cpu.other": [[3.3, 3.3]] * 12}}
+    res.doc["complete"] = True
+    res.save()
+
+
+def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_width(tmp_path):
+    """Through real run directories: each kept process's width comes from its measurement's
+    processes.core_width by its number; the id whose figures follow it is compared at equal width
+    (its unit says so, the CSV gives the slope and the share of the within-run variance it
+    explained) and decided '=' at 5%, where as measured it is not; the id that does not follow its
+    width is compared as measured. Mutant caught: the widths taken in another process order."""
+    from osmeter.store import load_side
+
+    rng = np.random.default_rng(12)
+    for side in "ab":
+        for k in range(4):
+            _width_run(tmp_path / side / f"run-{k + 1:02d}", rng)
+    a = load_side([tmp_path / "a" / f"run-{k:02d}" for k in range(1, 5)])
+    b = load_side([tmp_path / "b" / f"run-{k:02d}" for k in range(1, 5)])
+    w = a[0].process_widths(a[0].measurements["cpu.call.args0"])
+    assert len(w) == 6 and w == a[0].measurements["cpu.call.args0"]["processes"]["core_width"]
+    c = compare.compare_sides(a, b, 0.05)
+    rows = {r.id: r for r in c.rows}
+    call, flat = rows["cpu.call.args0"], rows["cpu.flat"]
+    assert call.width["applied"] and call.width["slope"] == pytest.approx(-0.8, abs=0.1), call.width
+    assert call.width["explained"] > 0.8 and "equal width" in compare._unit_text(call)
+    assert call.verdict == "=", (call.verdict, call.mdc)
+    assert not flat.width["applied"] and "equal width" not in compare._unit_text(flat)
+    got = {row["id"]: row for row in csv.DictReader(io.StringIO(
+        "".join(ln for ln in compare.to_csv(c).splitlines(True) if not ln.startswith("#"))))}
+    assert got["cpu.call.args0"]["width_applied"] == "1" and float(got["cpu.call.args0"]["width_slope"]) < -0.5
+    assert got["cpu.flat"]["width_applied"] == "0"
+    for r in a + b:  # as measured: the widths' spread is in the runs' figures
+        for m in r.doc["measurements"]:
+            (m.get("processes") or {}).pop("core_width", None)
+    assert {r.id: r for r in compare.compare_sides(a, b, 0.05).rows}["cpu.call.args0"].verdict != "="
+

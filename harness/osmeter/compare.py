@@ -19,7 +19,7 @@ from .present import esc, fmt_value, markdown_table, md, tex_file_name, text_tab
 from .results import run_figure
 from .stats import (ancova_parts, benjamini_hochberg, hierarchical_ratio_ci, mann_whitney, nested_components,
                     ratio_ci, runs_needed, runs_to_decide, smallest_change, smallest_change_at, spend_alpha, t_quantile, t_test,
-                    tost_of, welch, welch_parts)
+                    tost_of, welch, welch_parts, within_slope)
 from .interference import CLOCK_ID, SLOWED, core_clocks, measurement_clock
 from .units import better
 
@@ -37,6 +37,10 @@ RUN_SD_FLOOR = 0.01
 FAR_PROCESS = 4.0
 POWER = 0.8
 DESIGNS = (4, 8)  # the runs a side each row also states its smallest detectable change for
+# the processes of an id are compared at equal core width (width_adjust) where the slope of their figures'
+# logs on their width's logs, within runs, is this significant, on this many degrees of freedom or more
+WIDTH_P = 0.01
+WIDTH_MIN_DF = 6
 # a run whose host-mode param (Probe.host_mode) lies this many times above the least of the
 # compared runs' was measured in another state of the host (the vCPUs on two dies, not one)
 HOST_MODE_FACTOR = 2.0
@@ -91,6 +95,9 @@ class Row:
     parts: list = field(default_factory=list)  # its kernel-path components (Rows), where both sides were traced
     # fewer than two runs a side in one host mode (host_mode_split): shown on all its runs, never decided
     host_modes_apart: bool = False
+    # the within-run slope of the processes' log figures on their core width's logs (width_adjust): slope,
+    # se, df, p, explained (the share of the within-run variance of the process figures), applied
+    width: dict | None = None
     # the smallest change this comparison, and 4 and 8 runs a side of the same spread, decide at
     # compare's alpha and POWER (detectable); NaN where the spread is not known
     mdc: float = float("nan")
@@ -219,6 +226,46 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
         clock_adjust(row, la, ca, lb, cb, interval)
     _, _, row.p = t_test(row.test_parts)
     return row
+
+
+def width_adjust(sides: list[list[list[np.ndarray]]], widths: list[list[list[float | None]]]
+                 ) -> tuple[list[list[list[np.ndarray]]], dict | None]:
+    """The processes of every run of every side brought to one core width:
+    where another hardware thread shares the host's core with a varying
+    load, a process's width (adds per cycle of independent chains, read at
+    its start and end) moves with it and so does its figure. The slope of
+    the processes' log figures on their log widths is fitted within runs
+    (stats.within_slope: run means taken out, so the sides' difference
+    never enters it, and both sides are moved alike), and where it is
+    significant at WIDTH_P each process's trials are scaled to the median
+    width of all the processes. The choice looks at the width's relation
+    to the figure inside runs, never at the figure's difference between the
+    sides. Returns the sides (adjusted, or as they were) and the fit, None
+    where a process has no width."""
+    ys, xs = [], []
+    for runs, ws in zip(sides, widths):
+        if len(ws) != len(runs):
+            return sides, None
+        for procs, w in zip(runs, ws):
+            procs = _processes(procs)
+            if len(w) != len(procs) or any(x is None for x in w):
+                return sides, None
+            med = np.array([np.median(p) for p in procs], float)
+            if not np.all(med > 0):
+                return sides, None
+            ys.append(np.log(med))
+            xs.append(np.log(np.asarray(w, float)))
+    fit = within_slope(ys, xs)
+    if fit is None:
+        return sides, None
+    fit["applied"] = bool(fit["df"] >= WIDTH_MIN_DF and fit["p"] < WIDTH_P)
+    if not fit["applied"]:
+        return sides, fit
+    ref = float(np.median(np.concatenate(xs)))
+    fit["ref_width"] = math.exp(ref)
+    out = [[[p * math.exp(-fit["slope"] * (math.log(w) - ref)) for p, w in zip(_processes(procs), ws_run)]
+             for procs, ws_run in zip(runs, ws)] for runs, ws in zip(sides, widths)]
+    return out, fit
 
 
 def _kept_runs(runs: list, clocks: list) -> tuple[list[list[np.ndarray]], list]:
@@ -355,9 +402,11 @@ def compare_sides(a: list[Run], b: list[Run], min_change: float = MIN_CHANGE,
             if apart:  # shown on all its runs, and left undecided
                 ha, hb = a, b
         ta, tb = _trials(ha, mid), _trials(hb, mid)
+        (ta, tb), width = width_adjust([ta, tb], [_widths(ha, mid), _widths(hb, mid)])
         row = compare_id(mid, unit, ta, tb, clocks=(_clocks(ha, mid), _clocks(hb, mid)))
         if row is not None:
             row.host_modes_apart = apart
+            row.width = width
             rows.append(row)
         else:  # every sample of one side was disturbed (or not finite): said, never dropped in silence
             empty = [lab for lab, t in zip(labels, (ta, tb)) if not any(x.size for run in t for x in run)]
@@ -569,6 +618,11 @@ def _trials(side: list[Run], mid: str) -> list[list[np.ndarray]]:
     return [r.by_process(r.measurements[mid]) for r in side if mid in r.measurements]
 
 
+def _widths(side: list[Run], mid: str) -> list[list[float | None]]:
+    """Per run that has the id (as _trials), the core width of each of its kept processes."""
+    return [r.process_widths(r.measurements[mid]) for r in side if mid in r.measurements]
+
+
 def _clocks(side: list[Run], mid: str) -> list[float | None]:
     """Per run that has the id (as _trials), the core clock its probe's
     processes ran at (interference.measurement_clock), None where unknown."""
@@ -669,7 +723,10 @@ def method_line(c: Comparison) -> str:
             f"{FAR_PROCESS:g} robust sd from its side's median ('unit'); Welch's t test on the logs, "
             f"each side's spread taken as at least {RUN_SD_FLOOR:.0%}, or, with the run as the unit and the core "
             f"clock known for every run ('run, equal clock'), an analysis of covariance on the logs of the runs' "
-            f"clocks, whose B/A and interval are then the change at equal clock; Benjamini-Hochberg {level} over all ids, "
+            f"clocks, whose B/A and interval are then the change at equal clock; where the processes' figures follow "
+            f"the core's width (adds per cycle, read at each process's start and end: another thread on the host's "
+            f"core) within runs, at p < {WIDTH_P:g}, each process is first brought to the median width by that "
+            f"within-run slope ('equal width'); Benjamini-Hochberg {level} over all ids, "
             f"change >= {c.min_change:.0%}; '=': shown within +-{c.min_change:.0%} by two one-sided tests; interval: "
             f"hierarchical bootstrap (runs, then trials), or at equal clock the covariance test's Student's t "
             f"interval; detectable: the smallest change these runs, and {' and '.join(map(str, DESIGNS))} runs a "
@@ -698,9 +755,10 @@ def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
 
 
 def _unit_text(r: Row) -> str:
+    width = ", equal width" if r.width and r.width.get("applied") else ""
     if r.test_unit == "process":
-        return f"process {r.units_a}/{r.units_b}"
-    return "run, equal clock" if r.clock_slope is not None else "run"
+        return f"process {r.units_a}/{r.units_b}{width}"
+    return ("run, equal clock" if r.clock_slope is not None else "run") + width
 
 
 def markdown(c: Comparison) -> str:
@@ -756,7 +814,8 @@ def _pct_change(g: float) -> str:
 
 CSV_COLUMNS = ("id", "unit", "area", "runs_a", "runs_b", "median_a", "median_b", "ratio", "ci_lo", "ci_hi", "p", "q",
                "basis", "test_unit", "units_a", "units_b", "p_within_run", "p_equivalence", "run_cv", "runs_needed",
-               "verdict", "moved", "clock_slope", "detectable", *(f"detectable_{n}" for n in DESIGNS))
+               "verdict", "moved", "clock_slope", "detectable", *(f"detectable_{n}" for n in DESIGNS), "width_slope",
+               "width_explained", "width_applied")
 
 
 def to_csv(c: Comparison) -> str:
@@ -777,7 +836,8 @@ def to_csv(c: Comparison) -> str:
                     moved_text(r) if r.parts and r.verdict in DIRECTIONS else "",
                     r.clock_slope if r.clock_slope is not None else "",
                     r.mdc if math.isfinite(r.mdc) else "",
-                    *(r.mdc_at[n] if math.isfinite(r.mdc_at.get(n, math.nan)) else "" for n in DESIGNS)])
+                    *(r.mdc_at[n] if math.isfinite(r.mdc_at.get(n, math.nan)) else "" for n in DESIGNS),
+                    *((r.width["slope"], r.width["explained"], int(r.width["applied"])) if r.width else ("", "", ""))])
     return f.getvalue()
 
 

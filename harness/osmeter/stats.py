@@ -571,3 +571,32 @@ def runs_to_decide(change: float, sd: float, per_run: float = 1.0, lost_df: int 
             lo = mid + 1
     return lo
 
+
+def within_slope(ys: list, xs: list) -> dict | None:
+    """The slope of y on x within groups (a group is a run; y and x the logs
+    of its processes' figures and of a covariate each one read): each group
+    centred on its own means, one slope pooled over them (the covariance
+    analysis of the groups as blocks). Its standard error, degrees of
+    freedom (values - groups - 1), two-sided p, and the share of the
+    within-group variance of y that x explains. None with under one degree
+    of freedom or no spread of x."""
+    dy, dx = [], []
+    for y, x in zip(ys, xs):
+        y, x = np.asarray(y, float), np.asarray(x, float)
+        if y.size >= 2 and y.size == x.size:
+            dy.append(y - y.mean())
+            dx.append(x - x.mean())
+    if not dy:
+        return None
+    dy, dx = np.concatenate(dy), np.concatenate(dx)
+    groups = sum(1 for y in ys if np.asarray(y).size >= 2)
+    df = dy.size - groups - 1
+    sxx, syy, sxy = float(dx @ dx), float(dy @ dy), float(dx @ dy)
+    if df < 1 or not sxx > 0:
+        return None
+    slope = sxy / sxx
+    sse = max(syy - slope * sxy, 0.0)
+    se = math.sqrt(sse / df / sxx)
+    p = t_two_sided_p(slope / se, df) if se > 0 else 0.0
+    return {"slope": slope, "se": se, "df": df, "p": p, "explained": (1 - sse / syy) if syy > 0 else 0.0}
+

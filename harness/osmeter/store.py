@@ -247,6 +247,19 @@ def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
     return split_by_process(v, keep, proc)[2] or [v[:0]]
 
 
+def process_numbers(run_dir: Path, m: dict, set_aside: frozenset[int] = frozenset()) -> list[int]:
+    """The numbers of the processes kept_by_process gives, in its order."""
+    import numpy as np
+
+    with np.load(run_dir / m["samples_file"], allow_pickle=False) as z:
+        v, d = z["values"], z["disturbed"]
+        proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
+    keep = ~d & np.isfinite(v)
+    if set_aside:
+        keep &= ~np.isin(proc, sorted(set_aside))
+    return sorted(set(proc[keep].tolist()))
+
+
 def split_by_process(values, keep, proc):
     """(kept values, their processes, the kept values of each process in
     order): a process none of whose values was kept is left out. One
@@ -312,6 +325,19 @@ class Run:
         if got is None:
             raise ValueError(f"{self.path}: cannot read the samples of {m['id']} (no file {m.get('samples_file')})")
         return got
+
+    def process_widths(self, m: dict) -> list[float | None]:
+        """The core's width (the lower of its two readings) of each process
+        by_process gives, in its order; None where a process has none."""
+        widths = (m.get("processes") or {}).get("core_width")
+        try:
+            numbers = process_numbers(self.path, m, self.shared_processes(m))
+        except (OSError, KeyError, ValueError):
+            return []
+        if not isinstance(widths, list):
+            return [None] * len(numbers)
+        return [float(widths[k]) if k < len(widths) and isinstance(widths[k], (int, float))
+                and not isinstance(widths[k], bool) and widths[k] > 0 else None for k in numbers]
 
 
 def load_side(paths: list[Path]) -> list[Run]:
