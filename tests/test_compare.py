@@ -1323,8 +1323,9 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
     """Through real run directories: each kept process's width comes from its measurement's
     processes.core_width by its number; the id whose figures follow it is compared at equal width
     (its unit says so, the CSV gives the slope and the share of the within-run variance it
-    explained) and decided '=' at 5%, where as measured it is not; the id that does not follow its
-    width is compared as measured. Mutant caught: the widths taken in another process order."""
+    explained) and decided '=' at 5%, where as measured it is not, and stability shows its CV at
+    equal width; the id that does not follow its width is compared as measured. Mutants caught: the
+    widths taken in another process order; stability's figures as measured."""
     from osmeter.store import load_side
 
     rng = np.random.default_rng(12)
@@ -1346,6 +1347,14 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
         "".join(ln for ln in compare.to_csv(c).splitlines(True) if not ln.startswith("#"))))}
     assert got["cpu.call.args0"]["width_applied"] == "1" and float(got["cpu.call.args0"]["width_slope"]) < -0.5
     assert got["cpu.flat"]["width_applied"] == "0"
+    # stability shows the run-to-run CV at equal width beside the one as measured, and what the width explained
+    from osmeter.stability import stability_rows, stability_table
+
+    st = {r["id"]: r for r in stability_rows(a + b)}
+    assert st["cpu.call.args0"]["width_cv"] < 0.7 * st["cpu.call.args0"]["run_cv"], st["cpu.call.args0"]
+    assert st["cpu.call.args0"]["width_explained"] > 0.8 and st["cpu.flat"]["width_cv"] is None
+    line = next(ln for ln in stability_table(list(st.values())).splitlines() if ln.startswith("cpu.call.args0"))
+    assert f"{st['cpu.call.args0']['width_cv']:.1%} (width {st['cpu.call.args0']['width_explained']:.0%})" in line
     for r in a + b:  # as measured: the widths' spread is in the runs' figures
         for m in r.doc["measurements"]:
             (m.get("processes") or {}).pop("core_width", None)

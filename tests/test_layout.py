@@ -235,7 +235,7 @@ def test_the_harness_has_no_import_circles():
 
 # What reads results (compare, the report, the notebook, the figures) reads them
 # through store.py: it never reaches the code that runs probes.
-ANALYSIS = ("compare", "fleet.compare", "latex", "notebook", "plots")
+ANALYSIS = ("compare", "fleet.compare", "latex", "notebook", "plots", "stability")
 RUNNING = ("runner", "campaign")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import registry, store
-from .compare import ALPHA, DESIGNS, POWER, RUN_SD_FLOOR
+from .compare import ALPHA, DESIGNS, POWER, RUN_SD_FLOOR, width_adjust
 from .interference import measurement_clock
 from .results import run_figure
 from .stats import covariate_fit, runs_to_decide, smallest_change_at, variance_split
@@ -28,7 +28,10 @@ STABILITY_HEAD = (
     "add beyond their samples; between runs: what runs add beyond their processes. dominant: the part with\n"
     "the largest share of the variance of one run's figure. at equal clock: the run-to-run CV left once the\n"
     "runs' core clock (their probe processes' chain of adds) is regressed out, and the share of the variance\n"
-    "the clock explains; compare tests the runs so. runs/side: the fewest runs a side whose smallest detectable\n"
+    "the clock explains; compare tests the runs so. at equal width: the run-to-run CV once each process is\n"
+    "brought to the median core width by the within-run slope of its figure on its width, where that slope is\n"
+    "significant at 1% (another thread on the host's core), and the share of the within-run variance of the\n"
+    "process figures the width explains; the columns after it are from these figures. runs/side: the fewest runs a side whose smallest detectable\n"
     "change is at most that change; detectable: the smallest change N runs a side decide 80% of the time at\n"
     "alpha 0.05 (seen by compare's t test on run figures, at equal clock where known, or shown '=' if the\n"
     "figure did not move), from this spread.\n\n")
@@ -48,6 +51,7 @@ def stability_rows(runs: list[Run]) -> list[dict]:
     that CV, the spread compare's covariance test sees."""
     per: dict[str, list[list[np.ndarray]]] = {}
     clocks: dict[str, list[float | None]] = {}
+    widths: dict[str, list[list[float | None]]] = {}
     units = {}
     for r in runs:
         for mid, m in r.measurements.items():
@@ -58,16 +62,25 @@ def stability_rows(runs: list[Run]) -> list[dict]:
             if procs and any(x.size for x in procs):
                 per.setdefault(mid, []).append(procs)
                 clocks.setdefault(mid, []).append(measurement_clock(r.doc, m))
+                widths.setdefault(mid, []).append(r.process_widths(m))
                 units[mid] = m["unit"]
     out = []
     for mid, rs in per.items():
+        measured = np.array([run_figure(x) for x in rs])
+        # at equal width where the processes' figures follow the core's width within runs, as compare
+        # takes them (compare.width_adjust)
+        adjusted, width = width_adjust([rs], [widths[mid]])
+        if width and width["applied"]:
+            rs = adjusted[0]
         figs = np.array([run_figure(x) for x in rs])
         kept = np.isfinite(figs)
-        figs, clk = figs[kept], [c for c, k in zip(clocks[mid], kept) if k]
+        figs, measured, clk = figs[kept], measured[kept], [c for c, k in zip(clocks[mid], kept) if k]
         if not figs.size:
             continue
-        positive = bool(np.all(figs > 0))
-        sd = float(np.std(np.log(figs), ddof=1)) if positive and figs.size > 1 else float("nan")
+        positive = bool(np.all(figs > 0) and np.all(measured > 0))
+        sd = float(np.std(np.log(measured), ddof=1)) if positive and figs.size > 1 else float("nan")
+        width_cv = (float(np.std(np.log(figs), ddof=1)) if positive and figs.size > 1 and width
+                    and width["applied"] else None)
         split = variance_split(rs) if positive else None
         fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)))
                if positive and all(isinstance(c, float) and c > 0 for c in clk) else None)
@@ -75,8 +88,9 @@ def stability_rows(runs: list[Run]) -> list[dict]:
         # at least its floor
         test_sd = max(fit[1], RUN_SD_FLOOR) if fit else max(sd, RUN_SD_FLOOR) if math.isfinite(sd) else sd
         lost = 1 if fit else 0
-        out.append({"id": mid, "unit": units[mid], "runs": int(figs.size), "median": float(np.median(figs)),
-                    "run_cv": sd, "split": split,
+        out.append({"id": mid, "unit": units[mid], "runs": int(figs.size), "median": float(np.median(measured)),
+                    "run_cv": sd, "split": split, "width_cv": width_cv,
+                    "width_explained": width["explained"] if width and width["applied"] else None,
                     "clock_cv": fit[1] if fit else None, "clock_share": fit[2] if fit else None,
                     "runs_for_5pct": (runs_to_decide(DETECT, test_sd, lost_df=lost, alpha=ALPHA, power=POWER)
                                       if math.isfinite(test_sd) else None),
@@ -85,18 +99,26 @@ def stability_rows(runs: list[Run]) -> list[dict]:
     return out
 
 
+def _width_cell(r: dict) -> str:
+    """The run-to-run CV at equal core width and the share of the within-run variance of the process
+    figures the width explained, where compare takes the id so; else '-'."""
+    if not isinstance(r.get("width_cv"), float):
+        return "-"
+    return f"{_pct(r['width_cv'])} (width {r['width_explained']:.0%})"
+
+
 def stability_table(rows: list[dict]) -> str:
     from .present import fmt_value, text_table
 
     head = ("id", "median", "runs", "run-to-run CV", "within process", "between processes", "between runs",
-            "dominant", "at equal clock", f"runs/side for {DETECT:.0%}",
+            "dominant", "at equal width", "at equal clock", f"runs/side for {DETECT:.0%}",
             "detectable at " + "/".join(map(str, DESIGNS)) + " runs")
     body = []
     for r in rows:
         sp = r.get("split") or {}
         body.append((r["id"], fmt_value(r["median"], r["unit"]), str(r["runs"]), _pct(r["run_cv"]),
                      _pct(sp.get("within_cv")), _pct(sp.get("process_cv")), _pct(sp.get("run_cv")),
-                     _dominant(sp), _clock_cell(r), _runs_cell(r),
+                     _dominant(sp), _width_cell(r), _clock_cell(r), _runs_cell(r),
                      " / ".join(_pct(r["detectable"].get(n)) for n in DESIGNS)))
     return text_table(head, body, left=(0, 7))
 
