@@ -108,7 +108,7 @@ def test_aarch64_probes_print_valid_lines_under_qemu(binary, decl, aarch64_build
     if peer:
         args += ["--peer", aarch64_peer]
     if binary.startswith("fs_"):
-        args = [a if a != "{fs_dir}" else str(tmp_path) for a in args] + (["--dir", str(tmp_path)]
+        args = [a if a not in ("{fs_dir}", "{meta_dir}") else str(tmp_path) for a in args] + (["--dir", str(tmp_path)]
                                                                           if "--dir" not in args else [])
     r = qemu(aarch64_build / "bin" / binary, *args)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -114,6 +114,9 @@ SAMPLES = {
     "--on": ("u@h", "u@h"),
     "--on-tree": ("/t", "/t"),
     "--isolate": (None, True),
+    "--no-halt": (None, True),
+    "--disk-ram": (None, True),
+    "--fs-scratch": (None, True),
 }
 COMMANDS = {"run": ["run"], "ab": ["ab", "--a", "true", "--b", "true"], "fleet": ["fleet", "run", "--hosts", "local"]}
 

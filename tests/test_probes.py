@@ -167,7 +167,7 @@ def test_help_lists_every_option_the_harness_passes_with_its_default(binary):
     it and --help exit 0), listed in --help with the default it had before parsing."""
     given = [a for p in registry.PROBES if p.binary == binary
              for a in (*p.smoke, *(x for args in p.presets.values() for x in args))]
-    given = ["/tmp" if a == "{fs_dir}" else a for a in given]
+    given = ["/tmp" if a in ("{fs_dir}", "{meta_dir}") else a for a in given]
     before = _own_options(probe(binary, "--help").stdout)
     for i, a in enumerate(given):
         if a.startswith("--") and a.split("=")[0][2:] not in ("samples", "iterations", "warmup", "cpu", "timer"):

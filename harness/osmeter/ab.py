@@ -20,7 +20,7 @@ from pathlib import Path
 from . import compare, store
 from .campaign import Campaign, new_seed, run_seeds
 from .errors import Interrupted, RunError, shielded
-from .runner import Done, ResultsDir, execute, start_run, tracing
+from .runner import Done, ResultsDir, execute, no_halt, ram_devices, start_run, tracing
 from .runopts import RunOptions
 from .stats import spend_alpha
 
@@ -110,7 +110,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     alpha = compare.ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
     try:
-        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
             p.peer = peer
             for k, order in enumerate(orders, 1):
                 if until_decided and k > 2 and looks and looks[-1]["decided"]:

@@ -24,7 +24,7 @@ from .isolate import isolated
 from .results import write_json_atomic
 from .store import load_side
 from .store import load as load_results
-from .runner import Done, ResultsDir, execute, start_run, tracing
+from .runner import Done, ResultsDir, execute, no_halt, ram_devices, start_run, tracing
 from .runopts import RunOptions, options_doc
 # the stability tables live in stability.py (the report and the notebook read them without the runner);
 # named here too, where the campaign writes them and the command line and tests have taken them from
@@ -93,7 +93,7 @@ def _run_campaign(p, out: Path, opts: RunOptions, runs: int, seed: int | None) -
     status = 0
     print(f"osmeter: campaign of {runs} runs into {out} (seed {seed})")
     try:
-        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), \
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p), \
                 (isolated(p.cpu, stale=p.isolation_stale) if opts.isolate else contextlib.nullcontext()) as iso:
             p.peer = peer
             if iso is not None:  # one isolation for every run; its restore lands in campaign.json

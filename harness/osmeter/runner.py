@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from . import isolate, kpaths, ktimers, registry, sentinel, store, tracefs
+from . import isolate, kpaths, ktimers, machine, nohalt, ramdev, registry, sentinel, store, tracefs
 from .errors import Interrupted, RunError
 from .present import summary_table, to_csv
 from .launch import RT_PRIORITY, Launcher, fifo_permission  # noqa: F401 (fifo_permission: its old home)
@@ -66,6 +66,8 @@ class Plan:
     tracing: object | None = None     # the tracefs session of --kernel-paths (tracefs.Session), once open
     host: object = None               # the machine measured: onhost.Here, or onhost.OnHost (--on)
     isolation_stale: dict | None = None  # what a killed isolated run left, undone before planning
+    ram_disk: str | None = None       # --disk-ram: the loop device the disk probes take, once made
+    scratch_fs: str | None = None     # --fs-scratch: where fs.meta makes its files, once mounted
 
     @property
     def fifo(self) -> bool:
@@ -146,6 +148,13 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
         raise RunError(str(e)) from None
     if not selection:
         raise RunError(f"preset '{opts.preset}' selects no probe")
+    if opts.disk_ram and opts.disk_target:
+        raise RunError("give --disk-target or --disk-ram, not both")
+    for flag, on in (("--disk-ram", opts.disk_ram), ("--fs-scratch", opts.fs_scratch)):
+        why = (f"--on {opts.on}: the device would be this machine's, not the host's" if opts.on
+               else ramdev.refusal()) if on else None
+        if why:
+            raise RunError(f"{flag}: {why}")
     for flag, d in (("--fs-dir", opts.fs_dir), ("--fs-remote", opts.fs_remote)):
         if d and not host.is_dir(str(d)):
             raise RunError(f"{flag} {d}: not a directory" + (f" on {opts.on}" if opts.on else ""))
@@ -179,13 +188,15 @@ def _subst(p: Plan, out: Path) -> dict[str, str | list[str]]:
     a list stands for several arguments (or none)."""
     o = p.opts
     scratch = p.host.scratch(out)  # the results directory, or on a thin host the agent's own directory there
-    return {"{disk_target}": str(o.disk_target or Path(scratch) / "disk-target.dat"),
-            "{disk_flags}": ["--allow-destroy-data"] if o.allow_destroy_data else [],
+    return {"{disk_target}": p.ram_disk or str(o.disk_target or Path(scratch) / "disk-target.dat"),
+            # osmeter's own RAM-backed device holds no one's data
+            "{disk_flags}": ["--allow-destroy-data"] if o.allow_destroy_data or p.ram_disk else [],
             "{disk_size}": o.disk_size or ("1G" if o.preset == "full" else "256M"),
             "{peer}": p.peer or "",
             "{peer_host}": (p.peer.rsplit(":", 1)[0].strip("[]") if p.peer else "127.0.0.1"),
             "{ping_interval}": "0.01" if p.host.uid() == 0 else "0.2",
             "{fs_dir}": str(o.fs_dir or scratch),
+            "{meta_dir}": p.scratch_fs or str(o.fs_dir or scratch),
             "{fs_remote}": str(o.fs_remote or "")}
 
 
@@ -242,8 +253,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     if isinstance(conditions.get("kernel_paths"), dict):  # this run's own copy: its traced probes go there
         conditions["kernel_paths"] = {k: v for k, v in conditions["kernel_paths"].items() if k != "probes"}
     # a --disk-target that does not exist yet is made by the disk probes: osmeter removes it after
-    made_target = opts.disk_target is None or not host.exists(subst["{disk_target}"])
-    conditions["disk_target"]["made_by_osmeter"] = made_target
+    made_target = not p.ram_disk and (opts.disk_target is None or not host.exists(subst["{disk_target}"]))
+    conditions["disk_target"]["made_by_osmeter"] = made_target  # (a RAM device: removed by ramdev, not here)
     write_failed: WriteError | None = None
     lost: RunError | None = None
     order = list(p.selection)
@@ -255,7 +266,8 @@ def execute(p: Plan, out: Path, order_seed: int | None = None, sentinels: bool =
     results.save()
     raw_dir = out / store.RAW
     raw_dir.mkdir(exist_ok=True)
-    launch = host.launcher(p.cpu, p.fifo, [host.scratch(out), subst["{fs_dir}"]])
+    scratch_dirs = list(dict.fromkeys([host.scratch(out), subst["{fs_dir}"], subst["{meta_dir}"]]))
+    launch = host.launcher(p.cpu, p.fifo, scratch_dirs)
 
     # The harness (on a thin host: its agent) stays off the measuring CPU while the run lasts.
     others = affinity - {p.cpu}
@@ -589,6 +601,8 @@ def clean_stale(out: Path, opts: RunOptions) -> None:
     from . import cleanup
 
     removed = cleanup.clean(out.parent, [d for d in (opts.fs_dir,) if d and not opts.on])  # (--on: the agent's)
+    if os.geteuid() == 0:
+        removed += ramdev.clean_stale()
     if removed:
         print(f"osmeter: removed what killed runs left: {', '.join(removed)}", file=sys.stderr)
 
@@ -643,7 +657,7 @@ def run(opts: RunOptions) -> Done:
 
     with start_run(opts) as (p, out):
         try:
-            with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p):
+            with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
                 p.peer = peer
                 if not opts.isolate:
                     return Done(execute(p, out), out)
@@ -654,6 +668,51 @@ def run(opts: RunOptions) -> Done:
         finally:
             if "kernel_paths" in p.extra_conditions:
                 _record_kernel_paths(out, p.extra_conditions["kernel_paths"])
+
+
+@contextlib.contextmanager
+def ram_devices(p: Plan):
+    """--disk-ram and --fs-scratch for the block: the RAM-backed devices
+    made (ramdev), named in the run's conditions, and removed after it."""
+    with contextlib.ExitStack() as stack:
+        if p.opts.disk_ram:
+            size = machine.parse_size(p.opts.disk_size or ("1G" if p.opts.preset == "full" else "256M"))
+            dev, backing = stack.enter_context(ramdev.ram_device(size, "disk"))
+            p.ram_disk = dev
+            p.extra_conditions["disk_ram"] = {"device": dev, "backing": str(backing), "bytes": size,
+                                              "what": "a loop device over a file in /dev/shm, made and removed "
+                                                      "by osmeter: the kernel's block path, not a disk"}
+        if p.opts.fs_scratch:
+            doc = stack.enter_context(ramdev.scratch_fs())
+            p.scratch_fs = doc["mount"]
+            p.extra_conditions["fs_scratch"] = {**doc, "what": "fs.meta's files on a fresh ext4 on a RAM-backed "
+                                                               "loop device, made and removed by osmeter"}
+        try:
+            yield
+        finally:
+            p.ram_disk = p.scratch_fs = None
+
+
+@contextlib.contextmanager
+def no_halt(p: Plan):
+    """--no-halt for the block: the CPUs kept out of halt (nohalt.kept_awake),
+    its document in the run's conditions; refused, with the reason there
+    and on stderr, where the probes run on another host."""
+    if not p.opts.no_halt:
+        yield None
+        return
+    if p.opts.on:
+        why = f"--on {p.opts.on}: the CPUs to keep awake are that host's, and its agent does not hold them"
+        print(f"osmeter: --no-halt refused: {why}", file=sys.stderr)
+        p.extra_conditions["no_halt"] = {"requested": True, "refused": why}
+        yield None
+        return
+    with nohalt.kept_awake(p.host.affinity()) as doc:
+        p.extra_conditions["no_halt"] = doc
+        if doc["method"] != "pm_qos":
+            print(f"osmeter: --no-halt: {doc.get('pm_qos_refused') or doc.get('pm_qos_not_honoured')}; a busy loop "
+                  "at SCHED_IDLE keeps each CPU awake instead", file=sys.stderr)
+        yield doc
 
 
 @contextlib.contextmanager

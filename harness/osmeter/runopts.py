@@ -112,6 +112,16 @@ OPTIONS: tuple[Opt, ...] = (
         "once more with the kernel's tracer on and split each sample's time into user, system calls, interrupts, "
         "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed figures never "
         "come from the traced run); without the privilege, says why and runs the rest", default=False, switch=True),
+    Opt("no_halt", "--no-halt", "keep the CPUs out of halt for the run (an idle vCPU halts, and the host's resume of "
+        "it lands in the next wake-up or round trip): a 0 us CPU latency request where the cpuidle governor honours "
+        "it, else a SCHED_IDLE busy loop on each CPU; checked by the cpuidle halt counters, undone at the end "
+        "(also on Ctrl-C or a kill); conditions.no_halt says how", default=False, switch=True),
+    Opt("disk_ram", "--disk-ram", "(root) the disk probes on a RAM-backed loop device osmeter makes for the run (a "
+        "file in /dev/shm, --disk-size of it) and removes after it: the kernel's block path without the host's "
+        "storage; conditions.disk_target.ram says so", default=False, switch=True),
+    Opt("fs_scratch", "--fs-scratch", "(root) fs.create and fs.delete on a fresh ext4 that osmeter makes on a "
+        "RAM-backed loop device, mounts for the run and removes: the file system's own path, not the state of "
+        "your disk's; conditions.fs_scratch says so", default=False, switch=True),
     Opt("out", "--out", "results directory (default results/<host>-<UTC time>)", type=Path, metavar="DIR",
         recorded=False, helps={"ab": "where DIR/a and DIR/b go (default results/<host>-<time>-ab)"}),
     Opt("runs", "--runs", "N complete runs into one campaign directory (DIR/run-01 ...), each in a shuffled order "

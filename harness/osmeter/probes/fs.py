@@ -91,7 +91,7 @@ PROBES = (
             "files deleted near the directory by anything else in the last minutes, an earlier run's deletes "
             "among them, still slow the creates: compare such runs only when they are minutes apart."
         ),
-        presets={"quick": ("--dir", "{fs_dir}", "--samples", "6"), "full": ("--dir", "{fs_dir}", "--samples", "10")},
+        presets={"quick": ("--dir", "{meta_dir}", "--samples", "6"), "full": ("--dir", "{meta_dir}", "--samples", "10")},
         expect={"quick": 14, "full": 14},
         timeout=300.0,
         smoke=("--files", "50"),
