@@ -700,7 +700,8 @@ def test_ab_budget_in_minutes_stops_before_a_round_that_would_end_past_it(tmp_pa
     assert "at the budget of 0.01 minutes" in r.stdout, r.stdout[-2000:]
     tail = r.stdout.split("Still undecided at 0%", 1)[1]
     line = next(ln for ln in tail.splitlines() if ln.strip().startswith("cpu.syscall.getppid:"))
-    assert re.search(r": [\d.]+% / [\d.]+% / [\d.]+%", line), line
+    # (at an early look's small level and few degrees of freedom it can be beyond any change: >1000%)
+    assert re.search(r": (?:[\d.]+%|>1000%) / (?:[\d.]+%|>1000%) / (?:[\d.]+%|>1000%)", line), line
 
 
 @pytest.mark.parametrize("args, words", [
@@ -756,9 +757,11 @@ def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
         # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload
         assert float(bw["median_b"]) == pytest.approx(125.0, rel=0.05), bw
         # B/A of the medians, or at equal core clock where the runs had one (within a few percent of it)
-        exact = not bw["clock_slope"]
+        # (or at equal width, where the processes' figures followed the core's width within runs: a
+        # common slope moves the shaped side's figures too, by under a tenth here)
+        exact = not bw["clock_slope"] and bw["width_applied"] != "1"
         assert float(bw["ratio"]) == pytest.approx(float(bw["median_b"]) / float(bw["median_a"]),
-                                                   rel=1e-6 if exact else 0.05)
+                                                   rel=1e-6 if exact else 0.1)
         cpu = [f"{i} {row['verdict']}" for i, row in rows.items() if i.startswith("cpu.") and row["verdict"] in FLAGGED]
         assert cpu == [], cpu
         assert "conditions.qdisc.lo" in (out / "compare.txt").read_text()

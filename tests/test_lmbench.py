@@ -250,7 +250,8 @@ def test_stride_walk_is_lmbenchs_hundred_loads_a_turn_counted_per_load():
                     "--stride-walk", "128")
     walk, curve = o["mem.lat.stride"], o["mem.lat.curve"]
     assert walk["params"]["loads_per_turn"] == 100 and walk["params"]["stride"] == 128
-    assert 0.6 < med(walk) / med(curve) < 1.6, (med(walk), med(curve))
+    # (0.599 once on a shared AMD guest; the wrong count of loads is 6.25x off)
+    assert 0.4 < med(walk) / med(curve) < 2.5, (med(walk), med(curve))
 
 
 def test_every_line_carries_the_core_clock_at_its_process_start_and_end():

@@ -692,12 +692,14 @@ def _verdict_text(r: Row) -> str:
 
 
 def _pct_or_dash(v: float | None) -> str:
+    if isinstance(v, float) and v > 10:  # beyond any change worth stating (an early look's tiny level)
+        return ">1000%"
     return f"{v:.1%}" if isinstance(v, float) and math.isfinite(v) else "-"
 
 
 def detectable_text(r: Row) -> str:
     """The row's smallest detectable change: this comparison's, then at DESIGNS runs a side."""
-    if not math.isfinite(r.mdc):
+    if not (math.isfinite(r.mdc) or r.mdc == math.inf):
         return "-"
     return " / ".join([_pct_or_dash(r.mdc)] + [_pct_or_dash(r.mdc_at.get(n)) for n in DESIGNS])
 
