@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .cleanup import alive as _alive
 from .errors import RunError
 
 SHM = Path("/dev/shm")
@@ -52,16 +53,6 @@ def _run(argv: list[str]) -> str:
     if r.returncode != 0:
         raise RunError(f"{' '.join(argv)} failed: {(r.stderr or r.stdout).strip() or f'status {r.returncode}'}")
     return r.stdout.strip()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _attached(backing: Path) -> list[str]:
