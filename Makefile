@@ -116,7 +116,7 @@ $(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON
 	$(CC) $(CFLAGS) -Ibench/disk -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
 
 # System call numbers and names of the target (the C library's headers), for
-# naming the raw system calls of a kernel-path trace (harness/osmeter/kpaths.py).
+# naming the raw system calls of a kernel-path trace (harness/osmeter/ktrace/kpaths.py).
 $(BUILD)/syscalls.tsv: Makefile
 	@mkdir -p $(BUILD)
 	@$(CC) -dM -E -include sys/syscall.h -x c /dev/null | \

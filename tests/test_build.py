@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT, osmeter, probe, takes_samples
-from osmeter import registry
-from osmeter.present import fmt_value
+from osmeter.probes import registry
+from osmeter.present.values import fmt_value
 
 CROSS = "aarch64-linux-gnu-gcc"
 QEMU = "qemu-aarch64"
@@ -181,7 +181,7 @@ def test_a_forced_clock_run_gives_labelled_results_with_the_same_ids(tmp_path):
 
 
 def _machine_rows(doc) -> str:
-    from osmeter.present import machine_rows
+    from osmeter.present.rows import machine_rows
 
     return "\n".join(f"{k}: {v}" for k, v in machine_rows(doc))
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import BIN, ROOT, osmeter
-from osmeter import registry
+from osmeter.probes import registry
 
 
 def test_list_shows_every_id_with_unit():
@@ -129,7 +129,7 @@ def _parsed(argv: list[str]):
 
 def _value(args, o):
     """What a run gets of option `o`: its RunOptions field, or the argument the command hands on."""
-    from osmeter import runopts
+    from osmeter.running import runopts
 
     return getattr(runopts.from_args(args), o.name) if o.is_field else getattr(args, o.name)
 
@@ -141,7 +141,7 @@ def test_every_run_option_reaches_each_command_the_table_names_and_the_record(ca
     passes on; a command the table does not name refuses it."""
     from dataclasses import fields
 
-    from osmeter import runopts
+    from osmeter.running import runopts
 
     table = {o.flag: o for o in runopts.OPTIONS}
     assert set(SAMPLES) == set(table), "every option in the table has a sample here, and only those"
@@ -195,7 +195,9 @@ DRIVER = textwrap.dedent("""
     import sys
     from pathlib import Path
     sys.path.insert(0, {harness!r})
-    from osmeter import cli, registry, runner
+    from osmeter import cli
+    from osmeter.probes import registry
+    from osmeter.running import runner
     order = {order!r}
     timeouts = {timeouts!r}
     probes = tuple(
@@ -205,7 +207,7 @@ DRIVER = textwrap.dedent("""
         for n in order)
     opts = runner.RunOptions(out=Path({out!r}), rt=False, probes=probes, derived=(), bin_dir=Path({bindir!r}))
     if {runs!r}:
-        from osmeter.campaign import run_campaign
+        from osmeter.running.campaign import run_campaign
         sys.exit(cli.guarded(lambda: run_campaign(opts, {runs!r}, 7).status))
     sys.exit(cli.guarded(lambda: runner.run(opts).status))
 """)

@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, osmeter
-from osmeter import compare
-from osmeter.results import Results, write_json_atomic
-from osmeter.stats import benjamini_hochberg, runs_needed, smallest_change_at, t_quantile, t_two_sided_p, welch
+from osmeter.analysis import compare
+from osmeter.results.writer import Results, write_json_atomic
+from osmeter.core.inference import benjamini_hochberg, runs_needed, smallest_change_at, welch
+from osmeter.core.stats import t_quantile, t_two_sided_p
 
 FLAGGED = {"faster", "slower", "higher", "lower"}
 
@@ -126,8 +127,9 @@ def test_a_new_rate_unit_is_one_row_of_the_units_table(monkeypatch):
     row added there gives compare its verdict and area change, present its
     conversion and estimates its time per unit. Mutant caught: compare
     keeping its own set of rates."""
-    from osmeter import present, units
-    from osmeter.estimates import Estimate
+    from osmeter.present import values as present
+    from osmeter.core import units
+    from osmeter.report.estimates import Estimate
 
     monkeypatch.setitem(units.UNITS, "ops/s", units.Unit("ops/s", "higher", per="us/op", k=1e6))
     rng = np.random.default_rng(7)
@@ -298,7 +300,7 @@ def test_equivalence_is_shown_only_inside_the_margin():
     noisy = [verdicts(rng, 1, 3, np.zeros(1), run_cv=0.05)[0] for _ in range(50)]
     assert not any(v == "=" for v in noisy) and sum(v == "too few runs" for v in noisy) >= 45
     # the tests themselves: equal sides are equivalent, a shift of the margin is not
-    from osmeter.stats import tost
+    from osmeter.core.inference import tost
     assert tost(np.log([100, 101, 99, 100]), np.log([100, 100.5, 99.5, 100]), math.log(1.02)) < 0.01
     assert tost(np.log([100, 101, 99, 100]), np.log([102, 103, 101, 102]), math.log(1.02)) > 0.4
 
@@ -310,7 +312,7 @@ def test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one():
     change falls as runs are added (4, then 8 a side). Mutant caught: '='
     by the two one-sided tests alone, the luck of a spread that came out
     small."""
-    from osmeter.stats import smallest_change
+    from osmeter.core.inference import smallest_change
 
     # both ways a design decides: the t test's (t_.975 + t_.8) se, and the one-sided tests'
     # (t_.95 + t_.9) se, the larger of the two: here, on 10 degrees of freedom, the second
@@ -352,7 +354,7 @@ def draw_processes(rng, runs: int, procs: int, samples: int, run_cv: float, proc
 def test_the_variance_split_recovers_process_and_run_spread():
     """Kalibera and Jones's three levels: known process-level and run-level
     spreads are found within 20%, whichever dominates, and named."""
-    from osmeter.stats import variance_split
+    from osmeter.core.inference import variance_split
 
     rng = np.random.default_rng(21)
     for run_cv, proc_cv, dominant in ((0.01, 0.04, "process"), (0.04, 0.01, "run"), (0.02, 0.02, "run")):
@@ -429,7 +431,7 @@ def sequential(rng, max_rounds: int, shift: float, ids: int = 5, run_cv: float =
     """One synthetic `ab --until-decided`: a round adds a run to each side;
     after rounds 2..max_rounds a look at its spent alpha; stops when every
     id is decided. Returns (ever flagged per id, rounds used)."""
-    from osmeter.ab import look_alpha
+    from osmeter.running.ab import look_alpha
 
     a = [[] for _ in range(ids)]
     b = [[] for _ in range(ids)]
@@ -449,8 +451,8 @@ def sequential(rng, max_rounds: int, shift: float, ids: int = 5, run_cv: float =
 
 
 def test_sequential_ab_keeps_its_false_positives_at_five_percent_and_finds_a_shift():
-    from osmeter.ab import look_alpha
-    from osmeter.stats import spend_alpha
+    from osmeter.running.ab import look_alpha
+    from osmeter.core.inference import spend_alpha
 
     # the spending: increments that add up to alpha, the first look spending least
     inc = [spend_alpha(k, 7) for k in range(1, 8)]
@@ -673,7 +675,7 @@ def test_ab_until_decided_stops_once_decided_and_keeps_its_looks(tmp_path):
     seq = json.loads((out / "a" / "campaign.json").read_text())["sequential"]
     looks = seq["looks"]
     assert [lk["round"] for lk in looks] == list(range(2, 2 + len(looks))) and seq["max_rounds"] == 4
-    from osmeter.ab import look_alpha
+    from osmeter.running.ab import look_alpha
     assert [lk["alpha"] for lk in looks] == pytest.approx([look_alpha(k, 4) for k in range(2, 2 + len(looks))])
     runs = len(json.loads((out / "a" / "campaign.json").read_text())["runs"])
     assert runs == looks[-1]["round"] and (looks[-1]["decided"] or runs == 4)
@@ -688,7 +690,7 @@ def test_ab_budget_in_minutes_stops_before_a_round_that_would_end_past_it(tmp_pa
     look needs them). At the end every id still undecided is listed with
     its smallest detectable change, now and at 4 and 8 runs a side.
     Mutant caught: the budget never checked."""
-    from osmeter.ab import over_budget
+    from osmeter.running.ab import over_budget
 
     assert not over_budget(0.0, 50.0, 2, 1.5) and over_budget(0.0, 61.0, 2, 1.5)  # 61 + 30.5 > 90 s
     assert not over_budget(0.0, 1e6, 3, None)
@@ -832,7 +834,7 @@ def test_a_run_given_twice_on_one_side_is_refused(tmp_path):
 
 
 def test_loopback_icmp_pings_loopback_even_with_a_peer():
-    from osmeter import registry
+    from osmeter.probes import registry
 
     probes = {p.name: p for p in registry.PROBES}
     for preset in ("quick", "full"):
@@ -992,7 +994,7 @@ def test_stability_shows_what_a_probe_measured_of_the_hosts_part(tmp_path):
 
 def _mt_side(path: Path, runs: list[tuple[float, float]], seed: int) -> list:
     """Runs of mem.bw.copy.mt at (MB/s, params.pair_rtt_ns), with cpu.a beside, as a side of runs."""
-    from osmeter.store import load_side
+    from osmeter.results.store import load_side
 
     rng = np.random.default_rng(seed)
     for k, (mbps, rtt) in enumerate(runs, 1):
@@ -1084,7 +1086,7 @@ def test_the_covariance_test_keeps_its_size():
     runs a side with the clock spread apart by chance, flags 5% at alpha 0.05 (an exact test):
     within 3.5%-6%. Mutant caught: the standard error without the term for the clocks' gap
     between the sides (6.5%)."""
-    from osmeter.stats import ancova_parts, t_test
+    from osmeter.core.inference import ancova_parts, t_test
 
     rng = np.random.default_rng(7)
     hits = 0
@@ -1115,8 +1117,8 @@ def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
     a degree of freedom, resolve 2.5%); cpu.clock itself is compared as measured; an id whose
     probe recorded no clock is compared as before; the note gives both sides' clocks. stability
     shows the spread left at equal clock. Mutant caught: cpu.clock compared at its own clock."""
-    from osmeter.campaign import stability_rows, stability_table
-    from osmeter.store import load_side
+    from osmeter.analysis.stability import stability_rows, stability_table
+    from osmeter.results.store import load_side
 
     clocks = {"a": [4000, 4300, 4150, 4400], "b": [4250, 4050, 4350, 4100]}
     rng = np.random.default_rng(3)
@@ -1147,7 +1149,7 @@ def test_sentinels_judge_drift_at_equal_clock():
     beside it) they do not, and give the clock's own end/start. A 7% change at equal clock is still
     drift. A sentinel whose processes lack a clock is judged in ns. Mutant caught: the clocks
     ignored."""
-    from osmeter import sentinel
+    from osmeter.running import sentinel
 
     start = {"cpu.call.args0": [0.950, 0.952, 0.951], "cpu.syscall.getppid": [110.0, 110.4, 109.8]}
     slow = {m: [x * 1.05 for x in v] for m, v in start.items()}
@@ -1169,7 +1171,7 @@ def _shared_run(path: Path, rng, shared: int, slow: float = 1.25, single_shared:
     core (width 3.6 where the others read 5.0) and `slow` times slower; beside it a one-process
     id, cpu.one, whose only process reads the low width when single_shared; and the run's other
     probe processes at the usual width (interference.core_width)."""
-    from osmeter.results import merge_processes
+    from osmeter.results.writer import merge_processes
 
     path.mkdir(parents=True)
     res = Results(path, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
@@ -1202,8 +1204,8 @@ def test_processes_on_a_shared_core_are_set_aside(tmp_path):
     read with them, B is called slower. An id all of whose processes read a low width (one
     process, or three) is kept, since nothing would remain of it. stability's split loses the far processes. Mutant caught:
     nothing set aside."""
-    from osmeter.campaign import stability_rows
-    from osmeter.store import load_side
+    from osmeter.analysis.stability import stability_rows
+    from osmeter.results.store import load_side
 
     rng = np.random.default_rng(11)
     for k in range(4):
@@ -1304,7 +1306,7 @@ def _width_run(path: Path, rng, shift: float = 0.0) -> None:
     """A run of cpu.call.args0 in six processes whose widths (2.9-3.6, none below 85% of the run's
     median, so none set aside) vary and whose figures follow them on the logs with slope -0.8;
     beside it cpu.flat, whose figures do not follow its processes' widths."""
-    from osmeter.results import merge_processes
+    from osmeter.results.writer import merge_processes
 
     path.mkdir(parents=True)
     res = Results(path, {"hostname": "h", "kernel": "6.1"}, {"preset": "quick", "thp": "madvise"})
@@ -1329,7 +1331,7 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
     explained) and decided '=' at 5%, where as measured it is not, and stability shows its CV at
     equal width; the id that does not follow its width is compared as measured. Mutants caught: the
     widths taken in another process order; stability's figures as measured."""
-    from osmeter.store import load_side
+    from osmeter.results.store import load_side
 
     rng = np.random.default_rng(12)
     for side in "ab":
@@ -1351,7 +1353,7 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
     assert got["cpu.call.args0"]["width_applied"] == "1" and float(got["cpu.call.args0"]["width_slope"]) < -0.5
     assert got["cpu.flat"]["width_applied"] == "0"
     # stability shows the run-to-run CV at equal width beside the one as measured, and what the width explained
-    from osmeter.stability import stability_rows, stability_table
+    from osmeter.analysis.stability import stability_rows, stability_table
 
     st = {r["id"]: r for r in stability_rows(a + b)}
     assert st["cpu.call.args0"]["width_cv"] < 0.7 * st["cpu.call.args0"]["run_cv"], st["cpu.call.args0"]

@@ -681,7 +681,7 @@ def test_histograms_in_the_json_give_iogens_own_percentiles(tmp_path, ramloop):
     gives iogen's percentiles; the workers' histograms merged give the total
     (merged counts, never averaged percentiles); each bucket of the --log's
     latencies matches."""
-    from osmeter import hist
+    from osmeter.core import hist
 
     log = tmp_path / "h.csv"
     o = results(iogen("--target", ramloop, "--workload", "4k-random-read", "--qd", 4, "--workers", 2,
@@ -921,7 +921,7 @@ def test_percentiles_are_those_of_the_logged_latencies(tmp_path, ramloop):
     statistics of the raw latencies."""
     import numpy as np
 
-    from osmeter import hist
+    from osmeter.core import hist
 
     f = spec_file(tmp_path, """
         [spec mix]
@@ -1358,7 +1358,7 @@ def test_the_size_qd_heat_map_is_drawn_from_iogens_json(tmp_path):
     import sys
 
     sys.path.insert(0, str(ROOT / "harness"))
-    from osmeter import plots
+    from osmeter.present import plots
 
     r = iogen("--engine", "nop", "--size", "1G", "--workload", "4k-random-read", "--cycle-size", "4096:16384:x2",
               "--cycle-qd", "1:4:x2", "--transactions", 1000, "--ramp", 0)
@@ -1403,7 +1403,7 @@ def _matrix_out(cells) -> str:
 
 
 def _planted_run(tmp_path: Path, lines: list[dict]) -> Path:
-    from osmeter.results import Results
+    from osmeter.results.writer import Results
 
     d = tmp_path / "run"
     r = Results(d, {"hostname": "planted", "kernel": "6.1", "cpu_model": "X"},
@@ -1420,10 +1420,10 @@ def test_size_qd_parse_gives_every_cell_and_the_heat_map_draws_the_run_s_own(tmp
     results.json's grid gives each cell's median, and the heat map draws
     those medians at their size and depth, MB/s left, IOPS right. A
     missing or repeated cell is a bad output, not a hole."""
-    from osmeter import plots
-    from osmeter.probes import disk
-    from osmeter.results import merge_processes
-    from osmeter.store import load
+    from osmeter.present import plots
+    from osmeter.probes.areas import disk
+    from osmeter.results.writer import merge_processes
+    from osmeter.results.store import load
 
     cells = [_cell(s, q) for q in DEPTHS for s in reversed(SIZES)]
     (line,) = disk.size_qd_lines(_matrix_out(cells), "4k-random-read")
@@ -1489,10 +1489,10 @@ def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
     reached is left out and counted, not drawn as 0 MB/s); the report's
     disk section draws it and the size x depth heat map, each a numbered
     figure with its function's caption."""
-    from osmeter import plots
-    from osmeter.latex import esc
-    from osmeter.probes import disk
-    from osmeter.store import load
+    from osmeter.present import plots
+    from osmeter.report.latex import esc
+    from osmeter.probes.areas import disk
+    from osmeter.results.store import load
 
     zone = 64 << 20
     o = _zones_obj([1500.0, 1490.0, None, 1400.0], zone)
@@ -1530,7 +1530,7 @@ def test_the_disk_probes_parse_their_own_smoke_runs(work):
     quick) with its smoke arguments, on a small file: iogen's real output
     gives, through the probe's parse, every id it declares; the matrix
     every cell of its cycles."""
-    from osmeter import registry
+    from osmeter.probes import registry
 
     subst = {"{disk_target}": str(work / "smoke.dat"), "{disk_size}": "32M", "{disk_flags}": None}
     for p in (p for p in registry.PROBES if p.area == "disk"):
@@ -1549,7 +1549,7 @@ def test_an_interval_without_a_completion_has_no_latency_sample():
     sample is 0, but it has no latency (iogen prints 0), so the latency ids
     leave it out and count it. Mutant caught: the empty interval a 0 ns
     latency sample."""
-    from osmeter.probes import disk
+    from osmeter.probes.areas import disk
 
     o = _cell(4096, 1)
     o["intervals"][1] = {"t": 2, "mbps": 0.0, "iops": 0.0, "lat_ns": {"mean": 0.0, "p99": 0.0}}
@@ -1570,7 +1570,8 @@ def test_the_traced_pass_is_cut_to_what_the_trace_buffers_hold():
     its fixed costs), in ten intervals: a fast device overflowed the
     buffers over a whole run and lost the measured part. Mutants caught:
     the preset's full run; one process's share as the cap."""
-    from osmeter.probes import collect, disk
+    from osmeter.probes.areas import collect
+    from osmeter.probes.areas import disk
 
     p = {x.name: x for x in collect()[1]}["disk.4k-random-read"]
     secs = lambda args: float(args[args.index("--time") + 1])  # noqa: E731
@@ -1594,9 +1595,9 @@ def test_a_runs_params_describe_every_process_of_the_workload():
     read from the histograms added; a queue-depth sweep's the same at each
     depth. Mutants caught: the first process's params kept (a workload's, a
     sweep's); the rates averaged unweighted."""
-    from osmeter import hist
-    from osmeter.probes import disk
-    from osmeter.results import merge_processes
+    from osmeter.core import hist
+    from osmeter.probes.areas import disk
+    from osmeter.results.writer import merge_processes
 
     def process(lat_ns: int, reads: int, secs: float, cpu_us: float) -> list[dict]:
         o = _cell(4096, 4)

@@ -19,8 +19,10 @@ import pytest
 
 import nshosts
 from conftest import ROOT, osmeter
-from osmeter import fleet, hist, ssh
-from osmeter.errors import RunError
+from osmeter import fleet
+from osmeter.core import hist
+from osmeter.remote import ssh
+from osmeter.core.errors import RunError
 from osmeter.fleet import loadstatus
 
 why = nshosts.available()
@@ -257,7 +259,7 @@ def test_stale_fleet_results_are_removed_only_when_nobody_holds_them(tmp_path):
     holds stays; one nobody holds (its run was killed) goes, with its lock."""
     import subprocess
 
-    agent = ROOT / "harness" / "osmeter" / "agent.py"
+    agent = ROOT / "harness" / "osmeter" / "remote" / "agent.py"
     live, dead = tmp_path / "results" / "fleet-20260101T000000Z-1", tmp_path / "results" / "fleet-20260101T000000Z-2"
     p = subprocess.Popen([sys.executable, str(agent), "hold", str(live), "--", "sleep", "60"], stdout=subprocess.PIPE,
                          text=True)
@@ -385,7 +387,7 @@ def test_remote_cpu_pins_the_remote_netpeer(hosts, monkeypatch):
     every thread of it; without it, on every CPU the host allows."""
     import subprocess
 
-    from osmeter import osmnet
+    from osmeter.remote import osmnet
 
     monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
 
@@ -904,8 +906,8 @@ def test_a_thin_hosts_probe_is_pinned_scheduled_timed_out_and_killed_with_its_gr
     import subprocess
     import threading
 
-    from osmeter.cleanup import alive  # a zombie (exited, not yet reaped by PID 1) is not alive
-    from osmeter.onhost import OnHost
+    from osmeter.host.cleanup import alive  # a zombie (exited, not yet reaped by PID 1) is not alive
+    from osmeter.remote.onhost import OnHost
 
     monkeypatch.setenv("OSMETER_SSH_CONFIG", str(hosts.config))
     host = OnHost(hosts[0].target, str(ROOT))

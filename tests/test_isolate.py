@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, osmeter
-from osmeter import isolate
-from osmeter.errors import Interrupted, RunError, interruptible
+from osmeter.host import isolate
+from osmeter.core.errors import Interrupted, RunError, interruptible
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="--isolate needs root")
 CPU = "sys/devices/system/cpu"
@@ -95,7 +95,7 @@ def test_a_killed_runs_isolation_is_undone_by_the_next(tmp_path):
     Mutant caught: no stale check (the next run sees boost 0 as 'already
     off' and leaves it off for good)."""
     root = tree(tmp_path, {**SMT4, f"{CPU}/cpufreq/boost": "1"})
-    code = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'harness')!r}); from osmeter import isolate\n"
+    code = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'harness')!r}); from osmeter.host import isolate\n"
             f"isolate.Isolation(3, {str(root)!r}).apply(); os.kill(os.getpid(), signal.SIGKILL)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == -signal.SIGKILL, r.stderr

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from osmeter import kpaths, ktimers, tracefs
-from osmeter.ktrace import Timelines, parse
+from osmeter.ktrace import kpaths, ktimers, tracefs
+from osmeter.ktrace.trace import Timelines, parse
 
 HZ = 1e9  # synthetic ticks are ns
 
@@ -164,8 +164,8 @@ def test_the_ktimers_command_reads_a_runs_traces(tmp_path):
     import gzip
 
     from conftest import osmeter
-    from osmeter import store
-    from osmeter.results import Results
+    from osmeter.results import store
+    from osmeter.results.writer import Results
 
     run = tmp_path / "run"
     res = Results(run, {"hostname": "h"}, {"preset": "quick"})
@@ -190,7 +190,7 @@ def test_only_a_time_is_traced():
     MB/s), never a probe of rates (mem.bw) or of a curve (the queue-depth
     sweep), whose ids have no per-operation span to split. Mutant caught:
     every probe asked for traced, rates included."""
-    from osmeter.probes import collect
+    from osmeter.probes.areas import collect
 
     probes = {p.name: p for p in collect()[1]}
     disk, bw, sweep = probes["disk.4k-random-read"], probes["mem.bw"], probes["disk.qd_sweep"]
@@ -478,7 +478,7 @@ def test_without_root_the_refusal_is_named_and_the_run_goes_on():
 
 def _run_probe(out: Path, probe, pattern: str, **opts) -> dict:
     """An in-process traced run of a probe declared by the test."""
-    from osmeter.runner import RunOptions, run
+    from osmeter.running.runner import RunOptions, run
 
     done = run(RunOptions(patterns=[pattern], out=out, kernel_paths=True, probes=(probe,), derived=(), **opts))
     assert done == (0, out)
@@ -497,7 +497,7 @@ def test_a_delay_added_on_the_network_path_is_time_off_the_cpu(tmp_path):
     add 2D. The probe's thread is asleep meanwhile: its time off the CPU per
     round trip grows by about D, its user time does not."""
     _tracing_or_skip()
-    from osmeter.probe import Probe, measure
+    from osmeter.probes.model import Probe, measure
 
     delay_us = 300
     got = {}
@@ -527,7 +527,7 @@ def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
     between (the medians with and without it agree). Mutant caught: every
     wait after a wake-up called wake-up latency, whoever ran."""
     _tracing_or_skip()
-    from osmeter.probe import Probe, measure
+    from osmeter.probes.model import Probe, measure
 
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
@@ -622,7 +622,7 @@ def _traced_campaign(path: Path, runs: int, seed: int, moved: float = 0.0, trace
     """A campaign of net.rtt.tcp.loopback (and cpu.x, untouched), each run
     with its kernel paths: `moved` ns more of softirq NET_RX per round trip
     on this side, its timed samples as much slower."""
-    from osmeter.results import Results, write_json_atomic
+    from osmeter.results.writer import Results, write_json_atomic
 
     rng = np.random.default_rng(seed)
     path.mkdir(parents=True)
@@ -678,7 +678,7 @@ def test_compare_names_the_component_that_moved(tmp_path):
     tex = (tmp_path / "t" / "c.tex").read_text()
     assert "Which part moved" in tex and (tmp_path / "t" / "c-figures" / "c-kpath-0.pdf").exists()
     c = _traced_campaign(tmp_path / "u", 4, 3, moved=2800.0, traced=False)
-    from osmeter import compare
+    from osmeter.analysis import compare
 
     cmp = compare.compare_paths([a], [c])
     row = next(x for x in cmp.rows if x.id == "net.rtt.tcp.loopback")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from osmeter import registry
+from osmeter.probes import registry
 
 HARNESS = ROOT / "harness" / "osmeter"
 
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 TOY_AREA = '''"""A toy area, written by a test: one probe and one figure."""
 from __future__ import annotations
 
-from ..probe import Area, Probe, measure
+from osmeter.probes.model import Area, Probe, measure
 
 AREA = Area("toy", "A toy area", 99)
 
@@ -65,7 +65,7 @@ PROBES = (
 
 def nop_bar(doc, est=None):
     """An empty loop turn: the median of toy.nop, drawn by its own area."""
-    from ..plots import measured, plt
+    from osmeter.present.plots import measured, plt
 
     d = measured(doc).get("toy.nop")
     if not d:
@@ -82,7 +82,7 @@ FIGURES = (nop_bar,)
 def test_a_new_probe_with_a_figure_is_two_files(tmp_path):
     """A new probe with its figure, in a new area, is two files: its C file
     (bench/toy/nop.c, built by the Makefile's pattern rule) and its area's
-    module (probes/toy.py: AREA, the Probe, the figure). In a copy of the
+    module (probes/areas/toy.py: AREA, the Probe, the figure). In a copy of the
     tree it is listed, runs alone, has its section and its figure (a PDF
     under the figure function's caption) in the report, with "no estimate",
     and its row in compare, in its area. Mutant caught: collect() not
@@ -98,9 +98,9 @@ def test_a_new_probe_with_a_figure_is_two_files(tmp_path):
     before = {p for p in tree.rglob("*") if p.is_file()}
     (tree / "bench" / "toy").mkdir()
     (tree / "bench" / "toy" / "nop.c").write_text(NOP_PROBE)
-    (tree / "harness" / "osmeter" / "probes" / "toy.py").write_text(TOY_AREA)
+    (tree / "harness" / "osmeter" / "probes" / "areas" / "toy.py").write_text(TOY_AREA)
     assert {p for p in tree.rglob("*") if p.is_file()} - before == {
-        tree / "bench" / "toy" / "nop.c", tree / "harness" / "osmeter" / "probes" / "toy.py"}
+        tree / "bench" / "toy" / "nop.c", tree / "harness" / "osmeter" / "probes" / "areas" / "toy.py"}
     env = dict(os.environ, OSMETER_ROOT=str(tree), PYTHONPATH=str(tree / "harness"))
     run = [sys.executable, "-m", "osmeter"]
     listed = subprocess.run([*run, "list"], capture_output=True, text=True, env=env, cwd=tree)
@@ -130,25 +130,25 @@ def test_a_new_probe_with_a_figure_is_two_files(tmp_path):
 
 
 def test_each_declaration_has_its_modules_area_unwritten():
-    """A declaration in probes/<area>.py leaves its area out: collect()
+    """A declaration in probes/areas/<area>.py leaves its area out: collect()
     stamps the module's AREA on each probe and derived figure, and one that
     names another area is refused. Mutant caught: collect() not stamping."""
     import importlib
     import pkgutil
 
-    from osmeter import probes
-    from osmeter.probe import Probe, measure
+    from osmeter.probes import areas
+    from osmeter.probes.model import Probe, measure
 
-    for info in pkgutil.iter_modules(probes.__path__):
-        mod = importlib.import_module(f"osmeter.probes.{info.name}")
+    for info in pkgutil.iter_modules(areas.__path__):
+        mod = importlib.import_module(f"osmeter.probes.areas.{info.name}")
         names = {p.name for p in mod.PROBES}
         assert {p.area for p in registry.PROBES if p.name in names} == {mod.AREA.name}, info.name
         ids = {d.measure.id for d in getattr(mod, "DERIVED", ())}
         assert {d.area for d in registry.DERIVED if d.measure.id in ids} <= {mod.AREA.name}, info.name
-        assert 'area="' not in (HARNESS / "probes" / f"{info.name}.py").read_text(), info.name
+        assert 'area="' not in (HARNESS / "probes" / "areas" / f"{info.name}.py").read_text(), info.name
     wrong = Probe(name="cpu.x", binary="cpu_x", area="mem", measures=(measure("cpu.x", "ns", "x"),), methodology="x")
     with pytest.raises(ValueError, match="cpu.x says area 'mem', but its module's AREA is 'cpu'"):
-        probes.in_area(wrong, registry.area("cpu"), "osmeter.probes.cpu")
+        areas.in_area(wrong, registry.area("cpu"), "osmeter.probes.areas.cpu")
 
 
 def test_ids_probes_and_binaries_are_named_for_their_area():
@@ -232,11 +232,60 @@ def test_the_harness_has_no_import_circles():
             visit(m)
 
 
+# The harness's packages, bottom to top, each with its job in one sentence
+# (its __init__.py's docstring): a module imports from its own package and
+# from those below it, never from one above.
+LAYERS = ("core", "results", "host", "remote", "ktrace", "present", "probes", "analysis", "running", "fleet",
+          "report", "cli")
+
+
+def _package(mod: str) -> str | None:
+    """osmeter.results.store -> results; the top's own modules -> None."""
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] != "__main__" else None
+
+
+def upward_imports(mods: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a package above its own (LAYERS)."""
+    bad = []
+    for m, deps in sorted(mods.items()):
+        p = _package(m)
+        for n in sorted(deps):
+            q = _package(n)
+            if p is not None and q is not None and q != p and LAYERS.index(q) > LAYERS.index(p):
+                bad.append(f"{m} ({p}) imports {n} ({q}), a package above it")
+    return bad
+
+
+def test_each_package_imports_only_those_below_it():
+    """The packages follow the data's path: every package of the harness is
+    a layer of LAYERS, opens with the sentence that says its job, and
+    imports only from the layers below it (anywhere in a module: an import
+    inside a function counts). Mutant caught: the store importing compare."""
+    packages = {p.parent.name for p in HARNESS.glob("*/__init__.py")}
+    assert packages == set(LAYERS), packages ^ set(LAYERS)
+    assert {p.name for p in HARNESS.glob("*.py")} == {"__init__.py", "__main__.py"}
+    for p in LAYERS:
+        doc = ast.get_docstring(ast.parse((HARNESS / p / "__init__.py").read_text())).split("\n\n")[0]
+        assert doc and doc.count(". ") == 0 and doc.endswith("."), f"{p}: its job in one sentence"
+    mods = _import_graph()
+    assert {m for m in mods if _package(m) and _package(m) not in LAYERS} == set()
+    assert upward_imports(mods) == []
+
+
+def test_the_layer_check_catches_an_upward_import():
+    mods = {"osmeter.core.units": {"osmeter.core.errors"}, "osmeter.results.store": {"osmeter.analysis.compare"},
+            "osmeter.cli": {"osmeter.running.runner"}}
+    assert upward_imports(mods) == ["osmeter.results.store (results) imports osmeter.analysis.compare (analysis), "
+                                    "a package above it"]
+
 
 # What reads results (compare, the report, the notebook, the figures) reads them
-# through store.py: it never reaches the code that runs probes.
-ANALYSIS = ("compare", "fleet.compare", "latex", "notebook", "plots", "stability")
-RUNNING = ("runner", "campaign")
+# through store.py: it never reaches the code that runs probes (the report and
+# the notebook, above running among the layers, included).
+ANALYSIS = ("analysis.compare", "analysis.fleet", "report.latex", "report.notebook", "present.plots",
+            "analysis.stability")
+RUNNING = ("running.runner", "running.campaign")
 
 
 def _reaches(mods: dict[str, set[str]], start: str, goal: str) -> list[str] | None:
@@ -255,7 +304,7 @@ def _reaches(mods: dict[str, set[str]], start: str, goal: str) -> list[str] | No
 
 def test_analysis_does_not_import_the_runner():
     mods = _import_graph()
-    for m in list(mods):  # importing osmeter.fleet.compare runs osmeter/fleet/__init__.py first
+    for m in list(mods):  # importing osmeter.analysis.fleet runs osmeter/analysis/__init__.py first
         parent = m.rsplit(".", 1)[0]
         if parent in mods:
             mods[m] = mods[m] | {parent}
@@ -268,7 +317,7 @@ def test_analysis_does_not_import_the_runner():
 
 def _layout_names() -> tuple[set[str], set[str]]:
     """store.py's file names, and its directory names (those a path is joined with)."""
-    from osmeter import store
+    from osmeter.results import store
 
     names = {v for k, v in vars(store).items() if k.isupper() and isinstance(v, str)}
     names -= {store.CAMPAIGN_SCHEMA, store.RUN_GLOB}

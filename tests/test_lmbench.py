@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from conftest import BIN, probe_lines, run_group
-from osmeter.machine import caches
-from osmeter.probes.mem import cache_sizes
+from osmeter.host.machine import caches
+from osmeter.probes.areas.mem import cache_sizes
 
 
 def med(o: dict) -> float:

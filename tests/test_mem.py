@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import BIN, by_id, ncpus, probe, probe_lines
-from osmeter.machine import caches
-from osmeter.memlevels import detect_levels
+from osmeter.host.machine import caches
+from osmeter.probes.memlevels import detect_levels
 
 
 def sysfs(level: int) -> int:
@@ -78,8 +78,8 @@ def test_latency_rises_through_the_hierarchy(quick_run):
 def _levels_of_the_run(run_dir, doc) -> dict[str, dict]:
     """The cache levels the harness finds in the run's own mem_lat output
     (raw/mem.lat.p*.out, its processes merged as the run merged them)."""
-    from osmeter.probes.mem import mem_levels
-    from osmeter.results import merge_processes, parse_probe_output
+    from osmeter.probes.areas.mem import mem_levels
+    from osmeter.results.writer import merge_processes, parse_probe_output
 
     procs = [parse_probe_output(f.read_text()) for f in sorted((run_dir / "raw").glob("mem.lat.p*.out"))]
     assert procs
@@ -173,7 +173,7 @@ def test_the_bandwidths_are_three_probes_of_one_binary():
     Mutants caught: the memory buffers' fit check made in cache mode; the
     .cache ids printed by the memory side; the one-thread ids printed by
     --buffers mt."""
-    from osmeter import registry
+    from osmeter.probes import registry
 
     cache = probe_lines("mem_bw", "--buffers", "cache", "--samples", "3", "--size", "512G")
     assert set(cache) == {"mem.bw.read.cache", "mem.bw.write.cache", "mem.bw.copy.cache"}
@@ -220,7 +220,7 @@ def test_the_summed_bandwidth_gives_each_thread_its_own_rate():
     # (a shared host can move the vCPUs apart between the two probes, 571 against 10.9 ns once: the
     # relation holds in one of up to three tries, each cpu_c2c right after its mem_bw)
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    from osmeter import registry
+    from osmeter.probes import registry
     assert ("pair_rtt_ns" in dict(registry.find_measure("mem.bw.read.mt")[0].host_params))
     tries = []
     for attempt in range(3):
@@ -335,7 +335,7 @@ def test_two_points_either_side_of_their_median_still_make_a_level():
     a factor 2), not nothing. Two sizes cannot make two pieces of two, so
     it is one level, and the last level is read at the largest size.
     Mutant caught: the farther point taken as the core."""
-    from osmeter.memlevels import Level
+    from osmeter.probes.memlevels import Level
 
     assert detect_levels([1024, 2048], [1.0, 3.0]) == [Level("l1", 3.0, 2048.0, 2048.0, 2048.0, 2048.0, 1)]
 
@@ -355,9 +355,9 @@ def _run_fake_fault_and_copy(tmp_path, fault_probe: str) -> dict:
     """A run of two fake probes, mem.pagefault (three processes, the script
     `fault_probe`) and mem.bw (COPY_PROBE), with mem's derived figures,
     through the real runner: its results.json."""
-    from osmeter.probe import Probe, measure
-    from osmeter.probes.mem import DERIVED
-    from osmeter.runner import RunOptions, run
+    from osmeter.probes.model import Probe, measure
+    from osmeter.probes.areas.mem import DERIVED
+    from osmeter.running.runner import RunOptions, run
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -440,6 +440,6 @@ def test_the_loaded_latency_records_where_the_host_put_its_cpus():
     c2c = float(np.median(line["samples"])) * (1e9 / line["tsc_hz"] if line["unit"] == "cycles" else 1)
     p = o["params"]
     assert 0.5 * c2c < p["pair_rtt_ns"] < 50 * c2c and 0.5 * c2c < p["pair_rtt_ns_after"] < 50 * c2c, (p, c2c)
-    from osmeter import registry
+    from osmeter.probes import registry
     probe = registry.find_measure("mem.lat.loaded")[0]
     assert probe.host_mode == "pair_rtt_ns" and "pair_rtt_ns" in dict(probe.host_params)

@@ -401,9 +401,9 @@ def test_a_run_keeps_the_cpu_of_an_awake_probe_busy_and_no_other(tmp_path):
     none. Mutant caught: the runner never asks for the loop."""
     import sys
 
-    from osmeter import launch
-    from osmeter.probe import Probe, measure
-    from osmeter.runner import RunOptions, run
+    from osmeter.host import launch
+    from osmeter.probes.model import Probe, measure
+    from osmeter.running.runner import RunOptions, run
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -431,7 +431,8 @@ def test_an_awake_probe_has_a_busy_loop_on_its_cpu_only_while_it_runs():
     never started; the loop at SCHED_OTHER (it would take half the CPU)."""
     import sys
 
-    from osmeter import launch, registry
+    from osmeter.host import launch
+    from osmeter.probes import registry
 
     assert {p.name for p in registry.PROBES if p.awake} >= {"net.icmp.loopback.awake"}
     cpu = max(os.sched_getaffinity(0))

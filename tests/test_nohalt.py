@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, osmeter
-from osmeter import nohalt
+from osmeter.host import nohalt
 
 CPUS = sorted(os.sched_getaffinity(0))
 HONOURING = ("haltpoll", "menu", "teo", "ladder")  # cpuidle governors that honour a CPU latency request
@@ -72,7 +72,7 @@ def test_without_a_latency_request_a_busy_loop_keeps_each_cpu_awake_until_the_en
 def test_a_killed_holder_leaves_nothing_kept_awake():
     """SIGKILL the process that holds the request: the kernel drops it with the file, and the CPUs
     halt again; nothing is left for a later run to undo."""
-    code = ("import os, sys, time; sys.path.insert(0, %r); from osmeter import nohalt\n"
+    code = ("import os, sys, time; sys.path.insert(0, %r); from osmeter.host import nohalt\n"
             "with nohalt.kept_awake(sorted(os.sched_getaffinity(0))) as d:\n"
             "    print(d['method'], flush=True); time.sleep(60)\n" % str(ROOT / "harness"))
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import BIN, probe, probe_lines, takes_samples
-from osmeter import registry
-from osmeter.machine import describe_machine
+from osmeter.probes import registry
+from osmeter.host.machine import describe_machine
 
 # binaries that print probe lines themselves (iogen has its own interface: test_disk.py)
 BINARIES = sorted({p.binary for p in registry.PROBES if p.parse is None})

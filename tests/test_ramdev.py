@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, osmeter
-from osmeter import ramdev
+from osmeter.host import ramdev
 
 pytestmark = pytest.mark.skipif(ramdev.refusal() is not None, reason=f"{ramdev.refusal()}")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT
-from osmeter.latex import esc
+from osmeter.report.latex import esc
 
 BLOCK = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.S | re.M)
 PROMPT = re.compile(r"^\w+\$\s+")  # "remote$ " / "local$ " in the two-host example

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import by_id, probe_lines
-from osmeter import registry
+from osmeter.probes import registry
 
 
 def test_every_quick_id_has_a_finite_positive_median(quick_run):

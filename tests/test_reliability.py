@@ -26,7 +26,7 @@ def _no_traceback(r):
 # --- bad input: a message and a non-zero status ------------------------------------------------
 
 def _results(tmp_path: Path) -> Path:
-    from osmeter.results import Results
+    from osmeter.results.writer import Results
 
     d = tmp_path / "good"
     res = Results(d, {"hostname": "h"}, {"preset": "quick"})
@@ -291,7 +291,7 @@ def test_probe_warnings_are_named_once_and_the_perf_fallback_is_in_conditions(tm
 
 
 def test_huge_estimates_print_as_numbers_a_person_reads():
-    from osmeter.present import fmt_value
+    from osmeter.present.values import fmt_value
 
     assert fmt_value(1e300, "MB/s") == "1e+300 MB/s"
     assert fmt_value(1e300, "ns") == "1e+291 s"
@@ -304,7 +304,7 @@ def test_the_cache_levels_follow_the_hardware_on_a_noisy_curve():
     caches sysfs names, the ids are always l1, l2, l3 and dram."""
     import numpy as np
 
-    from osmeter.probes.mem import mem_levels
+    from osmeter.probes.areas.mem import mem_levels
 
     x = 2.0 ** np.arange(10, 28, 0.5)
     y = np.where(x <= 48e3, 1.0, np.where(x <= 1e6, 3.5, np.where(x <= 8e6, 15.0, 150.0)))
@@ -396,7 +396,7 @@ def test_a_zombie_owner_counts_as_gone(tmp_path):
     container's agent) reaps it lazily: kill(pid, 0) still succeeds, yet
     its scratch files are abandoned and the next run removes them (a fresh
     CI run once kept one). A live owner's file stays."""
-    from osmeter import cleanup
+    from osmeter.host import cleanup
 
     child = subprocess.Popen(["true"])
     deadline = time.monotonic() + 10
@@ -440,8 +440,8 @@ def test_a_signal_while_a_probe_starts_leaves_the_probe_held(tmp_path):
     on until the harness died and left its scratch files)."""
     import threading
 
-    from osmeter.errors import Interrupted, interruptible
-    from osmeter.launch import Launcher
+    from osmeter.core.errors import Interrupted, interruptible
+    from osmeter.host.launch import Launcher
 
     class SlowStart(Launcher):
         def _preexec(self, before_exec=None):

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, osmeter
-from osmeter import registry
-from osmeter.compare import compare_paths
-from osmeter.stats import mann_whitney
-from osmeter.estimates import EstimateError, load as load_estimates
-from osmeter.latex import cell, esc
-from osmeter.results import Results
+from osmeter.probes import registry
+from osmeter.analysis.compare import compare_paths
+from osmeter.core.inference import mann_whitney
+from osmeter.report.estimates import EstimateError, load as load_estimates
+from osmeter.report.latex import cell, esc
+from osmeter.results.writer import Results
 
 EXAMPLE = ROOT / "estimates" / "example.toml"
 
@@ -33,7 +33,7 @@ def test_the_example_estimates_are_optional_and_each_given_one_fits_its_id(tmp_p
     a rate, its time per unit; a file of one estimate loads as just that
     one. Mutant caught: a rate estimated as time per unit predicted as that
     time."""
-    from osmeter.units import time_per
+    from osmeter.core.units import time_per
 
     est = load_estimates(EXAMPLE)
     measures = {m.id: m for _, m in registry.all_measures()}
@@ -165,7 +165,7 @@ def test_report_pdf(report, quick_run):
                   "Measured", "References"):
         assert title in text
     getppid = next(m for m in quick_run[1]["measurements"] if m["id"] == "cpu.syscall.getppid")
-    from osmeter.present import display_unit, num3
+    from osmeter.present.rows import display_unit, num3
     k, _ = display_unit(getppid["mean"], "ns")
     assert f"{num3(getppid['mean'] / k)} ± {num3(getppid['std'] / k)}" in text  # mean ± std, as CSE 221 asks
     # nothing a reader should never see: Python's None, a NaN, a TeX caret
@@ -173,7 +173,7 @@ def test_report_pdf(report, quick_run):
     assert "None" not in words and "nan" not in words and "NaN" not in words and "^" not in text
     assert re.search(r"Figure 1: ", text)  # numbered captions
     # every area's figures are set inside its own section, before the next one starts
-    from osmeter.registry import AREAS
+    from osmeter.probes.registry import AREAS
     lines = text.splitlines()
     titles = {a.title for a in AREAS} | {"Findings", "lmbench summary", "Summary"}
     heads = [(i, m.group(1)) for i, ln in enumerate(lines)
@@ -234,8 +234,8 @@ def test_compare_of_two_single_runs_flags_a_known_change_in_the_right_direction(
     assert v["t.slow"].ci[0] < 1.2 < v["t.slow"].ci[1] and v["t.slow"].p_within < 1e-6
     assert v["t.same"].p_within > 0.01
     # a fleet's hosts keep within-run verdicts, in the right direction
-    from osmeter.store import load_side
-    from osmeter.compare import compare_sides
+    from osmeter.results.store import load_side
+    from osmeter.analysis.compare import compare_sides
 
     f = {r.id: r for r in compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows}
     assert f["t.slow"].verdict == "slower" and f["t.same"].verdict == "~"
@@ -257,8 +257,8 @@ def test_a_tiny_but_significant_shift_is_no_change(tmp_path):
     # quantized timer readings: 52 cycles against a few more 53s; p is tiny, the ratio is 1.00
     a = fake_run(tmp_path / "a", {"q": ("ns", np.array([52.0] * 900 + [53.0] * 100))})
     b = fake_run(tmp_path / "b", {"q": ("ns", np.array([52.0] * 800 + [53.0] * 200))})
-    from osmeter.store import load_side
-    from osmeter.compare import compare_sides
+    from osmeter.results.store import load_side
+    from osmeter.analysis.compare import compare_sides
 
     r = compare_sides(load_side([a]), load_side([b]), within_run_verdicts=True).rows[0]
     assert r.p_within < 0.001 and r.ratio == 1.0 and r.verdict == "~"
@@ -445,8 +445,8 @@ def test_a_measurement_whose_samples_were_all_disturbed_still_reports(quick_run,
     figures leave it out and draw the rest, and the report still builds,
     naming it in its row with no figure and n = 0."""
     import json
-    from osmeter import plots
-    from osmeter.probes import cpu, mem
+    from osmeter.present import plots
+    from osmeter.probes.areas import cpu, mem
     run = tmp_path / "run"
     shutil.copytree(quick_run[0], run, ignore=shutil.ignore_patterns("report"))
     doc = json.loads((run / "results.json").read_text())
@@ -526,7 +526,7 @@ def test_a_hostile_id_and_file_name_stay_text_in_compare_tex(tmp_path):
 def test_hostile_host_facts_are_text_in_the_notebook_html(tmp_path):
     """A host's cpu_model and kernel with HTML in them show as text in
     notebook.html, never as markup a browser would run."""
-    from osmeter.notebook import execute
+    from osmeter.report.notebook import execute
 
     d = tmp_path / "run"
     r = Results(d, {"kernel": "<script>alert(2)</script>", "cpu_model": "<img src=x onerror=alert(1)>"},
@@ -607,7 +607,7 @@ def test_estimates_init_round_trips_with_no_estimate_at_all(quick_run, tmp_path)
 
 
 def test_estimates_in_cycles_become_ns_with_the_run_clock(quick_run, tmp_path):
-    from osmeter.estimates import core_clock, load
+    from osmeter.report.estimates import core_clock, load
 
     run, doc = quick_run
     hz, why = core_clock(doc)
@@ -659,7 +659,7 @@ def test_method_text_states_the_run_s_own_numbers():
     """Each number a preset sets is a field of the method text, filled from
     the run: the quick and the full preset's texts say their own values and
     never the other's, and no method text hard-codes a value a preset sets."""
-    from osmeter.probe import method_text
+    from osmeter.probes.model import method_text
 
     for p in registry.PROBES:
         quick, full = _kv(p.presets.get("quick", ())), _kv(p.presets.get("full", ()))
@@ -696,7 +696,7 @@ def test_the_report_s_method_text_comes_from_the_run(quick_run):
     tex = (run / "report" / "report.tex").read_text()
     assert "{arg:" not in tex and "{param:" not in tex and r"\{arg:" not in tex
     curve = next(m for m in doc["measurements"] if m["id"] == "mem.lat.curve")
-    from osmeter.present import fmt_value
+    from osmeter.present.values import fmt_value
     assert esc(f"({fmt_value(curve['params']['max'], 'bytes')} in this run)") in tex
 
 
@@ -706,7 +706,7 @@ def test_a_tail_plot_marks_only_the_quantiles_its_curves_reach():
     every curve and neither its line nor its label may be drawn (the label
     used to sit under the axes); with 20,000 events all three are. Mutant:
     every quantile marked whatever the curves reach."""
-    from osmeter import plots
+    from osmeter.present import plots
 
     rng = np.random.default_rng(3)
     for n, want in ((120, ["p50", "p99"]), (20_000, ["p50", "p99", "p99.9"])):
@@ -733,7 +733,7 @@ def _between_campaign(path: Path, runs: int = len(BETWEEN_DEV)) -> Path:
     cpu.clocked at 100 ns x 4,000 MHz / the run's clock (its processes' clock in interference.core_mhz)."""
     import json
 
-    from osmeter.results import write_json_atomic
+    from osmeter.results.writer import write_json_atomic
 
     path.mkdir(parents=True)
     doc = {"schema": "osmeter-campaign/1", "runs": [], "seed": 1}
@@ -757,8 +757,8 @@ def _between_campaign(path: Path, runs: int = len(BETWEEN_DEV)) -> Path:
 def _between_expected() -> list[tuple[str, float, float, int]]:
     """(id, run-to-run CV, the spread compare's test sees, degrees of freedom the clock costs), in
     the order of the smallest detectable change at 4 runs a side."""
-    from osmeter.compare import RUN_SD_FLOOR
-    from osmeter.stats import smallest_change_at
+    from osmeter.analysis.compare import RUN_SD_FLOOR
+    from osmeter.core.inference import smallest_change_at
 
     rows = [(mid, float(np.std(cv * BETWEEN_DEV, ddof=1)), max(float(np.std(cv * BETWEEN_DEV, ddof=1)), RUN_SD_FLOOR),
              0) for mid, cv in BETWEEN_CV.items()]
@@ -785,8 +785,8 @@ def test_a_campaign_runs_report_states_each_ids_smallest_detectable_change(tmp_p
     run, has none of it. Mutants caught: sorted by the run CV; shown for a
     campaign of one run, and for a run of none; the 8-run column from the
     4-run values; the ids counted as the runs."""
-    from osmeter import compare
-    from osmeter.stats import runs_to_decide, smallest_change_at
+    from osmeter.analysis import compare
+    from osmeter.core.inference import runs_to_decide, smallest_change_at
 
     camp = _between_campaign(tmp_path / "camp")
     r = osmeter("report", str(camp / "run-02"))
@@ -837,8 +837,8 @@ def test_the_detectable_change_figure_draws_each_design_and_splits_many_ids():
     figures of at most DETECTABLE_PER_FIGURE, every id once, each figure at
     the text width and shorter than a page. Mutants caught: the 8-run
     markers drawn from the 4-run values; every id in one tall figure."""
-    from osmeter import plots
-    from osmeter.stats import smallest_change_at
+    from osmeter.present import plots
+    from osmeter.core.inference import smallest_change_at
 
     rng = np.random.default_rng(4)
     sds = np.sort(np.exp(rng.uniform(np.log(0.005), np.log(0.3), 130)))
@@ -876,7 +876,7 @@ def test_the_notebook_of_a_campaigns_run_shows_the_between_runs_table(tmp_path):
     notebook's table in the ids' order."""
     import nbformat
 
-    from osmeter import notebook
+    from osmeter.report import notebook
 
     camp = _between_campaign(tmp_path / "camp")
     ok, msg = notebook.execute(camp / "run-03", None, ROOT)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from conftest import by_id
-from osmeter.results import ProbeOutputError, Results, parse_probe_output
-from osmeter.store import load
-from osmeter.stats import bootstrap_ci95_median, summarize
+from osmeter.results.writer import ProbeOutputError, Results, parse_probe_output
+from osmeter.results.store import load
+from osmeter.core.stats import bootstrap_ci95_median, summarize
 
 
 def test_results_document_shape(quick_run):
@@ -52,7 +52,7 @@ def test_results_from_before_the_id_renames_read_under_the_new_ids(quick_run, tm
     import subprocess
 
     from conftest import ROOT
-    from osmeter.store import kept_samples
+    from osmeter.results.store import kept_samples
 
     out, doc = quick_run
     old = tmp_path / "old"
@@ -100,7 +100,7 @@ def test_bootstrap_medians_are_those_of_resamples(n):
     resamples (odd n: the middle one; even n: the mean of the two middle
     ones). Mutants: the order statistic off by one; the next one up drawn
     from the whole interval, not above the first."""
-    from osmeter.stats import bootstrap_medians
+    from osmeter.core.stats import bootstrap_medians
 
     x = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0])[:n]
     draws = 200_000
@@ -165,7 +165,7 @@ def test_processes_merge_into_one_line_per_id():
     """Two processes of one probe: samples side by side with their process,
     disturbed indices shifted, cycle counts brought to the first process's
     rate, series trials side by side, a probe's own tail dropped."""
-    from osmeter.results import merge_processes, process_summary
+    from osmeter.results.writer import merge_processes, process_summary
 
     p1 = [{"id": "x", "unit": "cycles", "tsc_hz": 1e9, "samples": [10.0, 12.0], "disturbed": [1],
            "params": {"k": 1}, "overhead_subtracted": 2.0, "tail": {"n": 9},

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from conftest import BIN, ncpus, probe, probe_lines
-from osmeter import registry, stats
-from osmeter.present import summary_table
-from osmeter.results import Results, parse_probe_output
-from osmeter.runner import _collect
+from osmeter.probes import registry
+from osmeter.core import stats
+from osmeter.present.rows import summary_table
+from osmeter.results.writer import Results, parse_probe_output
+from osmeter.running.runner import _collect
 
 ROOT_USER = os.geteuid() == 0
 

@@ -14,6 +14,6 @@ def _before_ready(signum, frame):
 signal.signal(signal.SIGINT, _before_ready)
 signal.signal(signal.SIGTERM, _before_ready)
 
-from .cli import main  # noqa: E402
+from osmeter.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -18,9 +18,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "harness"))
 
-from osmeter.estimates import EstimateError, load as load_estimates  # noqa: E402
-from osmeter.present import estimate_rows, summary_table, to_csv  # noqa: E402
-from osmeter.store import load as load_results  # noqa: E402
+from osmeter.report.estimates import EstimateError, load as load_estimates  # noqa: E402
+from osmeter.present.rows import estimate_rows, summary_table, to_csv  # noqa: E402
+from osmeter.results.store import load as load_results  # noqa: E402
 
 
 def run_estimates(data: bytes, tmp: Path) -> None:

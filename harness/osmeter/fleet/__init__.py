@@ -1,5 +1,5 @@
 """`osmeter fleet`: the suite, or one load, on several machines over
-OpenSSH, and a fleet's hosts compared.
+OpenSSH, driven from this one.
 
   host.py        the hosts, their check, shipping and building, the commands
                  run there, and the Driver that runs a step on each host
@@ -7,12 +7,12 @@ OpenSSH, and a fleet's hosts compared.
   load.py        fleet load: iogen (or net_bw with --net) on every host from
                  one instant, the results merged
   loadstatus.py  what a fleet load's hosts stream while it runs
-  compare.py     compare and report of a fleet directory (analysis: it reads
-                 through store.py and starts nothing; import it as
-                 osmeter.fleet.compare)
+
+A fleet directory's hosts compared side by side are analysis/fleet.py's:
+it reads through the store and starts nothing.
 """
-from .host import Host, parse_hosts, stamp
-from .load import fleet_load, fleet_net
-from .run import fleet_run
+from osmeter.fleet.host import Host, parse_hosts, stamp
+from osmeter.fleet.load import fleet_load, fleet_net
+from osmeter.fleet.run import fleet_run
 
 __all__ = ["Host", "parse_hosts", "stamp", "fleet_run", "fleet_load", "fleet_net"]

@@ -1,5 +1,5 @@
 """The hosts of a fleet and what is done to them over OpenSSH
-(harness/osmeter/ssh.py), shared by fleet run (run.py) and fleet load
+(harness/osmeter/remote/ssh.py), shared by fleet run (run.py) and fleet load
 (load.py): no daemon of our own.
 
   hosts   --hosts parsed: USER@HOST, HOST or local (this machine and tree,
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import ssh
-from ..errors import Interrupted, RunError, shielded
+from osmeter.core.errors import Interrupted, RunError, shielded
+from osmeter.remote import ssh
 
 LOCAL = ("local", "localhost")
 NEEDS = ("python3", "make", "cc", "tar")
@@ -377,6 +377,6 @@ def summary_text(hosts: list[Host]) -> str:
     for h in hosts:
         rows.append((h.target, h.status, *(f"{h.steps[s]:.1f}" if s in h.steps else "-" for s in steps),
                      h.reason.splitlines()[0] if h.reason else ""))
-    from ..present import text_table
+    from osmeter.present.values import text_table
 
     return "seconds per step:\n" + text_table(rows[0], rows[1:])

@@ -29,13 +29,14 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import hist, ssh, store
-from ..errors import RunError
-from ..results import write_json_atomic
-from . import loadstatus
-from .host import (HOST_RE, LOCAL, Driver, Host, HostFailed, build, build_local, check, last_lines, run_on, ship,
-                   source_tar, stamp, summary_text, timed)
-
+from osmeter.core import hist
+from osmeter.core.errors import RunError
+from osmeter.fleet import loadstatus
+from osmeter.fleet.host import (HOST_RE, LOCAL, Driver, Host, HostFailed, build, build_local, check, last_lines, run_on,
+                                ship, source_tar, stamp, summary_text, timed)
+from osmeter.remote import ssh
+from osmeter.results import store
+from osmeter.results.writer import write_json_atomic
 
 # ------------------------------------------------------------ clocks
 
@@ -266,7 +267,7 @@ def _fetch_file(h: Host, remote: str, local: Path) -> None:
 
 
 def load_text(doc: dict) -> str:
-    from ..present import fmt_value, text_table
+    from osmeter.present.values import fmt_value, text_table
 
     rows = []
     for h in doc["hosts"]:
@@ -299,7 +300,7 @@ def _net_server(server: str, root: Path):
     starts it here (clients connect to ADDR), USER@HOST starts it there."""
     import contextlib
 
-    from ..osmnet import remote_peer
+    from osmeter.remote.osmnet import remote_peer
 
     netpeer = root / "build" / "bin" / "netpeer"
     if server.startswith("local:"):
@@ -370,7 +371,7 @@ def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_p
     if done:
         doc["total"] = {k: round(sum(d.get(k, 0.0) for d in done), 3) for k in ("send_mbps", "recv_mbps")}
     save()
-    from ..present import fmt_value, text_table
+    from osmeter.present.values import fmt_value, text_table
 
     rows = [(h.target, h.status, *(fmt_value(extra[h.label].get("net", {}).get(k), "MB/s") if "net" in extra[h.label]
                                    else "-" for k in ("send_mbps", "recv_mbps")), h.reason.split("\n")[0])

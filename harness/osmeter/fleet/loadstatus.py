@@ -24,8 +24,8 @@ import threading
 import time
 from pathlib import Path
 
-from .. import store
-from ..present import fmt_value, text_table
+from osmeter.present.values import fmt_value, text_table
+from osmeter.results import store
 
 KEY = "status"
 

@@ -24,12 +24,13 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from .. import ssh, store
-from ..errors import RunError
-from ..results import write_json_atomic
-from ..runopts import run_args
-from .host import (FULL_PYTHON, NEEDS, THIN_PYTHON, Driver, Host, HostFailed, build, build_local, check, last_lines,
-                   python_ready, run_on, ship, source_tar, stamp, summary_text, timed)
+from osmeter.core.errors import RunError
+from osmeter.fleet.host import (FULL_PYTHON, NEEDS, THIN_PYTHON, Driver, Host, HostFailed, build, build_local, check,
+                                last_lines, python_ready, run_on, ship, source_tar, stamp, summary_text, timed)
+from osmeter.remote import ssh
+from osmeter.results import store
+from osmeter.results.writer import write_json_atomic
+from osmeter.running.runopts import run_args
 
 
 def _fetch_dir(host: Host, remote_dir: str, local: Path) -> None:
@@ -101,7 +102,7 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
         home = timed(h, "check", check, h, NEEDS, python, FULL_PYTHON if python else THIN_PYTHON)
         h.tree_dir = timed(h, "ship", ship, h, tar, tree, home)
         timed(h, "build", build, h, h.tree_dir)
-        agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/agent.py"
+        agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/remote/agent.py"
         _clean_stale(h, agent)
         if not python:  # a thin host: the harness here, the probes there
             cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "

@@ -1,0 +1,231 @@
+"""`osmeter ab`: randomized, interleaved A/B runs of a setting that a command
+can switch without a reboot (a sysctl, THP, a qdisc, the governor, a cgroup
+limit).
+
+Each round runs A's setup command and then a run, and B's setup command
+and then a run, in an order drawn at random for the round (seeded), so slow
+drift of the machine hits both sides alike. The runs land in DIR/a and
+DIR/b, two campaigns that `osmeter compare DIR/a DIR/b` reads; ab prints
+that comparison at the end. The restore command runs at the end, and also
+when SIGINT or SIGTERM stops the rounds.
+"""
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from osmeter.analysis import compare
+from osmeter.core.errors import Interrupted, RunError, shielded
+from osmeter.core.inference import spend_alpha
+from osmeter.results import store
+from osmeter.running.campaign import Campaign, new_seed, run_seeds
+from osmeter.running.runner import Done, ResultsDir, execute, no_halt, ram_devices, start_run, tracing
+from osmeter.running.runopts import RunOptions
+
+SETUP_TIMEOUT = 600.0
+
+
+def _shell(what: str, cmd: str) -> None:
+    """Runs a user's setup or restore command; a failure stops the rounds. It
+    runs in a session of its own: a Ctrl-C at the terminal, or the terminal
+    closing, reaches osmeter (which finishes it first), never the command."""
+    print(f"osmeter: {what}: {cmd}", flush=True)
+    try:
+        r = subprocess.run(["/bin/sh", "-c", cmd], timeout=SETUP_TIMEOUT, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"{what} command did not finish within {SETUP_TIMEOUT:.0f} s: {cmd}") from None
+    if r.returncode != 0:
+        raise RunError(f"{what} command failed with status {r.returncode}: {cmd}")
+
+
+def decided(c) -> bool:
+    """Every id of a comparison has a verdict other than 'too few runs'."""
+    from osmeter.analysis import compare
+
+    return bool(c.rows) and all(r.verdict in compare.DECIDED for r in c.rows)
+
+
+def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
+    """The level of the look after round `round_` of a sequential design of
+    at most `rounds` rounds: looks come after rounds 2..rounds."""
+    return spend_alpha(round_ - 1, rounds - 1, alpha)
+
+
+def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
+           min_change: float = 0.02, until_decided: bool = False, max_minutes: float | None = None) -> Done:
+    if rounds < 1:
+        raise RunError("--rounds: expected 1 or more")
+    if max_minutes is not None and not (max_minutes > 0 and until_decided):
+        raise RunError("--max-minutes: a positive budget, with --until-decided")
+    with start_run(opts, "-ab", sentinels=True) as (p, out):
+        return Done(_run_ab(p, out, opts, a_cmd, b_cmd, restore, rounds, seed, min_change, until_decided,
+                            max_minutes), out)
+
+
+def over_budget(started: float, now: float, done_rounds: int, max_minutes: float | None) -> bool:
+    """Whether one more round, taking as long as the mean of those done,
+    would end past the budget of max_minutes from `started`."""
+    if max_minutes is None or done_rounds < 1:
+        return False
+    spent = now - started
+    return spent + spent / done_rounds > max_minutes * 60
+
+
+def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None,
+            min_change: float, until_decided: bool, max_minutes: float | None = None) -> int:
+    from osmeter.remote.osmnet import peer_session
+
+    seed = new_seed() if seed is None else seed
+    rng = random.Random(seed)
+    orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]
+    seeds = dict(zip("ab", (run_seeds(s, rounds) for s in (rng.getrandbits(31), rng.getrandbits(31)))))
+    for f in (store.RESULTS, store.CAMPAIGN):  # a run or a campaign is not the home of an ab
+        if (out / f).exists():
+            raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
+    claims, camps = [], {}
+    try:  # both sides claimed before either is written: a refusal of b leaves no a behind
+        for side in "ab":
+            claims.append(ResultsDir(out / side, store.CAMPAIGN))
+    except RunError:
+        for c in claims:
+            c.release()
+            try:
+                c.out.rmdir()  # made by the claim, and empty again
+            except OSError:
+                pass
+        raise
+    for side, cmd in (("a", a_cmd), ("b", b_cmd)):
+        camps[side] = Campaign(out / side, opts, seed, rounds, side=side, setup_command=cmd, restore_command=restore,
+                               design=f"ab: {rounds} rounds, random order within each round")
+        camps[side].save()
+    plan_text = (f"until every id is decided, at most {rounds} rounds" if until_decided else f"{rounds} rounds")
+    if max_minutes is not None:
+        plan_text += f" or {max_minutes:g} minutes"
+    started, stopped_by = time.monotonic(), None
+    print(f"osmeter: ab, {plan_text} into {out} (seed {seed}); restore: {restore or 'none'}")
+    status = 0
+    looks: list[dict] = []
+    alpha = compare.ALPHA
+    first: Interrupted | None = None  # the signal that stopped the rounds
+    try:
+        with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
+            p.peer = peer
+            for k, order in enumerate(orders, 1):
+                if until_decided and k > 2 and looks and looks[-1]["decided"]:
+                    break
+                # the first look needs two rounds, whatever the budget
+                if until_decided and k > 2 and over_budget(started, time.monotonic(), k - 1, max_minutes):
+                    stopped_by = f"the budget of {max_minutes:g} minutes (another round would end past it)"
+                    break
+                for side in order:
+                    camp = camps[side]
+                    _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
+                    run_dir, entry = camp.add_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
+                    try:
+                        rc = execute(p, run_dir, order_seed=entry["seed"], sentinels=True,
+                                     label=f"round {k}/{rounds} {side.upper()} ", quiet=True)
+                    except Interrupted:
+                        camp.end_run(entry, "interrupted")
+                        raise
+                    camp.end_run(entry, "complete" if rc == 0 else "failed")
+                    print(f"osmeter: round {k}/{rounds} {side.upper()}: {run_dir}"
+                          + ("" if rc == 0 else " (a probe failed: see its results.json)"), flush=True)
+                    status = status or rc
+                if until_decided and k >= 2:
+                    alpha = look_alpha(k, rounds)
+                    look = _look(out, min_change, alpha)
+                    looks.append({"round": k, "alpha": alpha, **look})
+                    print(f"osmeter: look after round {k} (level {alpha:.4f}): " + look["text"], flush=True)
+                    for camp in camps.values():
+                        camp.doc["sequential"] = _sequential_doc(looks, rounds)
+                        camp.save()
+        for camp in camps.values():
+            camp.doc["complete"] = True
+    except Interrupted as e:
+        first = e
+        for camp in camps.values():
+            camp.doc["interrupted"] = True
+        print("\nosmeter: interrupted; the finished runs are kept")
+        raise
+    finally:
+        # the machine first: nothing below (a full disk, a removed directory) may keep it from its restore
+        try:
+            if restore:
+                with shielded():  # a second Ctrl-C, a SIGTERM or a SIGHUP must not leave it half restored
+                    try:
+                        _shell("restore", restore)
+                    except RunError as e:
+                        print(f"osmeter: error: {e}", file=sys.stderr)
+                        status = 1
+        except Interrupted:
+            if first is None:  # the signal that came during the restore is the first: it ends ab
+                raise
+            # else the first signal already ends ab, and its status (130, 143, 129) stays the one reported
+        finally:
+            for camp in camps.values():
+                if "kernel_paths" in p.extra_conditions:  # the tracing session's end
+                    camp.doc["kernel_paths"] = p.extra_conditions["kernel_paths"]
+                try:
+                    camp.save()
+                except OSError as e:
+                    print(f"osmeter: error: cannot write {camp.dir}/{store.CAMPAIGN}: {e.strerror or e}",
+                          file=sys.stderr)
+                    status = 1
+            for c in claims:
+                c.release()
+    try:
+        cmp = compare.compare_sides(*(store.load_side([d]) for d in store.ab_sides(out)), min_change,
+                                    alpha=alpha)
+    except ValueError as e:
+        print(f"osmeter: no comparison: {e}", file=sys.stderr)
+        return status or 1
+    text = compare.text(cmp)
+    if until_decided and looks:
+        last = looks[-1]
+        why = ("because every id was decided." if last["decided"] else
+               f"at {stopped_by or f'--max-rounds {rounds}'}, {last['undecided']} id(s) undecided.")
+        text += (f"\nSequential design: {len(looks)} look(s) after rounds 2..{last['round']}, each at its increment "
+                 f"of an O'Brien-Fleming-type alpha spending function (overall 5%); stopped "
+                 + why + f" This table is the last look's (level {alpha:.4f}).")
+        text += undecided_text(cmp)
+    (out / store.AB_TEXT).write_text(text + "\n")
+    (out / store.AB_CSV).write_text(compare.to_csv(cmp))
+    print()
+    print(text)
+    print(f"\nosmeter: runs in {' and '.join(map(str, store.ab_sides(out)))}; this table in {out / store.AB_TEXT} "
+          f"and {store.AB_CSV}")
+    return status
+
+
+def undecided_text(c) -> str:
+    """Each id still undecided, with its smallest detectable change now and
+    at compare.DESIGNS runs a side: what more rounds would decide."""
+    rows = [r for r in c.rows if r.verdict not in compare.DECIDED]
+    if not rows:
+        return ""
+    designs = "/".join(map(str, compare.DESIGNS))
+    out = [f"\nStill undecided at {c.min_change:.0%} (smallest detectable change: these runs / {designs} runs a side):"]
+    out += [f"  {r.id}: {compare.detectable_text(r)}" + (f"; {compare._verdict_text(r)}" if r.need else "")
+            for r in sorted(rows, key=lambda r: -r.mdc if r.mdc == r.mdc else 0)]
+    return "\n".join(out)
+
+
+def _look(out, min_change: float, alpha: float) -> dict:
+    """One look of the sequential design at the runs so far."""
+    try:
+        c = compare.compare_sides(*(store.load_side([d]) for d in store.ab_sides(out)), min_change,
+                                  alpha=alpha, sensitivity=False)
+    except ValueError as e:
+        return {"decided": False, "undecided": None, "text": f"no comparison yet ({e})"}
+    undecided = [r.id for r in c.rows if r.verdict not in compare.DECIDED]
+    tally = ", ".join(f"{n} {v}" for v, n in compare.counts(c.rows).items())
+    return {"decided": decided(c), "undecided": len(undecided), "counts": compare.counts(c.rows),
+            "text": tally + ("; every id decided" if not undecided else f"; {len(undecided)} undecided")}
+
+
+def _sequential_doc(looks: list[dict], rounds: int) -> dict:
+    return {"max_rounds": rounds, "spending": "Lan-DeMets O'Brien-Fleming type, overall alpha 0.05",
+            "looks": [{k: v for k, v in lk.items() if k != "text"} for lk in looks]}
