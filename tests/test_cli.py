@@ -198,6 +198,7 @@ DRIVER = textwrap.dedent("""
     from osmeter import cli
     from osmeter.probes import registry
     from osmeter.running import runner
+    from osmeter.running.runopts import RunOptions
     order = {order!r}
     timeouts = {timeouts!r}
     probes = tuple(
@@ -205,7 +206,7 @@ DRIVER = textwrap.dedent("""
                        measures=(registry.Measure("fake." + n, "ns", n),),
                        methodology="", presets={{"quick": ()}}, timeout=timeouts.get(n, 30))
         for n in order)
-    opts = runner.RunOptions(out=Path({out!r}), rt=False, probes=probes, derived=(), bin_dir=Path({bindir!r}))
+    opts = RunOptions(out=Path({out!r}), rt=False, probes=probes, derived=(), bin_dir=Path({bindir!r}))
     if {runs!r}:
         from osmeter.running.campaign import run_campaign
         sys.exit(cli.guarded(lambda: run_campaign(opts, {runs!r}, 7).status))

@@ -478,7 +478,8 @@ def test_without_root_the_refusal_is_named_and_the_run_goes_on():
 
 def _run_probe(out: Path, probe, pattern: str, **opts) -> dict:
     """An in-process traced run of a probe declared by the test."""
-    from osmeter.running.runner import RunOptions, run
+    from osmeter.running.runner import run
+    from osmeter.running.runopts import RunOptions
 
     done = run(RunOptions(patterns=[pattern], out=out, kernel_paths=True, probes=(probe,), derived=(), **opts))
     assert done == (0, out)

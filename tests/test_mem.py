@@ -357,7 +357,8 @@ def _run_fake_fault_and_copy(tmp_path, fault_probe: str) -> dict:
     through the real runner: its results.json."""
     from osmeter.probes.model import Probe, measure
     from osmeter.probes.areas.mem import DERIVED
-    from osmeter.running.runner import RunOptions, run
+    from osmeter.running.runner import run
+    from osmeter.running.runopts import RunOptions
 
     bindir = tmp_path / "bin"
     bindir.mkdir()

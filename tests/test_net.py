@@ -403,7 +403,8 @@ def test_a_run_keeps_the_cpu_of_an_awake_probe_busy_and_no_other(tmp_path):
 
     from osmeter.host import launch
     from osmeter.probes.model import Probe, measure
-    from osmeter.running.runner import RunOptions, run
+    from osmeter.running.runner import run
+    from osmeter.running.runopts import RunOptions
 
     bindir = tmp_path / "bin"
     bindir.mkdir()

@@ -17,7 +17,7 @@ from osmeter.probes import registry
 from osmeter.core import stats
 from osmeter.present.rows import summary_table
 from osmeter.results.writer import Results, parse_probe_output
-from osmeter.running.runner import _collect
+from osmeter.running.collect import collect_process
 
 ROOT_USER = os.geteuid() == 0
 
@@ -59,12 +59,12 @@ def test_a_refusal_is_recorded_not_failed(tmp_path):
     res = Results(tmp_path, {"hostname": "h"}, {"probe_warnings": []})
     c2c = next(p for p in registry.PROBES if p.name == "cpu.c2c")
     out = '{"id": "cpu.c2c", "refused": "one online CPU only: there is no pair"}\n'
-    assert _collect(res, c2c, ["cpu.c2c"], 0, out, "", {})
+    assert collect_process(res, c2c, ["cpu.c2c"], 0, out, "", {})
     assert res.doc["failures"] == [] and res.measurements == []
     assert res.doc["refused"] == [{"id": "cpu.c2c", "probe": "cpu.c2c", "why": "one online CPU only: there is no pair"}]
     assert "refused here: cpu.c2c: one online CPU only" in summary_table(res.doc)
     # an id neither measured nor refused is still a failure
-    assert not _collect(res, c2c, ["cpu.c2c"], 0, "", "", {})
+    assert not collect_process(res, c2c, ["cpu.c2c"], 0, "", "", {})
 
 
 def test_c2c_given_one_cpu_says_a_pair_needs_two():

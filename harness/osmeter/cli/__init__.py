@@ -210,8 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _estimates(arg: str | None, doc: dict | None = None):
     """--estimates as a Source, checked now (a bad file fails before a run,
     not after it): none, a file, or 'example'."""
+    from osmeter.core.tree import repo_root
     from osmeter.report.estimates import EstimateError, for_run, resolve
-    from osmeter.running.runner import repo_root
 
     source = resolve(arg, repo_root())
     try:
@@ -252,9 +252,9 @@ def _write(path: Path, text: str, what: str) -> None:
 
 
 def cmd_report(args) -> int:
+    from osmeter.core.tree import repo_root
     from osmeter.report.latex import LATEX_HINT, build_pdf, latex_installed, write_report
     from osmeter.results.store import load
-    from osmeter.running.runner import repo_root
 
     args.dir = store.run_dir(args.dir)
     try:
@@ -278,8 +278,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_notebook(args) -> int:
+    from osmeter.core.tree import repo_root
     from osmeter.report.notebook import open_in_jupyter
-    from osmeter.running.runner import repo_root
 
     root = repo_root()
     d = args.dir
@@ -310,7 +310,7 @@ def _sides(dirs: list[Path]) -> tuple[list[Path], list[Path]]:
 
 def cmd_fleet(args) -> int:
     from osmeter import fleet
-    from osmeter.running.runner import repo_root
+    from osmeter.core.tree import repo_root
 
     root = repo_root()
     hosts = fleet.parse_hosts(args.hosts)
@@ -370,8 +370,8 @@ def cmd_compare(args) -> int:
     if args.csv:
         _write(args.csv, compare.to_csv(c), "--csv")
     if args.tex:
+        from osmeter.core.tree import repo_root
         from osmeter.report.latex import build_pdf, write_compare
-        from osmeter.running.runner import repo_root
 
         try:
             tex = write_compare(c, args.tex, repo_root())
@@ -393,8 +393,8 @@ def cmd_compare(args) -> int:
 
 
 def cmd_ktimers(args) -> int:
+    from osmeter.core.tree import repo_root
     from osmeter.ktrace import kpaths, ktimers
-    from osmeter.running.runner import repo_root
 
     traced = store.traced_probes(args.dir)
     if not traced:
@@ -498,7 +498,7 @@ def cmd_list(args) -> int:
         import json
         import subprocess
 
-        from osmeter.running.runner import repo_root
+        from osmeter.core.tree import repo_root
 
         binary = repo_root() / "build" / "bin" / "cpu_timer"
         if not binary.exists():
@@ -556,8 +556,8 @@ def cmd_run(args) -> int:
     est = None if args.no_report else _estimates(args.estimates)
     status, out = run(opts)
     if est is not None and (out / store.RESULTS).exists():
+        from osmeter.core.tree import repo_root
         from osmeter.report.latex import build_pdf, write_report
-        from osmeter.running.runner import repo_root
 
         try:
             tex = write_report(out, est, repo_root(), args.quote)

@@ -21,8 +21,10 @@ from osmeter.analysis import compare
 from osmeter.core.errors import Interrupted, RunError, shielded
 from osmeter.core.inference import spend_alpha
 from osmeter.results import store
+from osmeter.results.writer import ResultsDir
 from osmeter.running.campaign import Campaign, new_seed, run_seeds
-from osmeter.running.runner import Done, ResultsDir, execute, no_halt, ram_devices, start_run, tracing
+from osmeter.running.execute import execute
+from osmeter.running.runner import Done, no_halt, ram_devices, start_run, tracing
 from osmeter.running.runopts import RunOptions
 
 SETUP_TIMEOUT = 600.0

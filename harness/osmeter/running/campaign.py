@@ -25,8 +25,9 @@ from osmeter.host.isolate import isolated
 from osmeter.results import store
 from osmeter.results.store import load as load_results
 from osmeter.results.store import load_side
-from osmeter.results.writer import write_json_atomic
-from osmeter.running.runner import Done, ResultsDir, execute, no_halt, ram_devices, start_run, tracing
+from osmeter.results.writer import ResultsDir, write_json_atomic
+from osmeter.running.execute import execute
+from osmeter.running.runner import Done, no_halt, ram_devices, start_run, tracing
 from osmeter.running.runopts import RunOptions, options_doc
 
 
