@@ -21,6 +21,11 @@ import pytest
 
 from conftest import ROOT, osmeter
 from osmeter.analysis import compare
+from osmeter.analysis.formats.csv_table import to_csv
+from osmeter.analysis.formats.text import unit_text
+from osmeter.analysis.model import DECIDED, RUN_SD_FLOOR, VERDICTS, verdict_text
+from osmeter.analysis.per_id import compare_id, width_adjust
+from osmeter.analysis.verdicts import area_changes, decide
 from osmeter.results.writer import Results, write_json_atomic
 from osmeter.core.inference import benjamini_hochberg, runs_needed, smallest_change_at, welch
 from osmeter.core.stats import t_quantile, t_two_sided_p
@@ -44,8 +49,8 @@ def draw_side(rng, ids: int, runs: int, shift: np.ndarray, run_cv=0.02, trial_cv
 def verdicts(rng, ids, runs, shift, min_change=0.02, **kw):
     a = draw_side(rng, ids, runs, np.zeros(ids), **kw)
     b = draw_side(rng, ids, runs, shift, **kw)
-    rows = [compare.compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False) for i in range(ids)]
-    compare.decide(rows, min_change)
+    rows = [compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False) for i in range(ids)]
+    decide(rows, min_change)
     return [r.verdict for r in rows]
 
 
@@ -91,8 +96,8 @@ def test_too_few_runs_says_how_many_it_would_need():
     rng = np.random.default_rng(4)
     a = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.05)[0]
     b = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.05)[0]
-    r = compare.compare_id("x", "ns", a, b, area="x")
-    compare.decide([r], 0.02)
+    r = compare_id("x", "ns", a, b, area="x")
+    decide([r], 0.02)
     assert r.verdict == "too few runs" and r.need > 3
     # the design's smallest detectable change is above the change it was asked about (or the one seen);
     # `need` runs a side of the same spread bring it down to that change, one run fewer would not
@@ -105,10 +110,10 @@ def test_too_few_runs_says_how_many_it_would_need():
     for runs, min_change, verdict in ((3, 0.02, "too few runs"), (6, 0.02, "="), (3, 0.05, "=")):
         a = draw_side(rng, 1, runs, np.zeros(1), run_cv=0.002)[0]
         b = draw_side(rng, 1, runs, np.zeros(1), run_cv=0.002)[0]
-        r = compare.compare_id("x", "ns", a, b, area="x")
-        compare.decide([r], min_change)
+        r = compare_id("x", "ns", a, b, area="x")
+        decide([r], min_change)
         assert r.verdict == verdict, (runs, min_change, r.verdict, r.need)
-        assert r.run_sd == compare.RUN_SD_FLOOR
+        assert r.run_sd == RUN_SD_FLOOR
 
 
 def test_rates_and_other_units_get_their_own_direction():
@@ -117,8 +122,8 @@ def test_rates_and_other_units_get_their_own_direction():
         for shift, want in ((0.3, up), (-0.3, down)):
             a = draw_side(rng, 1, 3, np.zeros(1))[0]
             b = draw_side(rng, 1, 3, np.array([shift]))[0]
-            r = compare.compare_id("x", unit, a, b, area="x")
-            compare.decide([r], 0.02)
+            r = compare_id("x", unit, a, b, area="x")
+            decide([r], 0.02)
             assert r.verdict == want, (unit, shift, r.verdict)
 
 
@@ -135,10 +140,10 @@ def test_a_new_rate_unit_is_one_row_of_the_units_table(monkeypatch):
     rng = np.random.default_rng(7)
     a = draw_side(rng, 1, 3, np.zeros(1))[0]
     b = draw_side(rng, 1, 3, np.array([0.3]))[0]
-    r = compare.compare_id("x", "ops/s", a, b, area="x")
-    compare.decide([r], 0.02)
+    r = compare_id("x", "ops/s", a, b, area="x")
+    decide([r], 0.02)
     assert r.verdict == "faster", r.verdict
-    [(area, cost, n)] = compare.area_changes([r])
+    [(area, cost, n)] = area_changes([r])
     assert area == "x" and n == 1 and cost < 1  # a higher rate is a lower cost
     assert present.convert(4.0, "ops/s", "us/op") == pytest.approx(2.5e5)
     assert present.convert(2.5e5, "us/op", "ops/s") == pytest.approx(4.0)
@@ -158,7 +163,7 @@ def test_hierarchical_interval_covers_the_true_ratio():
     for _ in range(300):
         a = draw_side(rng, 1, 5, np.zeros(1))[0]
         b = draw_side(rng, 1, 5, np.array([0.1]))[0]
-        r = compare.compare_id("x", "ns", a, b, area="x")
+        r = compare_id("x", "ns", a, b, area="x")
         inside += r.ci[0] <= 1.1 <= r.ci[1]
         logs.append(math.log(np.median([np.median(x) for x in b]) / np.median([np.median(x) for x in a])))
         half.append(math.log(r.ci[1] / r.ci[0]) / 2)
@@ -189,9 +194,9 @@ def test_runs_split_between_two_modes_are_not_a_change():
     def side(level):
         return [level * (1 + rng.normal(0, 1e-4)) * np.exp(rng.normal(0, 1e-3, 50)) for _ in range(3)]
     for shift, flagged in ((0.98, False), (0.7, True)):
-        rows = [compare.compare_id("cpu.call.args2", "ns", side(0.776), side(0.776 * shift), area="cpu"),
-                compare.compare_id("net.bw", "MB/s", side(125.0), side(4000.0), area="net")]
-        compare.decide(rows)
+        rows = [compare_id("cpu.call.args2", "ns", side(0.776), side(0.776 * shift), area="cpu"),
+                compare_id("net.bw", "MB/s", side(125.0), side(4000.0), area="net")]
+        decide(rows)
         assert (rows[0].verdict == "faster") == flagged, (shift, rows[0])
         assert rows[1].verdict == "faster"  # a rate that rose
     assert welch([0.0, 0.0001, 0.0002], [0.02, 0.0201, 0.0202], sd_floor=0.01)[2] > 0.05
@@ -237,7 +242,7 @@ def test_compare_of_campaigns_finds_the_planted_change(tmp_path):
     assert rows["cpu.a"]["verdict"] == "slower" and float(rows["cpu.a"]["ratio"]) == pytest.approx(1.15, rel=0.03)
     assert rows["net.bw"]["verdict"] == "slower" and float(rows["net.bw"]["ratio"]) == pytest.approx(0.8, rel=0.03)
     assert rows["cpu.b"]["verdict"] in ("=", "~", "too few runs")
-    assert {row["verdict"] for row in rows.values()} <= set(compare.VERDICTS)
+    assert {row["verdict"] for row in rows.values()} <= set(VERDICTS)
     assert rows["cpu.a"]["runs_a"] == "4" and rows["cpu.a"]["basis"] == "runs"
     assert "the unit of the test is the run" in r.stdout
     assert "Per area" in r.stdout and "cpu" in r.stdout
@@ -279,10 +284,10 @@ def test_two_identical_runs_flag_nothing():
     """The issue's case: two runs of the same machine whose trials differ by
     a little drift (1.5%) far beyond their within-run spread."""
     rng = np.random.default_rng(12)
-    rows = [compare.compare_id(f"x.{i}", "ns", [100 * np.exp(rng.normal(0, 0.002, 60))],
+    rows = [compare_id(f"x.{i}", "ns", [100 * np.exp(rng.normal(0, 0.002, 60))],
                                [101.5 * np.exp(rng.normal(0, 0.002, 60))], area="x", interval=False)
             for i in range(16)]
-    compare.decide(rows, 0.01)
+    decide(rows, 0.01)
     assert all(r.p_within < 1e-6 for r in rows)  # the within-run test would call every one changed
     assert {r.verdict for r in rows} == {"too few runs"}
 
@@ -326,9 +331,9 @@ def test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one():
             for min_change in (0.02, 0.05):
                 a = draw_side(rng, 10, runs, np.zeros(10), run_cv=cv)
                 b = draw_side(rng, 10, runs, np.zeros(10), run_cv=cv)
-                rows = [compare.compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False)
+                rows = [compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False)
                         for i in range(10)]
-                compare.decide(rows, min_change)
+                decide(rows, min_change)
                 for r in rows:
                     assert math.isfinite(r.mdc) and r.mdc_at[8] < r.mdc_at[4], r
                     if r.verdict == "=":
@@ -372,7 +377,7 @@ def test_the_unit_is_the_process_only_where_runs_add_nothing():
     rng = np.random.default_rng(22)
     units = {"process": 0, "run": 0}
     for _ in range(40):
-        r = compare.compare_id("x", "ns", draw_processes(rng, 4, 3, 20, 0.0, 0.03, 0.01),
+        r = compare_id("x", "ns", draw_processes(rng, 4, 3, 20, 0.0, 0.03, 0.01),
                                draw_processes(rng, 4, 3, 20, 0.0, 0.03, 0.01), area="x", interval=False)
         units[r.test_unit] += 1
         assert r.units_a == (12 if r.test_unit == "process" else 4)
@@ -382,11 +387,11 @@ def test_the_unit_is_the_process_only_where_runs_add_nothing():
     def modal(rng, runs):
         return [[100 * (2 if rng.random() < 0.25 else 1) * np.exp(rng.normal(0, 0.005, 20)) for _ in range(3)]
                 for _ in range(runs)]
-    bimodal = [compare.compare_id("x", "ns", modal(rng, 4), modal(rng, 4), area="x", interval=False).test_unit
+    bimodal = [compare_id("x", "ns", modal(rng, 4), modal(rng, 4), area="x", interval=False).test_unit
                for _ in range(100)]
     # the slow processes are in a far mode: the run is the unit (when no process fell in it: 0.75^24)
     assert bimodal.count("run") >= 98, bimodal.count("run")
-    many = [compare.compare_id("x", "ns", draw_processes(rng, 4, 3, 20, 0.05, 0.005, 0.01),
+    many = [compare_id("x", "ns", draw_processes(rng, 4, 3, 20, 0.05, 0.005, 0.01),
                                draw_processes(rng, 4, 3, 20, 0.05, 0.005, 0.01), area="x", interval=False).test_unit
             for _ in range(40)]
     assert many.count("run") >= 38, many
@@ -398,10 +403,10 @@ def test_processes_keep_a_to_a_false_positives_at_five_percent():
     rng = np.random.default_rng(23)
     flagged = 0
     for _ in range(400):
-        rows = [compare.compare_id(f"x.{i}", "ns", draw_processes(rng, 4, 3, 20, 0.015, 0.015, 0.01),
+        rows = [compare_id(f"x.{i}", "ns", draw_processes(rng, 4, 3, 20, 0.015, 0.015, 0.01),
                                    draw_processes(rng, 4, 3, 20, 0.015, 0.015, 0.01), area="x", interval=False)
                 for i in range(5)]
-        compare.decide(rows, 0.02)
+        decide(rows, 0.02)
         flagged += any(r.verdict in FLAGGED for r in rows)
     assert flagged / 400 <= 0.06, flagged / 400
 
@@ -420,9 +425,9 @@ def test_a_disturbance_over_more_of_b_s_processes_flags_nothing():
         return [[122 * (1.3 if rng.random() < p else 1.0) * math.exp(rng.normal(0, 0.01))
                  * np.exp(rng.normal(0, 0.01, 100)) for _ in range(5)] for _ in range(5)]
 
-    rows = [compare.compare_id(f"x.{i}", "ns", side(0.17), side(0.4), area="x", interval=False) for i in range(300)]
+    rows = [compare_id(f"x.{i}", "ns", side(0.17), side(0.4), area="x", interval=False) for i in range(300)]
     for r in rows:
-        compare.decide([r], 0.02)
+        decide([r], 0.02)
     assert sum(r.verdict in FLAGGED for r in rows) / 300 <= 0.06  # 3% here; 10% with processes as the unit
     assert sum(r.test_unit == "run" for r in rows) >= 295
 
@@ -442,10 +447,10 @@ def sequential(rng, max_rounds: int, shift: float, ids: int = 5, run_cv: float =
             b[i] += draw_processes(rng, 1, 3, 20, run_cv, 0.01, 0.01, shift if i == 0 else 0.0)
         if k < 2:
             continue
-        rows = [compare.compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False) for i in range(ids)]
-        compare.decide(rows, min_change, look_alpha(k, max_rounds))
+        rows = [compare_id(f"x.{i}", "ns", a[i], b[i], area="x", interval=False) for i in range(ids)]
+        decide(rows, min_change, look_alpha(k, max_rounds))
         ever = [e or r.verdict in FLAGGED for e, r in zip(ever, rows)]
-        if all(r.verdict in compare.DECIDED for r in rows):
+        if all(r.verdict in DECIDED for r in rows):
             return ever, k
     return ever, max_rounds
 
@@ -957,7 +962,7 @@ def test_stability_by_area_over_both_sides_of_an_a_to_a(tmp_path):
     # floor compare assumes): cpu.b's, whose CV is far above the floor, and cpu.a's at the floor
     ids = {ln.split()[0]: ln for ln in r.stdout.split("worst", 1)[0].splitlines() if ln.startswith(("cpu.", "net."))}
     for mid in ("cpu.b", "cpu.a"):
-        sd = max(cv[mid], compare.RUN_SD_FLOOR)
+        sd = max(cv[mid], RUN_SD_FLOOR)
         want = " / ".join(f"{smallest_change_at(sd, n):.1%}" for n in (4, 8))
         assert ids[mid].rstrip().endswith(want), (ids[mid], want)
     one = osmeter("stability", str(tmp_path / "a" / "run-00"))
@@ -1021,7 +1026,7 @@ def test_runs_in_another_host_mode_are_left_out_of_the_comparison(tmp_path):
     near, far = (21_600.0, 110.0), (38_500.0, 300.0)
     c = compare.compare_sides(_mt_side(tmp_path / "a1", [far] * 4, 1), _mt_side(tmp_path / "b1", [near] * 4, 2), 0.05)
     r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
-    assert r.verdict == "too few runs" and compare._verdict_text(r) == "too few runs (in one host mode)"
+    assert r.verdict == "too few runs" and verdict_text(r) == "too few runs (in one host mode)"
     assert any("mem.bw.copy.mt: compared on the runs in one host mode" in n and "A 4 of 4, B 0 of 4" in n
                for n in c.notes), c.notes
     c = compare.compare_sides(_mt_side(tmp_path / "a2", [far, near, far, near], 3),
@@ -1058,9 +1063,9 @@ def clock_verdicts(rng, shift: float, min_change: float, use_clocks: bool, draws
     rows = []
     for _ in range(draws):
         (a, ca), (b, cb) = clock_side(rng, runs), clock_side(rng, runs, shift)
-        rows.append(compare.compare_id("x", "ns", a, b, area="x", interval=False,
+        rows.append(compare_id("x", "ns", a, b, area="x", interval=False,
                                        clocks=(ca, cb) if use_clocks else None))
-    compare.decide(rows, min_change)
+    decide(rows, min_change)
     return [r.verdict for r in rows]
 
 
@@ -1129,9 +1134,9 @@ def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
     c = compare.compare_sides(a, b, 0.03)
     rows = {r.id: r for r in c.rows}
     call = rows["cpu.call.args0"]
-    assert compare._unit_text(call) == "run, equal clock" and call.clock_slope == pytest.approx(-1, abs=1e-6)
+    assert unit_text(call) == "run, equal clock" and call.clock_slope == pytest.approx(-1, abs=1e-6)
     assert call.ratio == pytest.approx(1.0, abs=1e-9) and call.verdict == "=", call
-    assert rows["cpu.clock"].clock_slope is None and compare._unit_text(rows["cpu.clock"]) == "run"
+    assert rows["cpu.clock"].clock_slope is None and unit_text(rows["cpu.clock"]) == "run"
     assert rows["disk.x.iops"].clock_slope is None
     note = next(n for n in c.notes if "compared at equal core clock" in n)
     assert "A median 4,225 MHz, B 4,175 MHz" in note and "cpu.clock: " in note, note
@@ -1254,10 +1259,10 @@ def width_verdicts(rng, shift: float, slope: float, use: bool, draws: int = 150,
         (a, wa), (b, wb) = width_side(rng, runs, slope=slope), width_side(rng, runs, slope=slope, shift=shift)
         fit = None
         if use:
-            (a, b), fit = compare.width_adjust([a, b], [wa, wb])
-        rows.append(compare.compare_id("x", "ns", a, b, area="x", interval=False))
+            (a, b), fit = width_adjust([a, b], [wa, wb])
+        rows.append(compare_id("x", "ns", a, b, area="x", interval=False))
         fits.append(fit)
-    compare.decide(rows, 0.05)
+    decide(rows, 0.05)
     return [r.verdict for r in rows], fits
 
 
@@ -1283,7 +1288,7 @@ def test_processes_that_follow_the_cores_width_are_compared_at_equal_width():
     # a process without its width: nothing is adjusted, and nothing is claimed
     (a, wa), (b, wb) = width_side(rng, 3), width_side(rng, 3)
     wa[1][2] = None
-    got, fit = compare.width_adjust([a, b], [wa, wb])
+    got, fit = width_adjust([a, b], [wa, wb])
     assert fit is None and got[0] is a
 
 
@@ -1296,8 +1301,8 @@ def test_the_width_test_keeps_its_size():
     n = 2000
     for _ in range(n):
         (a, wa), (b, wb) = width_side(rng, 4, procs=5, run_cv=0.02), width_side(rng, 4, procs=5, run_cv=0.02)
-        (a, b), _ = compare.width_adjust([a, b], [wa, wb])
-        r = compare.compare_id("x", "ns", a, b, area="x", interval=False)
+        (a, b), _ = width_adjust([a, b], [wa, wb])
+        r = compare_id("x", "ns", a, b, area="x", interval=False)
         flagged += r.p < 0.05
     assert 0.035 * n <= flagged <= 0.065 * n, flagged / n
 
@@ -1345,11 +1350,11 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
     rows = {r.id: r for r in c.rows}
     call, flat = rows["cpu.call.args0"], rows["cpu.flat"]
     assert call.width["applied"] and call.width["slope"] == pytest.approx(-0.8, abs=0.1), call.width
-    assert call.width["explained"] > 0.8 and "equal width" in compare._unit_text(call)
+    assert call.width["explained"] > 0.8 and "equal width" in unit_text(call)
     assert call.verdict == "=", (call.verdict, call.mdc)
-    assert not flat.width["applied"] and "equal width" not in compare._unit_text(flat)
+    assert not flat.width["applied"] and "equal width" not in unit_text(flat)
     got = {row["id"]: row for row in csv.DictReader(io.StringIO(
-        "".join(ln for ln in compare.to_csv(c).splitlines(True) if not ln.startswith("#"))))}
+        "".join(ln for ln in to_csv(c).splitlines(True) if not ln.startswith("#"))))}
     assert got["cpu.call.args0"]["width_applied"] == "1" and float(got["cpu.call.args0"]["width_slope"]) < -0.5
     assert got["cpu.flat"]["width_applied"] == "0"
     # stability shows the run-to-run CV at equal width beside the one as measured, and what the width explained

@@ -680,9 +680,11 @@ def test_compare_names_the_component_that_moved(tmp_path):
     assert "Which part moved" in tex and (tmp_path / "t" / "c-figures" / "c-kpath-0.pdf").exists()
     c = _traced_campaign(tmp_path / "u", 4, 3, moved=2800.0, traced=False)
     from osmeter.analysis import compare
+    from osmeter.analysis.kparts import moved_text
+    from osmeter.analysis.model import DIRECTIONS
 
     cmp = compare.compare_paths([a], [c])
     row = next(x for x in cmp.rows if x.id == "net.rtt.tcp.loopback")
-    assert row.verdict == "slower" and not row.parts and compare.moved_text(row).startswith("slower +")
+    assert row.verdict == "slower" and not row.parts and moved_text(row).startswith("slower +")
     two = compare.compare_paths([a / "run-01"], [b / "run-01"])
-    assert not any(p.verdict in compare.DIRECTIONS for x in two.rows for p in x.parts)
+    assert not any(p.verdict in DIRECTIONS for x in two.rows for p in x.parts)

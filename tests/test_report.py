@@ -757,7 +757,7 @@ def _between_campaign(path: Path, runs: int = len(BETWEEN_DEV)) -> Path:
 def _between_expected() -> list[tuple[str, float, float, int]]:
     """(id, run-to-run CV, the spread compare's test sees, degrees of freedom the clock costs), in
     the order of the smallest detectable change at 4 runs a side."""
-    from osmeter.analysis.compare import RUN_SD_FLOOR
+    from osmeter.analysis.model import RUN_SD_FLOOR
     from osmeter.core.inference import smallest_change_at
 
     rows = [(mid, float(np.std(cv * BETWEEN_DEV, ddof=1)), max(float(np.std(cv * BETWEEN_DEV, ddof=1)), RUN_SD_FLOOR),
@@ -785,7 +785,7 @@ def test_a_campaign_runs_report_states_each_ids_smallest_detectable_change(tmp_p
     run, has none of it. Mutants caught: sorted by the run CV; shown for a
     campaign of one run, and for a run of none; the 8-run column from the
     4-run values; the ids counted as the runs."""
-    from osmeter.analysis import compare
+    from osmeter.analysis.model import ALPHA, POWER, RUN_SD_FLOOR
     from osmeter.core.inference import runs_to_decide, smallest_change_at
 
     camp = _between_campaign(tmp_path / "camp")
@@ -797,7 +797,7 @@ def test_a_campaign_runs_report_states_each_ids_smallest_detectable_change(tmp_p
     section = tex.split(r"\section{How stable the figures are}", 1)[1]
     assert r"\subsection{Between runs}" in section  # inside the stability section
     assert f"Over the {len(BETWEEN_DEV)} runs of the campaign" in section
-    assert esc(f"decide {compare.POWER:.0%} of the time at alpha {compare.ALPHA:g}") in section
+    assert esc(f"decide {POWER:.0%} of the time at alpha {ALPHA:g}") in section
     want = _between_expected()
     rows = _between_table(tex)
     assert [c[0] for c in rows] == [esc(w[0]) for w in want], rows
@@ -811,7 +811,7 @@ def test_a_campaign_runs_report_states_each_ids_smallest_detectable_change(tmp_p
         assert cells[6] == cell(str(runs_to_decide(0.05, sd, lost_df=lost) or ">200")), (mid, cells)
         assert (cells[2] == "-") == (mid != "cpu.clocked"), cells
         if lost == 0:  # the clock unknown: from the run CV, at least the floor
-            assert cells[4] == pct(smallest_change_at(max(cv, compare.RUN_SD_FLOOR), 4))
+            assert cells[4] == pct(smallest_change_at(max(cv, RUN_SD_FLOOR), 4))
     assert esc("(clock 100%)") in dict((c[0], c[2]) for c in rows)[esc("cpu.clocked")]
     assert r"\includegraphics{figures/stability-0.pdf}" in section
     pdf = (out / "figures" / "stability-0.pdf").read_bytes()

@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from osmeter.analysis import compare
+from osmeter.analysis.conditions import run_facts
+from osmeter.analysis.formats.latex import path_safe
+from osmeter.analysis.formats.text import method_line
+from osmeter.analysis.model import MIN_CHANGE, Comparison, verdict_text
 from osmeter.present.values import esc, fmt_value, text_table
 from osmeter.results import store
 from osmeter.results.store import load_side
@@ -25,14 +29,14 @@ class FleetComparison:
     index: dict
     baseline: str
     hosts: list[str]                       # labels with results, baseline first
-    columns: dict[str, compare.Comparison]  # host label -> baseline against it
+    columns: dict[str, Comparison]  # host label -> baseline against it
     ids: list[tuple[str, str]]             # (id, unit) in the baseline's order
     conditions: list[tuple[str, list[str]]]  # key, each host's value
     skipped: list[str]                     # hosts without results, with why
 
 
 def compare_fleet(fleet_dir: Path, baseline: str | None = None,
-                  min_change: float = compare.MIN_CHANGE) -> FleetComparison:
+                  min_change: float = MIN_CHANGE) -> FleetComparison:
     index = store.read_fleet(fleet_dir)
     entries = index["hosts"]
     have, skipped = [], []
@@ -62,7 +66,7 @@ def compare_fleet(fleet_dir: Path, baseline: str | None = None,
     facts = {x: {} for x in order}
     for x in order:
         for r in runs[x]:
-            for k, v in compare._facts(r).items():
+            for k, v in run_facts(r).items():
                 facts[x].setdefault(k, v)
     keys = sorted(set().union(*facts.values()))
     conditions = [(k, [facts[x].get(k, "(none)") for x in order]) for k in keys
@@ -80,7 +84,7 @@ def _row(fc: FleetComparison, mid: str):
             cells.append(None)
             continue
         base_med = r.median_a
-        cells.append((r.median_b, r.ratio, compare._verdict_text(r)))
+        cells.append((r.median_b, r.ratio, verdict_text(r)))
     return base_med, cells
 
 
@@ -184,7 +188,7 @@ def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
                    r"those of the other, \emph{within-run only}; run each host with \texttt{--runs 3} or more for "
                    r"verdicts against run-to-run drift.")
     else:
-        out.append(r"\paragraph{Method.} " + esc(compare.method_line(next(iter(fc.columns.values())))) + ".")
+        out.append(r"\paragraph{Method.} " + esc(method_line(next(iter(fc.columns.values())))) + ".")
     steps = ("check", "ship", "build", "setup", "run", "fetch")
     out += [r"\paragraph{Hosts and the time of each step (s).}", r"{\small\begin{longtable}{@{}ll" + "r" * len(steps)
             + r"@{}}", r"\toprule", "Host & Status & " + " & ".join(steps) + r" \\", r"\midrule", r"\endhead"]
@@ -214,7 +218,7 @@ def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
                 r"{\scriptsize\begin{longtable}{@{}p{0.28\linewidth}" + "p{%.2f\\linewidth}" % (0.68 / len(fc.hosts))
                 * len(fc.hosts) + r"@{}}", r"\toprule", "Condition & " + " & ".join(esc(x) for x in fc.hosts) + r" \\",
                 r"\midrule", r"\endhead"]
-        out += [f"\\path{{{compare._path_safe(k)}}} & " + " & ".join(esc(v) for v in vs) + r" \\"
+        out += [f"\\path{{{path_safe(k)}}} & " + " & ".join(esc(v) for v in vs) + r" \\"
                 for k, vs in fc.conditions]
         out += [r"\bottomrule", r"\end{longtable}}"]
     return "\n".join(out) + "\n"

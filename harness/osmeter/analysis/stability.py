@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from osmeter.analysis.compare import ALPHA, DESIGNS, POWER, RUN_SD_FLOOR, width_adjust
+from osmeter.analysis.model import ALPHA, DESIGNS, POWER, RUN_SD_FLOOR
+from osmeter.analysis.per_id import width_adjust
 from osmeter.core.inference import covariate_fit, runs_to_decide, smallest_change_at, variance_split
 from osmeter.probes import registry
 from osmeter.results import store

@@ -343,6 +343,8 @@ def cmd_fleet(args) -> int:
 
 def cmd_compare(args) -> int:
     from osmeter.analysis import compare
+    from osmeter.analysis.formats.csv_table import to_csv
+    from osmeter.analysis.formats.text import text as compare_text
 
     if len(args.dirs) == 1 and store.is_fleet(args.dirs[0]):
         from osmeter.analysis.fleet import compare_fleet, fleet_text
@@ -366,9 +368,9 @@ def cmd_compare(args) -> int:
         c = compare.compare_paths(a, b, args.min_change)
     except ValueError as e:
         raise RunError(str(e)) from None
-    print(compare.text(c))
+    print(compare_text(c))
     if args.csv:
-        _write(args.csv, compare.to_csv(c), "--csv")
+        _write(args.csv, to_csv(c), "--csv")
     if args.tex:
         from osmeter.core.tree import repo_root
         from osmeter.report.latex import build_pdf, write_compare

@@ -202,7 +202,7 @@ def _between_runs(run_dir: Path, figdir: Path) -> str:
     the campaign's runs (stability.between_runs), the run-to-run spread and
     the smallest change a comparison of 4 or 8 runs a side would detect,
     the ids sorted by it, in a table and in figures. Empty for any other run."""
-    from osmeter.analysis.compare import DESIGNS
+    from osmeter.analysis.model import DESIGNS
     from osmeter.analysis.stability import BETWEEN_HEAD, DETECT, between_cells, between_method, between_runs
 
     try:
@@ -344,7 +344,7 @@ def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
 def write_compare(c, tex: Path, root: Path) -> Path:
     """A document of its own for `osmeter compare --tex FILE`: the
     before/after section, its figures in FILE's directory."""
-    from osmeter.analysis.compare import to_latex
+    from osmeter.analysis.formats.latex import to_latex
 
     figdir = tex.parent / f"{tex_file_name(tex.stem)}-figures"
     body = to_latex(c, figdir, prefix=tex_file_name(tex.stem))

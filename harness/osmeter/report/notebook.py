@@ -81,7 +81,7 @@ def between_runs(run_dir: Path) -> tuple[str, list]:
     """For a run of a campaign of two runs or more, the report's 'Between
     runs' (stability.between_runs): its method and table as Markdown, and
     its figures; ("", []) for any other run."""
-    from osmeter.analysis.compare import DESIGNS
+    from osmeter.analysis.model import DESIGNS
     from osmeter.analysis.stability import BETWEEN_HEAD, DETECT, between_cells, between_method
     from osmeter.analysis.stability import between_runs as of_campaign
     from osmeter.present import plots

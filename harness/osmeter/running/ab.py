@@ -18,6 +18,11 @@ import time
 from pathlib import Path
 
 from osmeter.analysis import compare
+from osmeter.analysis.formats.csv_table import to_csv
+from osmeter.analysis.formats.text import detectable_text
+from osmeter.analysis.formats.text import text as compare_text
+from osmeter.analysis.model import ALPHA, DECIDED, DESIGNS, verdict_text
+from osmeter.analysis.verdicts import counts
 from osmeter.core.errors import Interrupted, RunError, shielded
 from osmeter.core.inference import spend_alpha
 from osmeter.results import store
@@ -45,9 +50,9 @@ def _shell(what: str, cmd: str) -> None:
 
 def decided(c) -> bool:
     """Every id of a comparison has a verdict other than 'too few runs'."""
-    from osmeter.analysis import compare
+    from osmeter.analysis.model import DECIDED
 
-    return bool(c.rows) and all(r.verdict in compare.DECIDED for r in c.rows)
+    return bool(c.rows) and all(r.verdict in DECIDED for r in c.rows)
 
 
 def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
@@ -110,7 +115,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     print(f"osmeter: ab, {plan_text} into {out} (seed {seed}); restore: {restore or 'none'}")
     status = 0
     looks: list[dict] = []
-    alpha = compare.ALPHA
+    alpha = ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
     try:
         with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
@@ -184,7 +189,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     except ValueError as e:
         print(f"osmeter: no comparison: {e}", file=sys.stderr)
         return status or 1
-    text = compare.text(cmp)
+    text = compare_text(cmp)
     if until_decided and looks:
         last = looks[-1]
         why = ("because every id was decided." if last["decided"] else
@@ -194,7 +199,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                  + why + f" This table is the last look's (level {alpha:.4f}).")
         text += undecided_text(cmp)
     (out / store.AB_TEXT).write_text(text + "\n")
-    (out / store.AB_CSV).write_text(compare.to_csv(cmp))
+    (out / store.AB_CSV).write_text(to_csv(cmp))
     print()
     print(text)
     print(f"\nosmeter: runs in {' and '.join(map(str, store.ab_sides(out)))}; this table in {out / store.AB_TEXT} "
@@ -204,13 +209,13 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
 
 def undecided_text(c) -> str:
     """Each id still undecided, with its smallest detectable change now and
-    at compare.DESIGNS runs a side: what more rounds would decide."""
-    rows = [r for r in c.rows if r.verdict not in compare.DECIDED]
+    at DESIGNS runs a side: what more rounds would decide."""
+    rows = [r for r in c.rows if r.verdict not in DECIDED]
     if not rows:
         return ""
-    designs = "/".join(map(str, compare.DESIGNS))
+    designs = "/".join(map(str, DESIGNS))
     out = [f"\nStill undecided at {c.min_change:.0%} (smallest detectable change: these runs / {designs} runs a side):"]
-    out += [f"  {r.id}: {compare.detectable_text(r)}" + (f"; {compare._verdict_text(r)}" if r.need else "")
+    out += [f"  {r.id}: {detectable_text(r)}" + (f"; {verdict_text(r)}" if r.need else "")
             for r in sorted(rows, key=lambda r: -r.mdc if r.mdc == r.mdc else 0)]
     return "\n".join(out)
 
@@ -222,9 +227,9 @@ def _look(out, min_change: float, alpha: float) -> dict:
                                   alpha=alpha, sensitivity=False)
     except ValueError as e:
         return {"decided": False, "undecided": None, "text": f"no comparison yet ({e})"}
-    undecided = [r.id for r in c.rows if r.verdict not in compare.DECIDED]
-    tally = ", ".join(f"{n} {v}" for v, n in compare.counts(c.rows).items())
-    return {"decided": decided(c), "undecided": len(undecided), "counts": compare.counts(c.rows),
+    undecided = [r.id for r in c.rows if r.verdict not in DECIDED]
+    tally = ", ".join(f"{n} {v}" for v, n in counts(c.rows).items())
+    return {"decided": decided(c), "undecided": len(undecided), "counts": counts(c.rows),
             "text": tally + ("; every id decided" if not undecided else f"; {len(undecided)} undecided")}
 
 
