@@ -1,0 +1,96 @@
+"""`osmeter fleet run | load`: the suite, or one load, on several machines over
+ssh (fleet/)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from osmeter.cli.common import Parser
+from osmeter.core.errors import RunError
+from osmeter.results import store
+from osmeter.running import runopts
+
+
+def main(args) -> int:
+    from osmeter import fleet
+    from osmeter.core.tree import repo_root
+
+    root = repo_root()
+    hosts = fleet.parse_hosts(args.hosts)
+    stamp = fleet.stamp()
+    if args.fleet_cmd == "run":
+        out = args.out or root / "results" / f"fleet-{stamp}"
+        return fleet.fleet_run(hosts, out, runopts.fleet_values(args), args.parallel, args.dirty, args.python, root)
+    if not math.isfinite(args.time) or args.time <= 0 or not math.isfinite(args.ramp) or args.ramp < 0:
+        raise RunError("--time must be above 0 and --ramp 0 or more")
+    if not math.isfinite(args.start_in) or not 0.5 <= args.start_in <= 600:
+        raise RunError("--start-in: expected 0.5 to 600 seconds")
+    if args.interval is not None and (not math.isfinite(args.interval) or not 0.1 <= args.interval <= 3600):
+        raise RunError("--interval: expected 0.1 to 3600 seconds")
+    out = args.out or root / "results" / f"load-{stamp}"
+    if args.net:
+        if args.target or args.log or args.qd or args.workers or args.interval is not None:
+            raise RunError("--net takes no --target, --log, --qd, --workers or --interval (those are iogen's)")
+        return fleet.fleet_net(hosts, out, args.net, args.time, args.parallel, args.dirty, root, args.start_in)
+    if not args.target:
+        raise RunError("fleet load needs --target PATH (a file or device on each host), or --net SERVER")
+    iogen_args = ["--workload", args.workload, "--target", args.target, "--time", f"{args.time:g}",
+                  "--ramp", f"{args.ramp:g}"]
+    for flag, v in (("--qd", args.qd), ("--workers", args.workers), ("--size", args.size)):
+        if v is not None:
+            iogen_args += [flag, str(v)]
+    opts = {"iogen_args": iogen_args}
+    return fleet.fleet_load(hosts, out, opts, args.parallel, args.dirty, root, args.start_in, args.log,
+                            args.interval or 1.0)
+
+
+NAME = "fleet"
+
+
+def add_parser(sub) -> None:
+    fl = sub.add_parser("fleet", help="the suite on several machines over ssh, or one load from all of them",
+                        description="Drives other machines over OpenSSH (BatchMode: your keys, agent and "
+                                    "~/.ssh/config; OSMETER_SSH_CONFIG=FILE for another config). A host is "
+                                    "USER@HOST, HOST, or local (this machine, this tree).")
+    fsub = fl.add_subparsers(dest="fleet_cmd", required=True, parser_class=Parser)
+    fr = fsub.add_parser("run", help="ship this tree to every host, build, run the probes there, results here",
+                         description="Each host gets the source (git HEAD, or the working tree with --dirty) in "
+                                     "~/.osmeter-fleet/ and builds it with make; then `osmeter run --on HOST` here "
+                                     "starts each probe there through agent.py (the host needs a C compiler, make "
+                                     "and Python 3.8+ with its standard library only), and its results land in "
+                                     f"DIR/<host>/; DIR/{store.FLEET} indexes them. With --python the whole `osmeter "
+                                     "run` runs there instead. Compare with `osmeter compare DIR`.")
+    fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    runopts.add_to(fr, "fleet")
+    fr.add_argument("--parallel", action="store_true",
+                    help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
+    fr.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
+    fr.add_argument("--python", metavar="PATH",
+                    help="run the whole harness on the hosts with this Python 3.11+ (numpy and matplotlib "
+                         "there), results fetched after (default: thin hosts, the harness here)")
+    fr.add_argument("--out", type=Path, metavar="DIR", help="fleet directory (default results/fleet-<UTC time>)")
+    fo = fsub.add_parser("load", help="iogen (or net_bw) on every host at once, one synchronized start, merged",
+                         description="Every host runs the same workload against its own --target, all starting "
+                                     "at one instant (each host's clock offset measured over ssh and reported); "
+                                     "the total adds the rates and merges the latency histograms.")
+    fo.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    fo.add_argument("--workload", default="4k-random-read", metavar="W", help="iogen workload (default 4k-random-read)")
+    fo.add_argument("--target", metavar="PATH", help="file or device on each host (iogen creates a missing file); {host} in it "
+                    "becomes the host's name")
+    fo.add_argument("--size", metavar="BYTES", help="region on each target (iogen's --size)")
+    fo.add_argument("--time", type=float, default=10.0, metavar="S", help="measured seconds (default 10)")
+    fo.add_argument("--ramp", type=float, default=1.0, metavar="S", help="unrecorded seconds first (default 1)")
+    fo.add_argument("--qd", type=int, metavar="N", help="queue depth per worker")
+    fo.add_argument("--workers", type=int, metavar="N", help="workers per host")
+    fo.add_argument("--log", action="store_true", help="also fetch every host's per-request log (iogen --log)")
+    fo.add_argument("--interval", type=float, metavar="S",
+                    help="every host streams its status (the load, CPU, device, packets, memory) every S seconds "
+                         f"(default 1): a live table on a terminal, the series in DIR/<host>/{store.LOAD_STATUS}")
+    fo.add_argument("--net", metavar="SERVER",
+                    help="a network load instead: net_bw on every host against one netpeer on SERVER "
+                         "(USER@HOST or local): many clients, one server")
+    fo.add_argument("--start-in", type=float, default=5.0, metavar="S",
+                    help="seconds from now to the common start (default 5: time to set up every host)")
+    fo.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
+    fo.add_argument("--parallel", action="store_true", help="prepare (ship, build) the hosts all at once")
+    fo.add_argument("--out", type=Path, metavar="DIR", help="where load.json goes (default results/load-<UTC time>)")
