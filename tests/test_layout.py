@@ -606,3 +606,39 @@ def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
     r = subprocess.run([str(iogen), "--engine", "nop", "--echo-word", "hello", "--workload", "4k-random-read"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--echo-word is echo's: not for --engine nop" in r.stderr, r.stderr
+
+
+MAX_FILE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def too_long(root: Path) -> list[str]:
+    """The Python files under root over MAX_FILE_LINES lines, and the
+    functions (methods and nested ones too) over MAX_FUNCTION_LINES, from
+    their def (decorators left out) to their last line."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        name = path.relative_to(root).as_posix()
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            found.append(f"{name}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    found.append(f"{name}:{node.lineno}: {node.name} is {n} lines")
+    return found
+
+
+def test_no_harness_file_over_500_lines_and_no_function_over_80():
+    """A file a newcomer opens is one concept, read in one sitting: split
+    a long one along its concepts, not at the line."""
+    assert too_long(HARNESS) == []
+
+
+def test_the_length_check_catches_what_it_should(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (tmp_path / "f.py").write_text("def long():\n" + body + "\n\ndef short():\n    pass\n" + "\n" * 420)
+    (tmp_path / "g.py").write_text("class C:\n    def m(self):\n" + "    " + body.replace("\n    ", "\n        ")[:-1]
+                                   + "\n")
+    assert too_long(tmp_path) == ["f.py: 505 lines", "f.py:1: long is 81 lines", "g.py:2: m is 81 lines"]

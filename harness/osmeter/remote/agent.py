@@ -95,10 +95,6 @@ def serve(tree):
     working directory removed."""
     tree = os.path.abspath(tree)
     sys.path.insert(0, os.path.join(tree, "harness"))
-    from pathlib import Path
-
-    from osmeter.host import cleanup, interference, launch, machine  # the tree's own, standard library only
-
     removed = clean(tree)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     work = os.path.join(tree, "results", f"fleet-{stamp}-{os.getpid()}")
@@ -123,31 +119,7 @@ def serve(tree):
         except Exception as e:  # the controller hears of it, with what happened
             reply(rid, error=f"{type(e).__name__}: {e}")
 
-    def make():
-        r = subprocess.run(["make", "-s", "-C", tree, "all"], capture_output=True, text=True)
-        return [r.returncode, r.stderr[-3000:]]
-
-    ops = {
-        "machine": lambda q: machine.describe_machine(),
-        "conditions": lambda q: machine.describe_conditions(Path(tree)),
-        "affinity": lambda q: sorted(os.sched_getaffinity(0)),
-        "set_affinity": lambda q: os.sched_setaffinity(0, set(q["cpus"])),
-        "fifo": lambda q: list(launch.fifo_permission()),
-        "uid": lambda q: os.geteuid(),
-        "exists": lambda q: os.path.exists(q["path"]),
-        "is_dir": lambda q: os.path.isdir(q["path"]),
-        "unlink": lambda q: os.unlink(q["path"]) if os.path.lexists(q["path"]) else None,
-        "read": lambda q: machine._read(q["path"]),
-        "counters": lambda q: interference.counters(q["cpu"]),
-        "missing": lambda q: [b for b in q["names"] if not os.path.exists(os.path.join(bin_dir, b))],
-        "make": lambda q: make(),
-        "which": lambda q: shutil.which(q["name"]),
-        "launcher": lambda q: state.update(launcher=launch.Launcher(Path(bin_dir), q["cpu"], q["fifo"],
-                                                                    [Path(d) for d in q["scratch"]])),
-        "kill": lambda q: state["launcher"] and state["launcher"].kill(q.get("grace", 3.0)),
-        "clean_scratch": lambda q: ([cleanup.scratch(Path(d), []) for d in q["dirs"]] if "dirs" in q
-                                   else state["launcher"] and state["launcher"].clean_scratch()),
-    }
+    ops = _ops(tree, bin_dir, state)
     reply(None, ok={"workdir": work, "python": platform.python_version(), "removed": removed})
     try:
         for line in sys.stdin:
@@ -177,6 +149,40 @@ def serve(tree):
             os.unlink(work + ".lock")
         except OSError:
             pass
+
+
+def _ops(tree, bin_dir, state):
+    """The requests serve answers, by name: each a function of the request."""
+    from pathlib import Path
+
+    from osmeter.host import cleanup, interference, launch, machine  # the tree's own, standard library only
+
+    def make():
+        r = subprocess.run(["make", "-s", "-C", tree, "all"], capture_output=True, text=True)
+        return [r.returncode, r.stderr[-3000:]]
+
+    ops = {
+        "machine": lambda q: machine.describe_machine(),
+        "conditions": lambda q: machine.describe_conditions(Path(tree)),
+        "affinity": lambda q: sorted(os.sched_getaffinity(0)),
+        "set_affinity": lambda q: os.sched_setaffinity(0, set(q["cpus"])),
+        "fifo": lambda q: list(launch.fifo_permission()),
+        "uid": lambda q: os.geteuid(),
+        "exists": lambda q: os.path.exists(q["path"]),
+        "is_dir": lambda q: os.path.isdir(q["path"]),
+        "unlink": lambda q: os.unlink(q["path"]) if os.path.lexists(q["path"]) else None,
+        "read": lambda q: machine._read(q["path"]),
+        "counters": lambda q: interference.counters(q["cpu"]),
+        "missing": lambda q: [b for b in q["names"] if not os.path.exists(os.path.join(bin_dir, b))],
+        "make": lambda q: make(),
+        "which": lambda q: shutil.which(q["name"]),
+        "launcher": lambda q: state.update(launcher=launch.Launcher(Path(bin_dir), q["cpu"], q["fifo"],
+                                                                    [Path(d) for d in q["scratch"]])),
+        "kill": lambda q: state["launcher"] and state["launcher"].kill(q.get("grace", 3.0)),
+        "clean_scratch": lambda q: ([cleanup.scratch(Path(d), []) for d in q["dirs"]] if "dirs" in q
+                                   else state["launcher"] and state["launcher"].clean_scratch()),
+    }
+    return ops
 
 
 def main(argv):

@@ -92,18 +92,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     for f in (store.RESULTS, store.CAMPAIGN):  # a run or a campaign is not the home of an ab
         if (out / f).exists():
             raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
-    claims, camps = [], {}
-    try:  # both sides claimed before either is written: a refusal of b leaves no a behind
-        for side in "ab":
-            claims.append(ResultsDir(out / side, store.CAMPAIGN))
-    except RunError:
-        for c in claims:
-            c.release()
-            try:
-                c.out.rmdir()  # made by the claim, and empty again
-            except OSError:
-                pass
-        raise
+    claims, camps = _claim_sides(out), {}
     for side, cmd in (("a", a_cmd), ("b", b_cmd)):
         camps[side] = Campaign(out / side, opts, seed, rounds, side=side, setup_command=cmd, restore_command=restore,
                                design=f"ab: {rounds} rounds, random order within each round")
@@ -127,20 +116,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                 if until_decided and k > 2 and over_budget(started, time.monotonic(), k - 1, max_minutes):
                     stopped_by = f"the budget of {max_minutes:g} minutes (another round would end past it)"
                     break
-                for side in order:
-                    camp = camps[side]
-                    _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
-                    run_dir, entry = camp.add_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
-                    try:
-                        rc = execute(p, run_dir, order_seed=entry["seed"], sentinels=True,
-                                     label=f"round {k}/{rounds} {side.upper()} ", quiet=True)
-                    except Interrupted:
-                        camp.end_run(entry, "interrupted")
-                        raise
-                    camp.end_run(entry, "complete" if rc == 0 else "failed")
-                    print(f"osmeter: round {k}/{rounds} {side.upper()}: {run_dir}"
-                          + ("" if rc == 0 else " (a probe failed: see its results.json)"), flush=True)
-                    status = status or rc
+                status = _round(p, camps, seeds, k, order, rounds) or status
                 if until_decided and k >= 2:
                     alpha = look_alpha(k, rounds)
                     look = _look(out, min_change, alpha)
@@ -183,6 +159,50 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                     status = 1
             for c in claims:
                 c.release()
+    return _final_table(out, min_change, alpha, until_decided, looks, stopped_by, rounds, status)
+
+
+def _claim_sides(out: Path) -> list[ResultsDir]:
+    """Both sides claimed before either is written: a refusal of b leaves no a behind."""
+    claims: list[ResultsDir] = []
+    try:
+        for side in "ab":
+            claims.append(ResultsDir(out / side, store.CAMPAIGN))
+    except RunError:
+        for c in claims:
+            c.release()
+            try:
+                c.out.rmdir()  # made by the claim, and empty again
+            except OSError:
+                pass
+        raise
+    return claims
+
+
+def _round(p, camps: dict, seeds: dict, k: int, order: list[str], rounds: int) -> int:
+    """Round k: each side's setup and run, in the round's order; 1 when a probe failed."""
+    status = 0
+    for side in order:
+        camp = camps[side]
+        _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
+        run_dir, entry = camp.add_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
+        try:
+            rc = execute(p, run_dir, order_seed=entry["seed"], sentinels=True,
+                         label=f"round {k}/{rounds} {side.upper()} ", quiet=True)
+        except Interrupted:
+            camp.end_run(entry, "interrupted")
+            raise
+        camp.end_run(entry, "complete" if rc == 0 else "failed")
+        print(f"osmeter: round {k}/{rounds} {side.upper()}: {run_dir}"
+              + ("" if rc == 0 else " (a probe failed: see its results.json)"), flush=True)
+        status = status or rc
+    return status
+
+
+def _final_table(out: Path, min_change: float, alpha: float, until_decided: bool, looks: list[dict],
+                 stopped_by: str | None, rounds: int, status: int) -> int:
+    """The comparison of the two sides at the last look's level, written
+    (ab.txt, ab.csv) and printed."""
     try:
         cmp = compare.compare_sides(*(store.load_side([d]) for d in store.ab_sides(out)), min_change,
                                     alpha=alpha)
