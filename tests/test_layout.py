@@ -642,3 +642,26 @@ def test_the_length_check_catches_what_it_should(tmp_path):
     (tmp_path / "g.py").write_text("class C:\n    def m(self):\n" + "    " + body.replace("\n    ", "\n        ")[:-1]
                                    + "\n")
     assert too_long(tmp_path) == ["f.py: 505 lines", "f.py:1: long is 81 lines", "g.py:2: m is 81 lines"]
+
+
+def _design_map() -> tuple[list[str], list[str], list[str]]:
+    """DESIGN.md's map: the packages it names, the bench/ areas, and the
+    harness files its walk of one measurement names."""
+    text = (ROOT / "docs" / "DESIGN.md").read_text()
+    section = text.split("\n## The map\n", 1)[1].split("\n## ", 1)[0]
+    packages = re.findall(r"^    ([a-z_]+)/ ", section, re.M)
+    areas = re.findall(r"^    bench/([a-z_]+)/ ", section, re.M)
+    walk = section.split("One measurement's walk", 1)[1]
+    files = re.findall(r"\b((?:[a-z_]+/)+[a-z_]+\.py)\b", walk)
+    return packages, areas, files
+
+
+def test_the_design_map_names_every_package_and_area_and_no_other():
+    """docs/DESIGN.md opens with a map: one line per harness package (in
+    LAYERS' order) and per bench/ area; every one that exists is named,
+    every one named exists, and every file the walk of a measurement names
+    is there."""
+    packages, areas, files = _design_map()
+    assert packages == list(LAYERS), packages
+    assert sorted(areas) == sorted(p.name for p in (ROOT / "bench").iterdir() if p.is_dir()), areas
+    assert files and [f for f in files if not (HARNESS / f).is_file()] == []
