@@ -859,8 +859,14 @@ MUTANTS = [
            "markdown_table(BETWEEN_HEAD, between_cells(rows))",
            'markdown_table(BETWEEN_HEAD, between_cells(sorted(rows, key=lambda r: r["id"])))',
            "tests/test_report.py::test_the_notebook_of_a_campaigns_run_shows_the_between_runs_table"),
+    # a stalled device in one process of a run (issue 44's shorter quick budgets)
+    Mutant("merge-keeps-first-process-refusal", "harness/osmeter/results/writer.py",
+           "        first = lines[0]\n", "        first = lines[0] if \"refused\" not in first else first\n",
+           "tests/test_disk.py::test_zones_parse_to_a_series_by_offset_drawn_in_the_report"),
+    Mutant("zones-unreached-fails-the-probe", "harness/osmeter/probes/areas/disk.py",
+           'return {"id": f"{base}.zones", "refused":', 'raise ValueError(); return {"id": f"{base}.zones", "refused":',
+           "tests/test_disk.py::test_zones_parse_to_a_series_by_offset_drawn_in_the_report"),
 ]
-
 
 # ----------------------------------------------------------------- running
 

@@ -1501,6 +1501,15 @@ def test_zones_parse_to_a_series_by_offset_drawn_in_the_report(tmp_path):
     assert z["series"]["x"] == [0, zone, 3 * zone] and z["series"]["samples"] == [[1500.0], [1490.0], [1400.0]]
     assert z["samples"] == [1500.0, 1490.0, 1400.0]
     assert z["params"]["zones"] == 4 and z["params"]["zones_unreached"] == 1 and z["params"]["zone_bytes"] == zone
+    # a process that reached no zone (a stalled device) refuses the id; a run's other processes still give it
+    stalled = {x["id"]: x for x in disk.iogen_lines(json.dumps(_zones_obj([None] * 4, zone)) + "\n", "1m-seq-read",
+                                                    sweep=False)}
+    assert "no zone reached" in stalled["disk.1m-seq-read.zones"]["refused"]
+    assert stalled["disk.1m-seq-read.iops"].get("refused") is None
+    from osmeter.results.writer import merge_processes
+    merged = {x["id"]: x for x in merge_processes([list(stalled.values()), list(lines.values())])}
+    assert merged["disk.1m-seq-read.zones"]["samples"] == [1500.0, 1490.0, 1400.0]
+    assert "refused" in {x["id"]: x for x in merge_processes([list(stalled.values())] * 2)}["disk.1m-seq-read.zones"]
     assert "disk.1m-seq-read.zones" not in {x["id"] for x in disk.iogen_lines(json.dumps(_cell(4096, 1)) + "\n",
                                                                                  "4k-random-read", sweep=False)}
     (sq,) = disk.size_qd_lines(_matrix_out([_cell(s, q) for s in SIZES for q in DEPTHS]), "4k-random-read")

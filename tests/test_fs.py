@@ -15,6 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from osmeter.probes import registry
+from osmeter.host.machine import parse_size
+
 from conftest import BIN, ROOT, cgroup2_with, limited_cgroup, probe, probe_lines, run_group
 
 WORK = ROOT / "build" / "test-fs"  # on the repository's (disk-backed) file system
@@ -214,8 +217,11 @@ def test_bad_fs_arguments(binary, args, words):
 def test_quick_run_has_the_fs_figures(quick_run):
     m = {x["id"]: x for x in quick_run[1]["measurements"]}
     assert m["fs.cache_size"]["unit"] == "bytes" and m["fs.cache_size"]["params"]["lower_bound"] is True
-    assert m["fs.cache_size"]["median"] == 1 << 30  # the quick preset stops at 1 GiB, on purpose
-    assert m["fs.read.seq"]["series"]["x"][-1] == 64 << 20
+    quick = {p.name: dict(zip(p.presets["quick"][::2], p.presets["quick"][1::2]))
+             for p in registry.PROBES if p.name in ("fs.cache", "fs.read")}
+    # the quick preset stops at its --max, on purpose (a lower bound), and reads up to its largest size
+    assert m["fs.cache_size"]["median"] == parse_size(quick["fs.cache"]["--max"])
+    assert m["fs.read.seq"]["series"]["x"][-1] == parse_size(quick["fs.read"]["--sizes"].split(",")[-1])
     assert m["fs.contention"]["series"]["x"] == [1, 2, 4]
 
 

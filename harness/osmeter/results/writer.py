@@ -84,7 +84,9 @@ def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] 
     disturbed indices shifted, series trials side by side. Cycle counts are brought to
     the first process's tsc_hz (each process calibrates its own). A probe's
     own per-event tail belongs to one process and is dropped: the tail is
-    then taken from the pooled samples. Refusals come from the first process.
+    then taken from the pooled samples. An id is refused where every process
+    refused it (with the first process's reason); else its measured processes
+    are merged.
     Params are merge_params(each process's params) where the probe gives
     that function, else the first process's; then those named in mean_params
     (what each process measured of its conditions) are their mean over the
@@ -94,10 +96,11 @@ def merge_processes(per_process: list[list[dict]], mean_params: tuple[str, ...] 
         return per_process[0] if per_process else []
     out = []
     for first in per_process[0]:
-        if "refused" in first:
+        lines = [x for p in per_process for x in p if x.get("id") == first["id"] and "refused" not in x]
+        if not lines:  # refused by every process (a measured process wins over one that refused)
             out.append(first)
             continue
-        lines = [x for p in per_process for x in p if x.get("id") == first["id"] and "refused" not in x]
+        first = lines[0]
         hz = first.get("tsc_hz")
         merged = dict(first)
         samples, disturbed, process, ovh = [], [], [], []
@@ -367,7 +370,11 @@ def write_text_atomic(path: Path, text: str) -> Path:
 def write_json_atomic(path: Path, doc: dict, compact: bool = False) -> Path:
     def dump(f):
         if compact:  # json.dumps without indent runs the C encoder; json.dump never does
-            f.write(json.dumps(_finite(doc), allow_nan=False, separators=(",", ":")))
+            try:  # the document as it is, where it holds no NaN (most saves): no copy made first
+                text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
+            except ValueError:
+                text = json.dumps(_finite(doc), allow_nan=False, separators=(",", ":"))
+            f.write(text)
         else:
             json.dump(_finite(doc), f, indent=1, allow_nan=False)
         f.write("\n")

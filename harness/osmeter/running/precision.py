@@ -11,7 +11,7 @@ from osmeter.results.writer import Results, run_figure
 PRECISION = 0.01      # a figure is known when its 95% interval is within +-1% of it
 MORE_PROCESSES = 2    # a probe may run up to this many times its planned processes to get there,
 EXTRA_TIME = 0.25     # ... within this share of the run's time so far,
-CHEAP_PROCESS_S = 1.0  # ... if one of its processes takes at most this long (a long one is its own budget)
+CHEAP_PROCESS_S = 0.5  # ... if one of its processes takes at most this long (a long one is its own budget)
 
 
 def _figure_interval(results: Results, m: dict) -> tuple[float, float, float] | None:

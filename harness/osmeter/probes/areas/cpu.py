@@ -124,7 +124,7 @@ PROBES = (
             "fork forks from its benchmark process and its child calls exit(), not _exit(); pick the "
             "series point of its parent's size to compare."
         ),
-        presets={"quick": ("--samples", "200", "--parent-mb", "0,16,128"),
+        presets={"quick": ("--samples", "120", "--parent-mb", "0,16,128"),
                  "full": ("--samples", "1000", "--parent-mb", "0,1,16,64,256")},
         expect={"quick": 1.5, "full": 6},
     ),

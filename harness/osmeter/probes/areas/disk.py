@@ -162,12 +162,12 @@ def zones_line(o: dict, base: str, p: dict) -> dict:
     whole run: a zone has no per-interval figure). Its samples are those
     figures, one per zone, so its min and max are the slowest and the
     fastest zone. A zone the run never reached (a slow disk, a short run)
-    is left out and counted."""
+    is left out and counted; a run that reached none refuses the id."""
     first = (o["zones"] or [{}])[0].get("target")
     zs = [z for z in o["zones"] if z.get("target") == first]  # the first target's zones
     reached = [z for z in zs if z["bytes"] > 0]
-    if not reached:
-        raise ValueError("iogen's --zones run reached no zone")
+    if not reached:  # no I/O completed in the measured time (a stalled device): no figure, and why
+        return {"id": f"{base}.zones", "refused": "no zone reached: the device completed no I/O in the time measured"}
     zone_bytes = (o.get("region_bytes") or 0) // len(zs)
     return {"id": f"{base}.zones", "unit": "MB/s", "overhead_subtracted": 0, "disturbed": [],
             "params": dict(p, zones=len(zs), zone_bytes=zone_bytes, zones_unreached=len(zs) - len(reached),
@@ -253,6 +253,7 @@ SMOKE = ("--time", "0.2", "--ramp", "0", "--interval", "0.02")
 
 
 WORKLOAD_PROCESSES = 3  # processes of each workload's probe in one run
+RAMP = {"quick": "0.25", "full": "0.5"}  # seconds of each process's ramp before it measures
 
 
 def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
@@ -260,12 +261,12 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
 
     def args(qd, secs, preset):
         return ("--target", "{disk_target}", "{disk_flags}", "--size", "{disk_size}", "--workload", workload,
-                "--qd", str(qd), "--time", str(secs), "--ramp", "0.5", "--interval", str(secs / 10),
+                "--qd", str(qd), "--time", str(secs), "--ramp", RAMP[preset], "--interval", str(secs / 10),
                 *(("--zones", str(zones[preset == "full"])) if zones else ()))
     # each preset's measured seconds, shared among the probe's processes: a run's figure is the median
     # of WORKLOAD_PROCESSES short runs spread over the osmeter run, not one run at one moment of the
     # host's storage (whose state drifts from one minute to the next)
-    total = {p: t for p, t in (("full", 10.0), ("quick", 2.0)) if p == "full" or quick_qd}
+    total = {p: t for p, t in (("full", 10.0), ("quick", 1.2)) if p == "full" or quick_qd}
     secs = {p: round(t / WORKLOAD_PROCESSES, 2) for p, t in total.items()}
     presets = {"full": args(full_qd, secs["full"], "full")}
     if quick_qd:
@@ -286,7 +287,7 @@ def _workload(workload: str, quick_qd: int | None, full_qd: int) -> Probe:
         methodology=f"Workload {workload} (iogen --list-workloads) at queue depth {full_qd}"
                     + (f" ({quick_qd} in the quick preset)." if quick_qd and quick_qd != full_qd else ".")
                     + f" A run measures it in {WORKLOAD_PROCESSES} processes spread over the run, interleaved with "
-                      "the other probes, each a ramp of {arg:--ramp=0.5} s and then {arg:--time} s in intervals "
+                      "the other probes, each a ramp of {arg:--ramp} s and then {arg:--time} s in intervals "
                       "of {arg:--interval} s; the run's figure is the median of the processes' medians."
                     + (ZONES_METHOD if zones else ""),
         presets=presets,
@@ -321,7 +322,7 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
                     "each depth in intervals of {arg:--interval} s; a depth's trials are the intervals of all of "
                     "them, its params the I/Os of all of them.",
         presets={  # each preset's seconds at a depth shared among the processes, as the workloads' are
-            "quick": _cycle("--cycle-qd", "1:32:x2", "--time", "0.33", "--ramp", "0.2", "--interval", "0.033"),
+            "quick": _cycle("--cycle-qd", "1:32:x2", "--time", "0.17", "--ramp", "0.1", "--interval", "0.017"),
             "full": _cycle("--cycle-qd", "1:128:x2", "--time", "1.67", "--ramp", "0.5", "--interval", "0.167"),
         },
         smoke=("--cycle-qd", "1:4:x4", *SMOKE),
@@ -345,8 +346,8 @@ PROBES = tuple(_workload(w, q, f) for w, (q, f) in RUNS.items()) + (
                     "{arg:--interval=0.1} s, its trials. The heat map gives each cell's median interval MB/s and "
                     "IOPS.",
         presets={
-            "quick": _cycle("--cycle-size", "4096:65536:x4", "--cycle-qd", "1:16:x4", "--time", "0.2", "--ramp", "0.1",
-                            "--interval", "0.02"),
+            "quick": _cycle("--cycle-size", "4096:65536:x4", "--cycle-qd", "1:16:x4", "--time", "0.12", "--ramp", "0.06",
+                            "--interval", "0.012"),
             "full": _cycle("--cycle-size", "4096:1048576:x2", "--cycle-qd", "1:64:x4", "--time", "1", "--ramp", "0.3",
                            "--interval", "0.1"),
         },

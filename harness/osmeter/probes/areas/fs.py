@@ -30,7 +30,7 @@ def _read(remote: bool) -> Probe:
         ),
         shared_method=READ_METHOD,
         methodology=" The directory is the one named with --fs-remote." if remote else "",
-        presets={"quick": where + ("--sizes", "4M,16M,64M", "--samples", "2"),
+        presets={"quick": where + ("--sizes", "4M,16M,32M", "--samples", "2"),
                  "full": where + ("--sizes", "4M,16M,64M,256M,1G", "--samples", "3")},
         expect={"quick": 4, "full": 90},  # a local disk; a remote mount takes what its link allows
         timeout=900.0, needs="fs_remote" if remote else None,
@@ -52,9 +52,9 @@ PROBES = (
             "time limit; stopped by a bound, the figure is a lower bound (params.lower_bound). This run "
             "searched up to {param:max_size=twice the memory|bytes}. A memory cgroup's limit is a ground truth the tests check it against."
         ),
-        presets={"quick": ("--dir", "{fs_dir}", "--max", "1G", "--time-limit", "20"),
+        presets={"quick": ("--dir", "{fs_dir}", "--max", "512M", "--time-limit", "20"),
                  "full": ("--dir", "{fs_dir}", "--time-limit", "300")},
-        expect={"quick": 6, "full": 330},  # the full search stops at its 300 s time limit
+        expect={"quick": 3, "full": 330},  # the full search stops at its 300 s time limit
         timeout=900.0,
         smoke=("--min", "16M", "--max", "32M"),
     ),
@@ -71,7 +71,7 @@ PROBES = (
             "block. The readers may use every CPU: the contended resource is the device."
         ),
         expect={"quick": 2, "full": 8},
-        presets={"quick": ("--dir", "{fs_dir}", "--max-procs", "4", "--size", "16M", "--samples", "2"),
+        presets={"quick": ("--dir", "{fs_dir}", "--max-procs", "4", "--size", "8M", "--samples", "2"),
                  "full": ("--dir", "{fs_dir}", "--max-procs", "8", "--samples", "3")},
         timeout=900.0,
         smoke=("--max-procs", "2", "--size", "4M"),
@@ -91,8 +91,8 @@ PROBES = (
             "files deleted near the directory by anything else in the last minutes, an earlier run's deletes "
             "among them, still slow the creates: compare such runs only when they are minutes apart."
         ),
-        presets={"quick": ("--dir", "{meta_dir}", "--samples", "6"), "full": ("--dir", "{meta_dir}", "--samples", "10")},
-        expect={"quick": 14, "full": 14},
+        presets={"quick": ("--dir", "{meta_dir}", "--samples", "4", "--warmup", "1"), "full": ("--dir", "{meta_dir}", "--samples", "10")},
+        expect={"quick": 9, "full": 14},
         timeout=300.0,
         smoke=("--files", "50"),
         processes=1,  # one process's setup (its buffers, its files) outweighs its samples

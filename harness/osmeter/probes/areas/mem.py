@@ -160,7 +160,7 @@ PROBES = (
             "instruction's stride runs further ahead when each instruction strides 100 elements than 16."
         ),
         presets={
-            "quick": ("--max", "auto", "--steps", "2", "--samples", "7"),
+            "quick": ("--max", "auto", "--steps", "2", "--samples", "4"),
             "full": ("--steps", "4", "--samples", "15"),
         },
         expect={"quick": 4, "full": 27},
@@ -184,7 +184,7 @@ PROBES = (
             "probes, each with buffers of its own: one process's figures agree closely from one window "
             "to the next, while the next process's may sit a few percent away."
         ),
-        presets={"quick": ("--buffers", "memory", "--no-mt", "--samples", "12"),
+        presets={"quick": ("--buffers", "memory", "--no-mt", "--samples", "8"),
                  "full": ("--buffers", "memory", "--no-mt", "--samples", "40")},
         expect={"quick": 4.5, "full": 8},
         timeout=600.0,
@@ -214,7 +214,7 @@ PROBES = (
             "shares one path to memory, or on several. One process a run: its buffers, every CPU's, "
             "outweigh its samples."
         ),
-        presets={"quick": ("--buffers", "mt", "--samples", "5"),
+        presets={"quick": ("--buffers", "mt", "--samples", "3"),
                  "full": ("--buffers", "mt", "--samples", "15")},
         expect={"quick": 2, "full": 5},
         timeout=600.0,
@@ -266,7 +266,7 @@ PROBES = (
         ),
         host_params=(("device_read_ns", "the device's own read of a page (O_DIRECT) beside the faults: a major "
                                         "fault contains one, so the host's storage moves both together"),),
-        presets={"quick": ("--samples", "90"), "full": ("--samples", "300")},
+        presets={"quick": ("--samples", "60"), "full": ("--samples", "300")},
         # each process writes and evicts a file of its own, and where its pages lie is the process's: in A/A
         # runs the major fault's figure varied more between processes than inside one, so a run takes more,
         # shorter processes (a process's setup is a fraction of a second)
@@ -355,7 +355,7 @@ PROBES = PROBES + (
                                      "the load does not reach the chain's path to memory (the figure falls to "
                                      "the unloaded latency)"),),
         host_mode="pair_rtt_ns",
-        presets={"quick": ("--samples", "5"), "full": ("--samples", "15", "--delays",
+        presets={"quick": ("--samples", "3"), "full": ("--samples", "15", "--delays",
                                                        "65536,16384,4096,1024,256,64,0")},
         expect={"quick": 3, "full": 8},
         timeout=600.0,

@@ -38,8 +38,8 @@ PROBES = (
             "POLL's apart, wakee_cpu_polls_per_wakeup: in a guest a halt is a VM exit, and a wake-up "
             "that finds its CPU halted waits for the host to resume that vCPU."
         ),
-        presets={"quick": ("--samples", "2000"), "full": ("--samples", "12000")},
-        expect={"quick": 4.5, "full": 27},
+        presets={"quick": ("--samples", "1000"), "full": ("--samples", "12000")},
+        expect={"quick": 2.4, "full": 27},
         # the spread between processes outweighs the spread of one process's wake-ups (the host's
         # resume of a halted vCPU drifts from one second to the next): more processes, the same samples
         processes=6,
@@ -66,8 +66,8 @@ PROBES = (
             "interleaved with the other probes: the host's delivery to a halted vCPU drifts over "
             "seconds, and a run's figure is the median of its processes'."
         ),
-        presets={"quick": ("--seconds", "1"), "full": ("--seconds", "12")},
-        expect={"quick": 5.2, "full": 61},
+        presets={"quick": ("--seconds", "0.5"), "full": ("--seconds", "12")},
+        expect={"quick": 2.6, "full": 61},
         processes=5,
         host_params=(("cpu_halts_per_tick",
                       "halts of the timer's CPU per tick: an expiry on a halted vCPU is the host's to deliver"),),
