@@ -25,10 +25,16 @@ COMMON_OBJ := $(COMMON_SRC:bench/%.c=$(OBJ)/%.o)
 COMMON_LIB := $(BUILD)/lib/libosmcommon.a
 
 # One binary per probe source: bench/<area>/<name>.c -> build/bin/<area>_<name>,
-# except bench/disk, whose files make one program, build/bin/iogen.
-PROBE_SRC  := $(filter-out bench/common/% bench/disk/% bench/net/netpeer.c bench/vtimer/%,$(wildcard bench/*/*.c))
+# except the programs of parts: bench/iogen (build/bin/iogen), bench/iotrace
+# (build/bin/iotrace, build/lib/libiotrace.so) and bench/vtimer.
+PROBE_SRC  := $(filter-out bench/common/% bench/iogen/% bench/iotrace/% bench/net/netpeer.c bench/vtimer/%,$(wildcard bench/*/*.c))
 VTIMER_LIB := $(BUILD)/lib/libvtimer.a
-IOGEN_SRC  := $(filter-out bench/disk/iogen.c,$(wildcard bench/disk/*.c))
+# iogen: its main (bench/iogen/iogen.c) over one folder per part (bench/iogen/README.md);
+# every part's headers are found by name (-I each part)
+IOGEN_PARTS := spec target engines measure options run output
+IOGEN_INC  := $(addprefix -Ibench/iogen/,$(IOGEN_PARTS))
+IOGEN_HDR  := $(wildcard $(IOGEN_PARTS:%=bench/iogen/%/*.h))
+IOGEN_SRC  := $(wildcard $(IOGEN_PARTS:%=bench/iogen/%/*.c))
 IOGEN_OBJ  := $(IOGEN_SRC:bench/%.c=$(OBJ)/%.o)
 IOGEN_LIB  := $(BUILD)/lib/libiogen.a
 PROBES     := $(foreach s,$(PROBE_SRC),$(BIN)/$(word 2,$(subst /, ,$(s)))_$(basename $(notdir $(s))))
@@ -39,8 +45,13 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 PY ?= .venv/bin/python
 
 .PHONY: all run test clean venv report fuzz notebook mutants mutants-ci
-IOTRACE_SRC := $(wildcard bench/fs/iotrace/*.c)
-IOTRACE_HDR := $(wildcard bench/fs/iotrace/*.h)
+# iotrace: the command (bench/iotrace/*.c) and its parts (bench/iotrace/README.md): the trace
+# format, the POSIX recorder, the replayer
+IOTRACE_PARTS := format posix replay
+IOTRACE_INC := -Ibench/iotrace $(addprefix -Ibench/iotrace/,$(IOTRACE_PARTS))
+IOTRACE_SRC := $(wildcard bench/iotrace/*.c $(IOTRACE_PARTS:%=bench/iotrace/%/*.c))
+IOTRACE_HDR := $(wildcard bench/iotrace/*.h $(IOTRACE_PARTS:%=bench/iotrace/%/*.h))
+IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
 
 all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
 
@@ -52,9 +63,9 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(OBJ)/disk/%.o: bench/disk/%.c $(wildcard bench/common/*.h bench/disk/*.h)
+$(OBJ)/iogen/%.o: bench/iogen/%.c $(wildcard bench/common/*.h) $(IOGEN_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ibench/disk -c -o $@ $<
+	$(CC) $(CFLAGS) $(IOGEN_INC) -c -o $@ $<
 
 $(IOGEN_LIB): $(IOGEN_OBJ)
 	@mkdir -p $(dir $@)
@@ -86,19 +97,19 @@ $(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
-$(BIN)/iotrace: $(filter-out bench/fs/iotrace/preload.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) -Ibench/fs/iotrace $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(IOTRACE_INC) $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
-$(BUILD)/lib/libiotrace.so: bench/fs/iotrace/preload.c bench/fs/iotrace/trace.c $(IOTRACE_HDR)
+$(BUILD)/lib/libiotrace.so: $(IOTRACE_LIB_SRC) $(IOTRACE_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ibench/fs/iotrace -fPIC -shared -o $@ bench/fs/iotrace/preload.c bench/fs/iotrace/trace.c -ldl
+	$(CC) $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) -ldl
 
 $(BIN)/netpeer: bench/net/netpeer.c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(COMMON_LIB) $(LDLIBS)
 
-$(BIN)/iogen: $(OBJ)/disk/iogen.o $(IOGEN_LIB) $(COMMON_LIB)
+$(BIN)/iogen: $(OBJ)/iogen/iogen.o $(IOGEN_LIB) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -111,9 +122,9 @@ $(BIN)/$(1)_$(2): bench/$(1)/$(2).c $(COMMON_LIB) $(wildcard bench/common/*.h be
 endef
 $(foreach s,$(PROBE_SRC),$(eval $(call probe_rule,$(word 2,$(subst /, ,$(s))),$(basename $(notdir $(s))))))
 
-$(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/disk/*.h bench/vtimer/*.h)
+$(BUILD)/test/%: tests/c/%.c tests/c/check.h $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(wildcard bench/common/*.h bench/vtimer/*.h) $(IOGEN_HDR)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ibench/disk -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(IOGEN_INC) -Ibench/vtimer $(LDFLAGS) -o $@ $< $(IOGEN_LIB) $(VTIMER_LIB) $(COMMON_LIB) $(LDLIBS)
 
 # System call numbers and names of the target (the C library's headers), for
 # naming the raw system calls of a kernel-path trace (harness/osmeter/ktrace/kpaths.py).

@@ -992,7 +992,7 @@ def test_compare_fio_refuses_a_zram_device_that_holds_data():
     try:
         with open("/dev/zram0", "r+b") as f:
             f.write(b"someone's data\n")
-        r = subprocess.run([str(ROOT / "bench" / "disk" / "compare-fio"), "--quick"], capture_output=True, text=True,
+        r = subprocess.run([str(ROOT / "tools" / "compare-fio"), "--quick"], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode != 0 and "--allow-destroy-data" in r.stderr and "zram0 is set up" in r.stderr, r.stderr
         with open("/dev/zram0", "rb") as f:

@@ -1,5 +1,5 @@
 """Access specifications, the native spec format and the Iometer .icf import
-(bench/disk/spec.c), through the C checks of tests/c/test_spec.c."""
+(bench/iogen/spec/), through the C checks of tests/c/test_spec.c."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,5 @@
 """iotrace: record a program's file I/O with the LD_PRELOAD recorder, show
-the trace, replay it (bench/fs/iotrace, docs/iotrace.md).
+the trace, replay it (bench/iotrace, docs/iotrace.md).
 
 The recorded program is tests/fixtures/iotrace/workload.c, compiled here:
 its I/O is fixed, so the trace is checked call by call against WORKLOAD."""

@@ -445,14 +445,52 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_c_parts_have_no_circles():
     """bench/common is layered (msg <- timing <- emit <- batch <- args; json
-    alone), and so are iogen's files (main -> options, run, report)."""
-    for area in ("common", "disk"):
-        objs = sorted((ROOT / "build" / "obj" / area).glob("*.o"))
+    alone), and so are iogen's files (main -> options, run, output)."""
+    for area in ("common", "iogen"):
+        objs = sorted((ROOT / "build" / "obj" / area).rglob("*.o"))
         assert objs, area
         graph = _object_graph(objs)
         assert _cycle(graph) is None, f"bench/{area}: " + " -> ".join(_cycle(graph))
     common = _object_graph(sorted((ROOT / "build" / "obj" / "common").glob("*.o")))
     assert common["msg"] == set() and common["json"] == set()
+
+
+def _program_parts(program: str) -> list[str]:
+    """The parts a program's README.md lists (bench/<program>/README.md: one
+    indented line per part folder, lowest first)."""
+    return re.findall(r"^    ([a-z_]+)/ ", (ROOT / "bench" / program / "README.md").read_text(), re.M)
+
+
+def _upward_calls(obj_root: Path, order: list[str]) -> list[str]:
+    """The calls of a program's objects (build/obj/<program>/<part>/*.o; its
+    main directly in build/obj/<program>/) that go to a part listed after
+    the caller's own: lowest first, main above all."""
+    part = {o.stem: o.parent.name if o.parent != obj_root else None for o in obj_root.rglob("*.o")}
+    rank = {p: i for i, p in enumerate(order)}
+    graph = _object_graph(sorted(obj_root.rglob("*.o")))
+    return sorted(f"{o} ({part[o]}) -> {d} ({part[d]})" for o, deps in graph.items() for d in deps
+                  if part[o] is not None and (part[d] is None or rank[part[d]] > rank[part[o]]))
+
+
+def test_iogen_and_iotrace_name_their_parts_and_iogens_are_layered():
+    """bench/iogen and bench/iotrace are programs of parts, one folder each,
+    which their README.md lists: every folder listed exists and every one
+    that exists is listed; iogen's objects call only their own part and
+    those its README lists before it (main, iogen.o, above all)."""
+    for program in ("iogen", "iotrace"):
+        listed = _program_parts(program)
+        assert listed and sorted(listed) == sorted(d.name for d in (ROOT / "bench" / program).iterdir()
+                                                   if d.is_dir()), (program, listed)
+    assert _upward_calls(ROOT / "build" / "obj" / "iogen", _program_parts("iogen")) == []
+
+
+def test_the_part_order_check_catches_an_upward_call():
+    """Told that output/ is iogen's lowest part, the check names its
+    objects' calls into run/, measure/ and spec/."""
+    order = _program_parts("iogen")
+    order.remove("output")
+    found = _upward_calls(ROOT / "build" / "obj" / "iogen", ["output"] + order)
+    assert any(f.startswith("report (output) -> ") and f.endswith("(measure)") for f in found), found
 
 
 ALLOWED_EXTERN_STATE = {("interrupt.h", "extern volatile sig_atomic_t interrupted;")}
@@ -462,7 +500,7 @@ def _iogen_shared_state(obj_dir: Path) -> tuple[set[str], set[str]]:
     """Of iogen's objects: those that read a symbol iogen.o (main) defines,
     and the writable globals (objdump: a global object outside read-only
     data) one object defines and another reads."""
-    objs = sorted(obj_dir.glob("*.o"))
+    objs = sorted(obj_dir.rglob("*.o"))
     assert objs, obj_dir
     graph = _object_graph(objs)
     data, needs = {}, {}
@@ -483,15 +521,15 @@ def _iogen_shared_state(obj_dir: Path) -> tuple[set[str], set[str]]:
 
 def test_iogen_passes_its_job_instead_of_sharing_globals():
     """iogen.c (main) holds the config and the runs' state and hands them
-    down: no other object of bench/disk reads a symbol of iogen.o, the one
+    down: no other object of bench/iogen reads a symbol of iogen.o, the one
     writable global two objects share is the signal flag (interrupt.h), and
-    no header of bench/disk declares other extern state (an extern const
+    no header of bench/iogen declares other extern state (an extern const
     table, such as engine_default, is no state)."""
-    readers_of_main, shared = _iogen_shared_state(ROOT / "build" / "obj" / "disk")
+    readers_of_main, shared = _iogen_shared_state(ROOT / "build" / "obj" / "iogen")
     assert readers_of_main == set(), readers_of_main
     assert shared == {"interrupted"}, shared
     found = set()
-    for h in sorted((ROOT / "bench" / "disk").glob("*.h")):
+    for h in sorted((ROOT / "bench" / "iogen").rglob("*.h")):
         for line in h.read_text().splitlines():
             if re.match(r"\s*extern\s+(?!const\s)[^(]*;", line):
                 found.add((h.name, line.strip()))
@@ -571,8 +609,8 @@ const struct engine_ops engine_echo = {
 
 def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
     """An engine owns its options: a new one with an option is its
-    engine_<name>.c (the option a row of its table) and its name in
-    engine.c's ENGINES line; iogen then lists it, takes its option, runs
+    engines/engine_<name>.c (the option a row of its table) and its name in
+    engines/engine.c's ENGINES line; iogen then lists it, takes its option, runs
     its pread/pwrite on a file, and refuses the option with any other
     engine."""
     tree = tmp_path / "tree"
@@ -582,8 +620,8 @@ def test_a_new_iogen_engine_with_an_option_is_its_file_and_its_name(tmp_path):
         if f.startswith(("bench/", "Makefile")) and (ROOT / f).is_file():
             (tree / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, tree / f)
-    (tree / "bench" / "disk" / "engine_echo.c").write_text(ECHO_ENGINE)
-    engine_c = tree / "bench" / "disk" / "engine.c"
+    (tree / "bench" / "iogen" / "engines" / "engine_echo.c").write_text(ECHO_ENGINE)
+    engine_c = tree / "bench" / "iogen" / "engines" / "engine.c"
     text = engine_c.read_text()
     assert text.count(" X(nop)\n") == 1
     engine_c.write_text(text.replace(" X(nop)\n", " X(nop) X(echo)\n"))

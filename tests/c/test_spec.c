@@ -1,5 +1,5 @@
 /* test_spec.c - checks of the access spec model, the shipped workloads, the
- * native spec format and the Iometer .icf import (bench/disk/spec.c) against
+ * native spec format and the Iometer .icf import (bench/iogen/spec/) against
  * the fixtures in tests/fixtures. Run from the repository root:
  *
  *   build/test/test_spec                  the checks

@@ -1,4 +1,4 @@
-/* fuzz_trace.c - the I/O trace reader (bench/fs/iotrace/trace.c) on any
+/* fuzz_trace.c - the I/O trace reader (bench/iotrace/format/trace.c) on any
  * bytes, as a merged trace and as a recorder's part. A libFuzzer target;
  * tests/fuzz/driver.c runs it without libFuzzer. */
 #include "trace.h"

@@ -1,9 +1,10 @@
 """`make fuzz`: every parser that reads a file a person hands osmeter, fuzzed
 for a bounded time.
 
-- The native spec and the .icf import (bench/disk) and the I/O trace reader
-  (bench/fs/iotrace), with AddressSanitizer and UndefinedBehaviorSanitizer:
-  libFuzzer where clang has it, else tests/fuzz/driver.c under gcc.
+- The native spec and the .icf import (bench/iogen/spec) and the I/O trace
+  reader (bench/iotrace/format), with AddressSanitizer and
+  UndefinedBehaviorSanitizer: libFuzzer where clang has it, else
+  tests/fuzz/driver.c under gcc.
 - Mutants the workload parser accepted are then run by iogen for 0.2 s each
   on a small file: a run that does not end within 10 s is a hang (that is
   how the hangs of threads joined twice, of endless delays and of a count
@@ -35,9 +36,10 @@ CRASHES = HERE / "crashes"
 SAN = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-g", "-O1"]
 
 TARGETS = {
-    "spec": (["tests/fuzz/fuzz_spec.c", "bench/disk/spec.c", "bench/disk/spec_read.c", "bench/disk/spec_native.c",
-              "bench/disk/spec_icf.c", "bench/common/json.c"], ["-Ibench/disk", "-Ibench/common"]),
-    "trace": (["tests/fuzz/fuzz_trace.c", "bench/fs/iotrace/trace.c"], ["-Ibench/fs/iotrace"]),
+    "spec": (["tests/fuzz/fuzz_spec.c", "bench/iogen/spec/spec.c", "bench/iogen/spec/spec_read.c",
+              "bench/iogen/spec/spec_native.c", "bench/iogen/spec/spec_icf.c", "bench/common/json.c"],
+             ["-Ibench/iogen/spec", "-Ibench/common"]),
+    "trace": (["tests/fuzz/fuzz_trace.c", "bench/iotrace/format/trace.c"], ["-Ibench/iotrace/format"]),
 }
 
 

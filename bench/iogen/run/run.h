@@ -7,9 +7,9 @@
  *   precondition.c  --precondition, and the data a write carries
  *   status.c        a run seen while it runs: the terminal line, --status
  *   verify.c        --verify: the pattern, the checks, the verify state file
- *   report.c        the JSON result of a run, the request log
- *   results_csv.c   --results-csv: Iometer's results file
  *   live.c          --live: per-worker bars on a terminal
+ *   ../output/report.c       the JSON result of a run, the request log
+ *   ../output/results_csv.c  --results-csv: Iometer's results file
  */
 #ifndef IOGEN_RUN_H
 #define IOGEN_RUN_H

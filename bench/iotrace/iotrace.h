@@ -1,6 +1,7 @@
 /* iotrace.h - what the parts of the iotrace command share: iotrace.c (the
- * command, loading a trace, its processes and threads), record.c, show.c,
- * replay.c. The trace format itself is trace.h. */
+ * command, loading a trace, its processes and threads), posix/record.c,
+ * show.c, replay/replay.c. The trace format itself is format/trace.h
+ * (README.md beside this file: the parts). */
 #ifndef IOTRACE_IOTRACE_H
 #define IOTRACE_IOTRACE_H
 

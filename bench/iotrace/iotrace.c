@@ -7,9 +7,11 @@
  *
  * The application-based approach of Seidel et al.'s MPI-IO profiler and
  * headstrong benchmark, for POSIX I/O: a preloaded library writes one
- * trace per process (preload.c), `record` merges them, `replay` issues the
- * same calls with the same processes and threads against files of its own
- * and compares its times with the recorded ones. docs/iotrace.md.
+ * trace per process (posix/preload.c), `record` merges them, `replay`
+ * issues the same calls with the same processes and threads against files
+ * of its own and compares its times with the recorded ones.
+ * docs/iotrace.md; the parts (format/, posix/, replay/): README.md beside
+ * this file.
  */
 #include "iotrace.h"
 #include "osm.h"

@@ -1,4 +1,4 @@
-/* rs->c - one run of a job: workers, each with one or more streams of
+/* run.c - one run of a job: workers, each with one or more streams of
  * requests going through an engine (stream.c), started together; the
  * ramp-up, the measured window and its report intervals, and what the
  * run's end leaves for the report (--verify is verify.c's).

@@ -7,16 +7,16 @@
  * queue depth when cycling). See `iogen --help`, docs/iogen.md and
  * docs/DESIGN.md (contract 7).
  *
- * The parts: options.c (the option table, the config and the job:
- * config.h), rs.c and stream.c (workers, streams, the measured window),
- * precondition.c, status.c, verify.c (--verify and its state), report.c
- * (the JSON result, the log), results_csv.c, live.c (rs.h), engine.c and
- * engine_<name>.c (the engines, each with its own options: engine.h),
- * spec*.c (workloads and .icf import), target.c (what is read and written,
- * and what must never be), hist.c (latency histograms), prober.c (the
- * system's view meanwhile), interrupt.c (the signal flag). main holds the
- * config and the runs' state and passes them down: no part reads them as
- * globals.
+ * The parts, one folder each (README.md beside this file, lowest first):
+ * spec/ (workloads, the native format, .icf read and written), target/
+ * (what is read and written, and what must never be), engines/ (engine.c's
+ * table and engine_<name>.c, each with its own options: engine.h),
+ * measure/ (latency histograms, the system prober, the steady state),
+ * options/ (the option table, the config and the job: config.h), run/
+ * (workers, streams, the measured window, precondition, verify, status,
+ * live, the signal flag: run.h), output/ (the JSON result, the log, the
+ * results CSV). main holds the config and the runs' state and passes them
+ * down: no part reads them as globals.
  */
 #include "config.h"
 #include "interrupt.h"
