@@ -1,4 +1,7 @@
-"""Shared fixtures: the repository, the built probes, and one real quick run."""
+"""Shared fixtures: the repository, the built probes, and one real quick run.
+
+Test files are named test_<room>[_<topic>].py, the room a harness package, a
+folder of bench/, tools or tree (tests/README.md)."""
 from __future__ import annotations
 
 import collections

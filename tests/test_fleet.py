@@ -120,9 +120,9 @@ def test_fetched_results_cannot_escape_their_directory(tmp_path, monkeypatch, py
 
 def _fleet_dir(tmp_path: Path, hosts: list[dict]) -> Path:
     """A fleet directory by hand: each host with a results directory of
-    synthetic samples (test_compare.make_run) under its label."""
+    synthetic samples (test_analysis_compare.make_run) under its label."""
     import numpy as np
-    from test_compare import make_run
+    from test_analysis_compare import make_run
 
     out = tmp_path / "fleet"
     out.mkdir(parents=True)

@@ -11,7 +11,7 @@ from conftest import BIN, probe, probe_lines, takes_samples
 from osmeter.probes import registry
 from osmeter.host.machine import describe_machine
 
-# binaries that print probe lines themselves (iogen has its own interface: test_disk.py)
+# binaries that print probe lines themselves (iogen has its own interface: test_iogen.py)
 BINARIES = sorted({p.binary for p in registry.PROBES if p.parse is None})
 # each probe's declaration gives smaller sizes where the defaults would take long
 SMOKE = {p.binary: p.smoke for p in reversed(registry.PROBES)}  # the first probe's of a binary

@@ -34,7 +34,7 @@
  * clang has no noipa; OSM_CALLEE gets the same guarantee from external
  * linkage instead (a function other code could call keeps its C calling
  * convention and every argument) plus noinline; `used` keeps it.
- * tests/test_build.py checks the disassembly of both compilers' builds. */
+ * tests/test_tree_build.py checks the disassembly of both compilers' builds. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define OSM_NOINLINE __attribute__((noinline, noipa))
 #define OSM_CALLEE static OSM_NOINLINE

@@ -1,6 +1,6 @@
 /* test_chain.c - the pointer chains the memory probes walk
  * (osm_chain_build): each is one cycle through every element, and each
- * order visits them as it says. Run by tests/test_chain.py. */
+ * order visits them as it says. Run by tests/test_common_chain.py. */
 #include "osm.h"
 #include "osmmem.h"
 #include "check.h"

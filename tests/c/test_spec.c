@@ -7,7 +7,7 @@
  *   build/test/test_spec --json FILE      print the job FILE gives, as JSON
  *
  * Prints one line per check and a closing "N passed, N failed" line; exits
- * non-zero when any check fails. Run by tests/test_disk_spec.py. */
+ * non-zero when any check fails. Run by tests/test_iogen_spec.py. */
 #include "spec.h"
 #include "check.h"
 

@@ -1,6 +1,6 @@
 /* test_timing.c - checks of the timing core against ground truth.
  * Prints one line per check and a closing "N passed, N failed" line; exits
- * non-zero when any check fails. Run by tests/test_timing_core.py. */
+ * non-zero when any check fails. Run by tests/test_common_timing.py. */
 #include "osm.h"
 #include "check.h"
 

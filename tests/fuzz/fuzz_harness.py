@@ -2,7 +2,7 @@
 the results loader (with what reads a loaded document: the summary, the
 CSV, the estimate rows). Anything but the parser's own error (a message for
 the user) is a crash: the input is saved under tests/fuzz/crashes/ and the
-run fails. Replayed by tests/test_fuzz_regress.py from tests/fuzz/regress/.
+run fails. Replayed by tests/test_tree_fuzz_regress.py from tests/fuzz/regress/.
 
     python tests/fuzz/fuzz_harness.py [SECONDS] [SEED]
 """

@@ -564,7 +564,7 @@ def test_a_busy_thread_on_the_woken_threads_cpu_shows_as_preemption(tmp_path):
 def test_a_throttled_disk_shows_in_the_device_share(tmp_path):
     """A RAM-backed loop device read at queue depth 32, then the same inside
     a cgroup throttle of 2000 read IOPS (v1 blkio.throttle.read_iops_device,
-    or v2 io.max where v1 is absent, as tests/test_disk.py's ground truth):
+    or v2 io.max where v1 is absent, as tests/test_iogen.py's ground truth):
     the I/O thread's time per I/O asleep for the device grows into most of
     it, and its system-call time per I/O does not grow with it (by under a
     twentieth of what the device wait grew). Mutant
