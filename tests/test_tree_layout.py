@@ -703,3 +703,80 @@ def test_the_design_map_names_every_package_and_area_and_no_other():
     assert packages == list(LAYERS), packages
     assert sorted(areas) == sorted(p.name for p in (ROOT / "bench").iterdir() if p.is_dir()), areas
     assert files and [f for f in files if not (HARNESS / f).is_file()] == []
+
+
+def misnamed_tests(names: list[str], rooms: set[str]) -> list[str]:
+    """The test files whose name is not test_<room>.py or
+    test_<room>_<topic>.py for one of rooms (tests/README.md)."""
+    rx = re.compile(rf"test_(?:{'|'.join(sorted(rooms))})(?:_[a-z0-9_]+)?\.py")
+    return sorted(n for n in names if not rx.fullmatch(n))
+
+
+def test_each_test_file_is_named_for_its_room():
+    """tests/ follows the tree: each test file begins with its room, a
+    harness package, a folder of bench/ (a probe area or a program), tools
+    or tree, so that a package's or an area's tests are found by name."""
+    rooms = set(LAYERS) | {p.name for p in (ROOT / "bench").iterdir() if p.is_dir()} | {"tools", "tree"}
+    assert set(LAYERS) == {p.name for p in HARNESS.iterdir() if (p / "__init__.py").is_file()}
+    assert misnamed_tests([p.name for p in (ROOT / "tests").glob("test_*.py")], rooms) == []
+
+
+def test_the_test_name_check_catches_what_it_should():
+    assert misnamed_tests(["test_disk.py", "test_results.py", "test_resultsx.py", "test_host_isolate.py",
+                           "test_tree.py", "test_host.py", "test_host_.py"],
+                          {"results", "host", "tree"}) == ["test_disk.py", "test_host_.py", "test_resultsx.py"]
+
+
+def _mutants():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import mutants
+
+    return mutants
+
+
+def mutant_problems(listed) -> list[str]:
+    """What in a list of mutants would not run as written: a file that is
+    not there, a snippet that is not in its file exactly once, a test file
+    or test named by node id that is not there, or a -k word that no test
+    of the named files contains."""
+    found = []
+    for m in listed:
+        path = ROOT / m.file
+        if not path.is_file() or path.read_text().count(m.old) != 1:
+            found.append(f"{m.name}: its snippet is not once in {m.file}")
+            continue
+        tokens = m.tests.split()
+        words = [tokens[i + 1] for i, t in enumerate(tokens) if t == "-k"]
+        names = set()
+        for t in tokens:
+            if not t.startswith("tests/"):
+                continue
+            file, *node = t.split("::")
+            if not (ROOT / file).is_file():
+                found.append(f"{m.name}: {file} is not there")
+                continue
+            defined = {n.name for n in ast.walk(ast.parse((ROOT / file).read_text()))
+                       if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            names |= defined
+            found += [f"{m.name}: {file} has no {n}" for n in node if n.split("[")[0] not in defined]
+        found += [f"{m.name}: no test of {m.tests.split(' -k')[0]} contains {w}" for w in words
+                  if not any(w in n for n in names if n.startswith("test_"))]
+    return found
+
+
+def test_every_mutant_applies_once_and_names_tests_that_exist():
+    """Each mutant's snippet is in its file exactly once, and the tests it
+    names exist: files, tests by node id, -k words (a renamed file or test
+    is caught here, not only when make mutants reaches its mutant)."""
+    assert mutant_problems(_mutants().MUTANTS) == []
+
+
+def test_the_mutant_check_catches_what_it_should():
+    Mutant = _mutants().Mutant
+    layout, src, once = "tests/test_tree_layout.py", "tests/mutants.py", "def run_one(m: Mutant"
+    listed = [Mutant("fine", src, once, "x", f"{layout}::test_the_mutant_check_catches_what_it_should -k check"),
+              Mutant("twice", src, "import ", "x", layout),
+              Mutant("no-file", src, once, "x", "tests/test_disk.py::test_x"),
+              Mutant("no-test", src, once, "x", f"{layout}::test_gone"),
+              Mutant("no-word", src, once, "x", f"{layout} -k gone_word")]
+    assert [p.split(":")[0] for p in mutant_problems(listed)] == ["twice", "no-file", "no-test", "no-word"]
