@@ -682,9 +682,9 @@ def test_method_text_states_the_run_s_own_numbers():
                     assert shown["quick"] != shown["full"], (p.name, arg, shown)  # each preset says its own
     # the cases
     probes = {p.name: p for p in registry.PROBES}
-    assert "up to 4, each read their own 16M file" in probes["fs.contention"].method_text("quick")
+    assert "up to 4, each read their own 8M file" in probes["fs.contention"].method_text("quick")
     assert "up to 8, each read their own 32M file" in probes["fs.contention"].method_text("full")
-    assert "in 5 processes of 1 s each" in probes["sched.timer"].method_text("quick", {"processes": 5})
+    assert "in 5 processes of 0.5 s each" in probes["sched.timer"].method_text("quick", {"processes": 5})
     assert "in 5 processes of 12 s each" in probes["sched.timer"].method_text("full", {"processes": 5})
     assert "(128 MiB in this run)" in probes["mem.lat"].method_text("quick", {"max": 134217728})
 
