@@ -152,9 +152,10 @@ report: venv
 notebook: venv
 	./osmeter notebook
 
-# -rs: every skip's reason; the quick run the tests make is kept for make mutants
+# -rs: every skip's reason; --durations: the 30 slowest steps, where CI's time goes; the quick run
+# the tests make is kept for make mutants
 test: all venv
-	OSMETER_TEST_QUICK_RUN_SAVE=$(BUILD)/quick-run $(PY) -m pytest -q -rs tests
+	OSMETER_TEST_QUICK_RUN_SAVE=$(BUILD)/quick-run $(PY) -m pytest -q -rs --durations=30 tests
 
 mutants: all venv
 	$(PY) tests/mutants.py

@@ -866,6 +866,9 @@ MUTANTS = [
     Mutant("zones-unreached-fails-the-probe", "harness/osmeter/probes/areas/disk.py",
            'return {"id": f"{base}.zones", "refused":', 'raise ValueError(); return {"id": f"{base}.zones", "refused":',
            "tests/test_iogen.py::test_zones_parse_to_a_series_by_offset_drawn_in_the_report"),
+    Mutant("ram-disk-ids-described-as-a-disk", "harness/osmeter/running/collect.py",
+           'if probe.area == "disk" and conditions.get("disk_ram"):', 'if probe.area == "disk" and False:',
+           "tests/test_host_ramdev.py::test_the_disk_probes_on_a_ram_device_and_fs_meta_on_a_scratch_ext4_both_gone_after"),
 ]
 
 # ----------------------------------------------------------------- running

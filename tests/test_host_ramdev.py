@@ -44,6 +44,9 @@ def test_the_disk_probes_on_a_ram_device_and_fs_meta_on_a_scratch_ext4_both_gone
     assert c["fs_scratch"]["fs"] == "ext4" and c["fs_scratch"]["mount"].startswith(str(ramdev.MOUNTS))
     ms = {m["id"]: m for m in doc["measurements"]}
     assert ms["disk.4k-random-read.iops"]["median"] > 0
+    # the ids name their target: a RAM device, not a disk (and fs.meta's its scratch ext4)
+    assert "RAM-backed loop device" in ms["disk.4k-random-read.iops"]["description"]
+    assert "fresh ext4" in ms["fs.create.0k"]["description"]
     assert ms["fs.create.0k"]["params"].get("journal") == "jbd2", ms["fs.create.0k"]["params"]
     assert not (out / "disk-target.dat").exists()
     assert set(leftovers()) <= set(before), leftovers()  # (the run may also clear older runs' leftovers)

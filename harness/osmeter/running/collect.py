@@ -27,7 +27,7 @@ def collect_process(results: Results, probe: registry.Probe, wanted: list[str], 
         lines = [x for x in lines if "refused" not in x]
         if probe.derive is not None:
             lines += probe.derive(lines, results.doc["machine"])
-        descriptions = {m.id: m.description for m in probe.measures}
+        descriptions = {m.id: described(m, probe, results.doc["conditions"]) for m in probe.measures}
         got = set()
         for r in refused:
             if r["id"] in wanted:
@@ -48,6 +48,17 @@ def collect_process(results: Results, probe: registry.Probe, wanted: list[str], 
         results.add_failure(probe.name, f"did not print {', '.join(missing)}", stderr)
         return False
     return True
+
+
+def described(m: registry.Measure, probe: registry.Probe, conditions: dict) -> str:
+    """An id's description in this run: a disk id measured on --disk-ram's
+    device says so, as its figure is the kernel's block path over memory,
+    not a disk's; fs.meta's ids on --fs-scratch say theirs."""
+    if probe.area == "disk" and conditions.get("disk_ram"):
+        return f"{m.description} (on a RAM-backed loop device osmeter made for the run, not a disk)"
+    if probe.name == "fs.meta" and conditions.get("fs_scratch"):
+        return f"{m.description} (on a fresh ext4 over a RAM-backed loop device osmeter made for the run)"
+    return m.description
 
 
 def derive_across(results: Results, derived: list[registry.Derived], lines_seen: dict[str, dict],
