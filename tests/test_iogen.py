@@ -594,7 +594,10 @@ def test_an_icf_runs_with_its_workers_regions_and_cycling(work, tmp_path):
 def test_throttled_device_is_measured_at_its_limit():
     """The cgroup's block throttle (v1 blkio.throttle.read_iops_device, or
     v2 io.max where v1 is absent) limits the loop device to 400 read IOPS;
-    iogen, running inside that cgroup, must measure 400 within a few percent."""
+    iogen, running inside that cgroup, must measure 400 within a few percent.
+    The loop device's worker needs the CPU to complete what the throttle
+    admits: on a busy shared host one run in three may come in under it
+    (373 once in CI's suite here, 307 beside a second suite), never over."""
     _root_or_skip("cgroup blkio")
     if not Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device").exists() and cgroup2_with("io") is None:
         pytest.skip("neither cgroup v1 blkio throttling nor a cgroup v2 with the io controller is available here")
@@ -603,11 +606,17 @@ def test_throttled_device_is_measured_at_its_limit():
         majmin = Path(f"/sys/block/{Path(dev).name}/dev").read_text().strip()
         with limited_cgroup(("blkio", "blkio.throttle.read_iops_device", f"{majmin} 400\n"),
                             ("io", "io.max", f"{majmin} riops=400\n"), "io") as cg:
-            r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target",
-                                dev, "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
-                               capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        assert results(r)[0]["iops"] == pytest.approx(400, rel=0.03)
+            got = []
+            for _ in range(3):
+                r = subprocess.run(["sh", "-c", f'echo $$ > {cg}/cgroup.procs && exec "$@"', "sh", IOGEN, "--target",
+                                    dev, "--workload", "4k-random-read", "--qd", "4", "--time", "3", "--ramp", "0.5"],
+                                   capture_output=True, text=True, timeout=60)
+                assert r.returncode == 0, r.stderr
+                got.append(results(r)[0]["iops"])
+                assert got[-1] <= 400 * 1.03, got  # never more than the throttle lets through
+                if got[-1] == pytest.approx(400, rel=0.03):
+                    break
+        assert got[-1] == pytest.approx(400, rel=0.03), got
     finally:
         drop_loop(dev, "throttle")
 
@@ -826,9 +835,10 @@ def test_sqpoll_calls_only_to_wait_or_wake(ramloop, tmp_path):
     assert any(f == "0" for f in flags["plain"]), sorted(set(flags["plain"]))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def zram():
-    """zram0 (built into this kernel) set to 64 MiB and filled, when nothing uses it; reset after."""
+    """zram0 (built into this kernel) set to 64 MiB and filled, when nothing uses it; reset after each
+    test (held for the module, it made compare-fio's zram test below skip as 'set up by someone else')."""
     _root_or_skip("zram")
     z = Path("/sys/block/zram0")
     if not z.exists():
