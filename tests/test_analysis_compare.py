@@ -746,15 +746,19 @@ UNSHAPE = "tc qdisc del dev lo root 2>/dev/null || true"
                     reason="needs root, ip and tc")
 def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
     """B shapes loopback (in a namespace of the test's own) to 1 Gbit/s: the
-    TCP bandwidth is slower, by the shaped rate; CPU ids are not flagged;
+    TCP bandwidth is slower, by the shaped rate; CPU ids are not flagged at
+    5% (at the default 2%, the signal ids' 3% between the sides of five
+    rounds was flagged once on a noisy AMD guest, q 0.045: what a host
+    that drifts gives at the edge of what five runs detect, not the link);
     the qdisc is gone afterwards."""
     ns = "osmeter-ab-test"
     _netns(ns)
     try:
         out = tmp_path / "tbf"
         r = subprocess.run(["ip", "netns", "exec", ns, str(ROOT / "osmeter"), "ab", "--a", UNSHAPE, "--b", SHAPE,
-                            "--restore", UNSHAPE, "--rounds", "5", "--probes", "net.bw.tcp.loopback,cpu.syscall,"
-                            "cpu.call,cpu.signal", "--out", str(out)], capture_output=True, text=True, timeout=900)
+                            "--restore", UNSHAPE, "--rounds", "5", "--min-change", "0.05", "--probes",
+                            "net.bw.tcp.loopback,cpu.syscall,cpu.call,cpu.signal", "--out", str(out)],
+                           capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr
         assert "tbf" not in _qdisc(ns)
         rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
