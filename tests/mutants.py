@@ -869,6 +869,11 @@ MUTANTS = [
     Mutant("ram-disk-ids-described-as-a-disk", "harness/osmeter/running/collect.py",
            'if probe.area == "disk" and conditions.get("disk_ram"):', 'if probe.area == "disk" and False:',
            "tests/test_host_ramdev.py::test_the_disk_probes_on_a_ram_device_and_fs_meta_on_a_scratch_ext4_both_gone_after"),
+    Mutant("split-pools-a-runs-processes", "harness/osmeter/core/inference.py",
+           "    logs = [run for run in logs if run]\n",
+           "    logs = [[np.concatenate(run)] for run in logs if run]\n",
+           "tests/test_analysis_compare.py::test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_noise",
+           slow=True),
 ]
 
 # ----------------------------------------------------------------- running

@@ -668,6 +668,43 @@ def test_a_against_a_flags_at_most_five_percent(tmp_path):
     pytest.fail(f"A/A flagged more than 5% of {n} ids twice: {tries}")
 
 
+def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_noise(tmp_path):
+    """A host made noisy on purpose (tests/noise.py: a memory-bandwidth hog
+    on the other CPU, stopped and continued at random phases of 0.3-2 s,
+    which on both guests of this kind raises the memory latency by up to
+    about twice while it runs): an A/A of mem.lat flags nothing, calls
+    neither the DRAM latency nor the curve '=' at 5% (three runs a side
+    of that spread cannot show it) but says what would decide them, and
+    `osmeter stability` puts their variance between processes and runs,
+    not in the samples of a process. Mutant caught: the samples of a run
+    pooled as if one process (the split then calls the noise the samples')."""
+    from noise import planted_noise
+    from osmeter.analysis.stability import stability_rows
+    from osmeter.results.store import load_side
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the planted noise needs a CPU beside the probe's")
+    out = tmp_path / "noisy"
+    with planted_noise(cpu=0) as phases:
+        r = osmeter("ab", "--a", "true", "--b", "true", "--rounds", "3", "--min-change", "0.05",
+                    "--probes", "mem.lat", "--out", str(out), timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert phases["on"] >= 5 and phases["off"] >= 5, phases
+    assert _flagged(out)[0] == []
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
+        ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
+    for mid in ("mem.lat.dram", "mem.lat.curve"):
+        assert rows[mid]["verdict"] == "too few runs" and float(rows[mid]["detectable"]) > 0.05, rows[mid]
+        assert not rows[mid]["runs_needed"] or int(rows[mid]["runs_needed"]) > 3, rows[mid]  # blank: over 200
+    split = {x["id"]: x["split"] for x in stability_rows(load_side([out / "a", out / "b"]))}
+    # the curve and the huge-page DRAM latency run in several processes a run (the levels are read off
+    # the curve, its processes merged)
+    for mid in ("mem.lat.curve", "mem.lat.dram.thp"):
+        share = {k: v or 0.0 for k, v in split[mid]["share"].items()}
+        assert split[mid]["process_cv"] is not None, (mid, split[mid])
+        assert share.get("process", 0) + share.get("run", 0) > share["within"], (mid, split[mid])
+
+
 def test_ab_until_decided_stops_once_decided_and_keeps_its_looks(tmp_path):
     """A sequential A/A of one cheap id: it looks after rounds 2..N at its
     spent share of alpha, keeps every look in campaign.json, stops at the
