@@ -47,13 +47,17 @@ PY ?= .venv/bin/python
 .PHONY: all run test clean venv report fuzz notebook mutants mutants-ci
 # iotrace: the command (bench/iotrace/*.c) and its parts (bench/iotrace/README.md): the trace
 # format, the POSIX recorder, the replayer
-IOTRACE_PARTS := format posix replay
+IOTRACE_PARTS := format posix replay mpiio
 IOTRACE_INC := -Ibench/iotrace $(addprefix -Ibench/iotrace/,$(IOTRACE_PARTS))
 IOTRACE_SRC := $(wildcard bench/iotrace/*.c $(IOTRACE_PARTS:%=bench/iotrace/%/*.c))
 IOTRACE_HDR := $(wildcard bench/iotrace/*.h $(IOTRACE_PARTS:%=bench/iotrace/%/*.h))
 IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
+# the MPI-IO recorder (bench/iotrace/mpiio/record.c with the POSIX one), one build per MPI found
+# (their ABIs differ), each by that MPI's own compiler wrapper; none where no MPI is installed
+MPI_IMPLS := $(foreach m,openmpi mpich,$(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m)))
+MPI_RECORDERS := $(MPI_IMPLS:%=$(BUILD)/lib/libiotrace-mpi-%.so) $(MPI_IMPLS:%=$(BIN)/iotrace-mpi-replay-%)
 
-all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
+all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so $(MPI_RECORDERS)) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
 
 $(OBJ)/%.o: bench/%.c $(wildcard bench/common/*.h)
 	@mkdir -p $(dir $@)
@@ -97,13 +101,22 @@ $(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
-$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c bench/iotrace/mpiio/record.c bench/iotrace/mpiio/replay.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(IOTRACE_INC) $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
 $(BUILD)/lib/libiotrace.so: $(IOTRACE_LIB_SRC) $(IOTRACE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) -ldl
+
+$(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) bench/iotrace/mpiio/record.c $(IOTRACE_HDR)
+	@mkdir -p $(dir $@)
+	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) bench/iotrace/mpiio/record.c -ldl
+
+# the MPI-IO replayer, an MPI program, one per MPI (iotrace replay --launcher starts it)
+$(BIN)/iotrace-mpi-replay-%: bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c $(IOTRACE_HDR)
+	@mkdir -p $(BIN)
+	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -o $@ bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c
 
 $(BIN)/netpeer: bench/net/netpeer.c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)

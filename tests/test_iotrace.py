@@ -77,21 +77,21 @@ def iotrace(*args, **kw) -> subprocess.CompletedProcess:
 
 
 def read_trace(path: Path) -> list[dict]:
-    """The CSV of docs/iotrace.md, checked on the way."""
+    """The CSV of docs/iotrace.md (format 2), checked on the way."""
     lines = path.read_bytes().split(b"\n")
-    assert lines[0] == b"# iotrace 1"
+    assert lines[0] == b"# iotrace 2"
     header = lines[1].decode().split(",")
     assert header == ["seq", "pid", "tid", "call", "t_start_ns", "t_end_ns", "fd", "file", "path", "flags",
-                      "mode", "offset", "bytes", "ret", "errno"]
+                      "mode", "offset", "bytes", "ret", "errno", "rank", "parent", "args"]
     assert lines[-1] == b"", "the last row ends with a newline"
     rows = []
     for line in lines[2:-1]:
         f = dict(zip(header, line.decode().split(",")))
-        assert len(f) == 15 and line.count(b",") == 14
+        assert len(f) == 18 and line.count(b",") == 17
         row = {k: int(f[k]) for k in ("seq", "pid", "tid", "t_start_ns", "t_end_ns", "fd", "offset", "bytes",
-                                       "ret", "errno")}
+                                       "ret", "errno", "rank", "parent")}
         row.update(call=f["call"], file=f["file"], path=unquote_to_bytes(f["path"]).decode(),
-                   flags=int(f["flags"], 16), mode=int(f["mode"], 8))
+                   flags=int(f["flags"], 16), mode=int(f["mode"], 8), args=f["args"])
         rows.append(row)
     return rows
 

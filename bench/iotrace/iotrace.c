@@ -14,6 +14,7 @@
  * this file.
  */
 #include "iotrace.h"
+#include "mpi_launch.h"
 #include "osm.h"
 
 #include <dirent.h>
@@ -34,14 +35,18 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-    "usage: iotrace record --out TRACE [--] CMD [ARGS...]\n"
+    "usage: iotrace record --out TRACE [--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich]] [--] CMD [ARGS...]\n"
     "       iotrace replay TRACE --dir DIR [--processes N]\n"
+    "       iotrace replay TRACE --dir DIR --launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded]\n"
     "       iotrace show TRACE\n"
     "\n"
     "record  runs CMD with the recorder (LD_PRELOAD) and writes its file I/O\n"
-    "        as one CSV trace; exits with CMD's status\n"
+    "        as one CSV trace; exits with CMD's status. With --launcher, CMD is\n"
+    "        an MPI program started by the launcher (mpirun -np 4, srun ...): its\n"
+    "        MPI-IO calls are recorded too, with the POSIX calls under them\n"
     "replay  issues the trace's calls again, with as many processes and threads,\n"
-    "        on files DIR/f0, DIR/f1 ...; prints one JSON object\n"
+    "        on files DIR/f0, DIR/f1 ...; prints one JSON object. A trace recorded\n"
+    "        under MPI replays under --launcher with as many ranks\n"
     "show    prints a summary: processes, threads, files, calls\n"
     "The trace format: docs/iotrace.md.\n";
 
@@ -150,6 +155,10 @@ int main(int argc, char **argv)
         return cmd_record(argc - 2, argv + 2);
     if (!strcmp(argv[1], "replay"))
         return cmd_replay(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "rank"))
+        return cmd_rank(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "replay-rank"))
+        return cmd_replay_rank(argc - 2, argv + 2);
     if (!strcmp(argv[1], "show"))
         return cmd_show(argc - 2, argv + 2);
     osm_usage_error("unknown command '%s' (record, replay, show)", argv[1]);

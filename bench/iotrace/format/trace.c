@@ -28,6 +28,11 @@ const struct trace_call_info trace_calls[TC_NCALLS] = {
     [TC_FDATASYNC] = {"fdatasync", TK_SYNC, false, false},
     [TC_FTRUNCATE] = {"ftruncate", TK_TRUNCATE, false, false},
     [TC_FTRUNCATE64] = {"ftruncate64", TK_TRUNCATE, false, false},
+#define TRACE_MPI_INFO(id, name_, kind_, access_, coll, nb, split_)                                        \
+    [TC_##id] = {.name = name_, .kind = kind_, .mpi = true, .access = access_, .collective = coll,          \
+                 .nonblocking = nb, .split = split_},
+    TRACE_MPI_CALLS(TRACE_MPI_INFO)
+#undef TRACE_MPI_INFO
 };
 
 /* ------------------------------------------------------------ formatting */
@@ -87,6 +92,21 @@ static void put_path(struct out *o, const char *s)
     }
 }
 
+/* args are made escaped by their writer (values %XX-escaped where they hold
+ * a separator); here only what would break the row is escaped. */
+static void put_args(struct out *o, const char *s)
+{
+    for (size_t i = 0; s[i] && i < TRACE_ARGS_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f || c == ',' || c == '"') {
+            char esc[3] = {'%', "0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15]};
+            put(o, esc, 3);
+        } else {
+            put(o, (const char *)&c, 1);
+        }
+    }
+}
+
 static int finish(struct out *o, char *buf)
 {
     if (o->full || o->p >= o->end)
@@ -121,7 +141,10 @@ int trace_format_row(char *buf, size_t n, const struct trace_rec *r)
     put_i64(&o, r->offset), put(&o, ",", 1);
     put_i64(&o, r->bytes), put(&o, ",", 1);
     put_i64(&o, r->ret), put(&o, ",", 1);
-    put_i64(&o, r->err), put(&o, "\n", 1);
+    put_i64(&o, r->err), put(&o, ",", 1);
+    put_i64(&o, r->rank), put(&o, ",", 1);
+    put_i64(&o, r->parent), put(&o, ",", 1);
+    put_args(&o, r->args ? r->args : ""), put(&o, "\n", 1);
     return finish(&o, buf);
 }
 
@@ -130,6 +153,7 @@ int trace_format_row(char *buf, size_t n, const struct trace_rec *r)
 struct parser {
     const char *name;
     size_t line;
+    int version; /* of the trace being read: 1 or 2 */
     int64_t next_file; /* merged traces number files densely, in order */
     char *err;
     size_t errlen;
@@ -221,7 +245,8 @@ static int parse_row(struct parser *ps, const char *s, size_t n, bool merged, ch
 {
     static const char *const names[TRACE_NFIELDS] = {"seq", "pid", "tid", "call", "t_start_ns", "t_end_ns",
                                                      "fd", "file", "path", "flags", "mode", "offset",
-                                                     "bytes", "ret", "errno"};
+                                                     "bytes", "ret", "errno", "rank", "parent", "args"};
+    int want = ps->version == 1 ? TRACE_NFIELDS_V1 : TRACE_NFIELDS;
     struct field f[TRACE_NFIELDS];
     size_t nf = 0, start = 0;
     for (size_t i = 0; i <= n; i++) {
@@ -234,28 +259,34 @@ static int parse_row(struct parser *ps, const char *s, size_t n, bool merged, ch
             start = i + 1;
         }
     }
-    if (nf != TRACE_NFIELDS)
-        return fail(ps, "%zu fields, expected %d (%s)", nf, TRACE_NFIELDS, TRACE_HEADER);
+    if (nf != (size_t)want)
+        return fail(ps, "%zu fields, expected %d (%s)", nf, want,
+                    ps->version == 1 ? TRACE_HEADER_V1 : TRACE_HEADER);
 
     int64_t v[TRACE_NFIELDS] = {0};
-    for (int i = 0; i < TRACE_NFIELDS; i++) {
-        if (i == 3 || i == 7 || i == 8)
-            continue; /* call, file, path */
+    v[15] = v[16] = -1; /* version 1: no rank, no parent */
+    for (int i = 0; i < want; i++) {
+        if (i == 3 || i == 7 || i == 8 || i == 17)
+            continue; /* call, file, path, args */
         bool u = i == 0 || i == 4 || i == 5;
-        int64_t min = i == 1 || i == 2 ? 1 : i == 6 || i == 13 ? -1 : i == 12 || i == 14 ? 0 : INT64_MIN;
+        int64_t min = i == 1 || i == 2 ? 1 : i == 6 || i == 13 || i == 15 || i == 16 ? -1 : i == 12 || i == 14 ? 0
+                                                                                                       : INT64_MIN;
         if (parse_num(ps, names[i], f[i], i == 9 || i == 10 ? 0 : 10, u, u ? 0 : min, &v[i]))
             return -1;
     }
     r->seq = (uint64_t)v[0], r->pid = v[1], r->tid = v[2];
     r->t_start = (uint64_t)v[4], r->t_end = (uint64_t)v[5], r->fd = v[6];
     r->flags = v[9], r->mode = v[10], r->offset = v[11], r->bytes = v[12], r->ret = v[13], r->err = v[14];
+    r->rank = v[15], r->parent = v[16];
 
     int c = 0;
-    while (c < TC_NCALLS && !(strlen(trace_calls[c].name) == f[3].n && !memcmp(trace_calls[c].name, f[3].s, f[3].n)))
+    while (c < TC_NCALLS && (c == TC_NPOSIX || !(strlen(trace_calls[c].name) == f[3].n &&
+                                                  !memcmp(trace_calls[c].name, f[3].s, f[3].n))))
         c++;
-    if (c == TC_NCALLS)
+    if (c == TC_NCALLS || (ps->version == 1 && c > TC_NPOSIX))
         return fail(ps, "field call: unknown call '%.*s'", (int)(f[3].n > 40 ? 40 : f[3].n), f[3].s);
     r->call = (enum trace_call)c;
+    const struct trace_call_info *ci = &trace_calls[c];
 
     r->file = -1;
     if (f[7].n) {
@@ -274,22 +305,66 @@ static int parse_row(struct parser *ps, const char *s, size_t n, bool merged, ch
         ps->next_file++;
     if (parse_path(ps, f[8], store, &r->path))
         return -1;
+    r->args = "";
+    if (ps->version >= 2) { /* kept as written: its values are unescaped by whoever reads them */
+        if (f[17].n > TRACE_ARGS_MAX)
+            return fail(ps, "field args: longer than %d bytes", TRACE_ARGS_MAX);
+        char *d = *store;
+        memcpy(d, f[17].s, f[17].n);
+        d[f[17].n] = '\0';
+        r->args = d;
+        *store = d + f[17].n + 1;
+    }
     if (r->t_end < r->t_start)
         return fail(ps, "t_end_ns %llu is before t_start_ns %llu", (unsigned long long)r->t_end,
                     (unsigned long long)r->t_start);
-    if (trace_calls[r->call].kind != TK_OPEN && r->fd < 0)
+    if (ci->mpi) {
+        if (r->rank < 0)
+            return fail(ps, "field rank: %lld on an MPI row (ranks are 0, 1 ...)", (long long)r->rank);
+        if (r->parent != -1)
+            return fail(ps, "field parent: %lld on an MPI row (only POSIX rows have a parent)", (long long)r->parent);
+        if (r->ret < 0 || r->err != 0)
+            return fail(ps, "field ret: an MPI row holds the MPI error code (>= 0) and errno 0");
+        return 0;
+    }
+    if (ci->kind != TK_OPEN && r->fd < 0)
         return fail(ps, "field fd: %lld is not a descriptor", (long long)r->fd);
-    if (trace_calls[r->call].kind == TK_OPEN && r->fd != (r->ret >= 0 ? r->ret : -1))
+    if (ci->kind == TK_OPEN && r->fd != (r->ret >= 0 ? r->ret : -1))
         return fail(ps, "field fd: %lld on an open that returned %lld", (long long)r->fd, (long long)r->ret);
     if (r->ret == -1 && r->err == 0)
         return fail(ps, "field errno: 0 on a call that returned -1");
+    if (merged && r->parent >= (int64_t)r->seq)
+        return fail(ps, "field parent: %lld is not an earlier row", (long long)r->parent);
     return 0;
+}
+
+const char *trace_arg(const char *args, const char *key, char *buf, size_t n)
+{
+    size_t k = strlen(key);
+    if (n)
+        buf[0] = '\0';
+    for (const char *p = args; p && *p;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len > k && p[k] == '=' && !memcmp(p, key, k)) {
+            size_t v = len - k - 1;
+            if (v >= n)
+                v = n ? n - 1 : 0;
+            if (n) {
+                memcpy(buf, p + k + 1, v);
+                buf[v] = '\0';
+            }
+            return buf;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return buf;
 }
 
 int trace_parse(const char *text, size_t len, const char *name, bool merged, struct trace *t, char *err,
                 size_t errlen)
 {
-    struct parser ps = {name, 0, 0, err, errlen};
+    struct parser ps = {name, 0, 2, 0, err, errlen};
     *t = (struct trace){0};
     if (len == 0)
         return fail(&ps, "empty file: not an iotrace trace (no '%s' line)", TRACE_VERSION_LINE);
@@ -321,14 +396,19 @@ int trace_parse(const char *text, size_t len, const char *name, bool merged, str
                 fail(&ps, "not an iotrace trace: the first line must be '%s'", TRACE_VERSION_LINE);
                 goto bad;
             }
-            if (n != strlen(TRACE_VERSION_LINE) || memcmp(p, TRACE_VERSION_LINE, n)) {
-                fail(&ps, "format version '%.*s' is not supported (this iotrace reads %d)",
+            if (n == strlen(TRACE_VERSION_LINE) && !memcmp(p, TRACE_VERSION_LINE, n)) {
+                ps.version = 2;
+            } else if (n == 11 && !memcmp(p, "# iotrace 1", 11)) {
+                ps.version = 1;
+            } else {
+                fail(&ps, "format version '%.*s' is not supported (this iotrace reads 1 and %d)",
                      (int)(n - 10 > 20 ? 20 : n - 10), p + 10, TRACE_VERSION);
                 goto bad;
             }
         } else if (ps.line == 2) {
-            if (n != strlen(TRACE_HEADER) || memcmp(p, TRACE_HEADER, n)) {
-                fail(&ps, "bad header row: expected '%s'", TRACE_HEADER);
+            const char *h = ps.version == 1 ? TRACE_HEADER_V1 : TRACE_HEADER;
+            if (n != strlen(h) || memcmp(p, h, n)) {
+                fail(&ps, "bad header row: expected '%s'", h);
                 goto bad;
             }
         } else {
@@ -345,10 +425,8 @@ int trace_parse(const char *text, size_t len, const char *name, bool merged, str
                      (unsigned long long)r->seq, t->n);
                 goto bad;
             }
-            if (!merged && t->n && r->seq <= t->rec[t->n - 1].seq) {
-                fail(&ps, "field seq: %llu does not increase", (unsigned long long)r->seq);
-                goto bad;
-            }
+            /* a recorder's file: an MPI row's seq is taken before the POSIX rows made inside it and
+             * written after them, so seq increases except there (the merge checks it repeats nowhere) */
             t->n++;
         }
         p = nl + 1;
@@ -358,6 +436,7 @@ int trace_parse(const char *text, size_t len, const char *name, bool merged, str
         fail(&ps, "no header row (the file was cut short?)");
         goto bad;
     }
+    t->version = ps.version;
     return 0;
 bad:
     trace_free(t);
@@ -366,7 +445,7 @@ bad:
 
 int trace_load(const char *path, bool merged, bool nul_padded, struct trace *t, char *err, size_t errlen)
 {
-    struct parser ps = {path, 0, 0, err, errlen};
+    struct parser ps = {path, 0, 2, 0, err, errlen};
     *t = (struct trace){0};
     FILE *f = fopen(path, "rbe");
     if (!f)
@@ -434,6 +513,20 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
+/* A part's clock offset against rank 0's: clock_offset_ns of its MPI_Init row, else 0. */
+static int64_t clock_offset(const struct trace *t)
+{
+    for (size_t j = 0; j < t->n; j++)
+        if (trace_calls[t->rec[j].call].kind == TK_MPI_INIT) {
+            char v[32];
+            trace_arg(t->rec[j].args, "clock_offset_ns", v, sizeof v);
+            return v[0] ? strtoll(v, NULL, 10) : 0;
+        }
+    return 0;
+}
+
+static uint64_t shifted(uint64_t t, int64_t by) { return by > 0 && (uint64_t)by > t ? 0 : t - (uint64_t)by; }
+
 int trace_merge(struct trace *parts, size_t nparts, struct trace *out)
 {
     *out = (struct trace){0};
@@ -446,19 +539,37 @@ int trace_merge(struct trace *parts, size_t nparts, struct trace *out)
     struct item *items = malloc((n + 1) * sizeof *items);
     const char **paths = calloc(cap, sizeof *paths); /* open addressing: path -> id */
     int64_t *ids = malloc(cap * sizeof *ids);
+    size_t *first = calloc(nparts + 1, sizeof *first); /* part i's seqs map through renum[first[i] ..] */
     out->rec = malloc((n + 1) * sizeof *out->rec);
     out->blocks = malloc((nb + 1) * sizeof *out->blocks);
-    if (!items || !paths || !ids || !out->rec || !out->blocks) {
-        free(items), free(paths), free(ids), free(out->rec), free(out->blocks);
+    size_t span = 0;
+    for (size_t i = 0; first && i < nparts; i++) {
+        uint64_t top = 0;
+        for (size_t j = 0; j < parts[i].n; j++)
+            top = parts[i].rec[j].seq > top ? parts[i].rec[j].seq : top;
+        first[i] = span;
+        span += parts[i].n ? (size_t)top + 1 : 0;
+    }
+    int64_t *renum = malloc((span + 1) * sizeof *renum);
+    if (!items || !paths || !ids || !first || !renum || !out->rec || !out->blocks) {
+        free(items), free(paths), free(ids), free(first), free(renum), free(out->rec), free(out->blocks);
         *out = (struct trace){0};
         return -1;
     }
+    for (size_t i = 0; i < span; i++)
+        renum[i] = -1;
     size_t k = 0;
-    for (size_t i = 0; i < nparts; i++)
-        for (size_t j = 0; j < parts[i].n; j++)
-            items[k++] = (struct item){parts[i].rec[j], i};
+    for (size_t i = 0; i < nparts; i++) {
+        int64_t off = clock_offset(&parts[i]);
+        for (size_t j = 0; j < parts[i].n; j++) {
+            struct trace_rec r = parts[i].rec[j];
+            r.t_start = shifted(r.t_start, off), r.t_end = shifted(r.t_end, off);
+            items[k++] = (struct item){r, i};
+        }
+    }
     qsort(items, n, sizeof *items, by_start);
 
+    int rc = 0;
     int64_t next_id = 0;
     for (size_t i = 0; i < n; i++) {
         struct trace_rec r = items[i].r;
@@ -468,18 +579,34 @@ int trace_merge(struct trace *parts, size_t nparts, struct trace *out)
         if (!paths[h])
             paths[h] = r.path, ids[h] = next_id++;
         r.file = ids[h];
+        int64_t *slot = &renum[first[items[i].part] + r.seq];
+        if (*slot != -1)
+            rc = -2; /* a seq twice in one part */
+        *slot = (int64_t)i;
         r.seq = i;
         out->rec[i] = r;
     }
+    for (size_t i = 0; i < n; i++) {
+        int64_t p = out->rec[i].parent;
+        if (p < 0)
+            continue;
+        size_t part = items[i].part;
+        size_t lo = first[part], hi = part + 1 < nparts ? first[part + 1] : span;
+        int64_t to = (uint64_t)p < hi - lo ? renum[lo + (size_t)p] : -1;
+        if (to < 0)
+            rc = -2; /* a parent that is no row of its part */
+        out->rec[i].parent = to;
+    }
     out->n = n;
+    out->version = TRACE_VERSION;
     for (size_t i = 0; i < nparts; i++) {
         for (size_t j = 0; j < parts[i].nblocks; j++)
             out->blocks[out->nblocks++] = parts[i].blocks[j];
         parts[i].nblocks = 0;
         trace_free(&parts[i]);
     }
-    free(items), free(paths), free(ids);
-    return 0;
+    free(items), free(paths), free(ids), free(first), free(renum);
+    return rc;
 }
 
 int trace_write(FILE *f, const struct trace *t)

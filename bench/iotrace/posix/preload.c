@@ -24,6 +24,7 @@
  * exec'd image loads the library again and starts a new <n>.
  */
 #undef _FORTIFY_SOURCE /* this file defines read, pread ... itself */
+#include "recorder.h"
 #include "trace.h"
 
 #include <dlfcn.h>
@@ -45,10 +46,14 @@
 
 static TLS int busy; /* this thread is in the recorder: wrappers pass through */
 static TLS pid_t my_tid;
+static TLS int64_t parent = -1; /* the MPI-IO row this thread is inside (MPI mode) */
+static TLS uint64_t children;    /* POSIX rows written under it */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static bool on;     /* IOTRACE_DIR is set */
+static bool on;     /* IOTRACE_DIR is set (MPI mode: and MPI_Init was recorded, MPI_Finalize not yet) */
+static bool mpi_mode; /* IOTRACE_MPI is set: rec_mpi_start turns recording on */
+static int64_t rank = -1;
 static bool broken; /* the trace file could not be written: stop recording */
 static char dir[PATH_MAX];
 static char file[PATH_MAX + 64]; /* this process's file, "" until the first row */
@@ -57,6 +62,7 @@ static uint64_t seq;
 static char *map;          /* CHUNK bytes of the file from map_off */
 static off_t map_off, pos; /* pos: where the next row goes */
 static const char *fd_path[FD_MAX];
+static int64_t fd_owner[FD_MAX]; /* MPI mode: 1 + the seq of the MPI call that opened the descriptor, else 0 */
 static char *arena; /* path strings, never freed */
 static size_t arena_left;
 
@@ -112,7 +118,10 @@ static bool room(size_t need)
     int fd = -1;
     if (fresh) {
         for (int n = 0; fd < 0 && n < 1000; n++) {
-            snprintf(file, sizeof file, "%s/trace.%d.%d", dir, (int)pid, n);
+            if (rank >= 0)
+                snprintf(file, sizeof file, "%s/trace.r%lld.%d.%d", dir, (long long)rank, (int)pid, n);
+            else
+                snprintf(file, sizeof file, "%s/trace.%d.%d", dir, (int)pid, n);
             fd = REAL(open)(file, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
             if (fd < 0 && errno != EEXIST)
                 break;
@@ -162,11 +171,12 @@ static void trim(void)
     }
 }
 
-static void append(struct trace_rec *r)
+static void append(struct trace_rec *r, bool seq_taken)
 {
     if (!room(TRACE_ROW_MAX))
         return;
-    r->seq = seq++;
+    if (!seq_taken)
+        r->seq = seq++;
     int n = trace_format_row(map + (pos - map_off), (size_t)(map_off + CHUNK - pos), r);
     if (n > 0)
         pos += n;
@@ -200,6 +210,7 @@ static void after_fork_child(void)
     map = NULL;
     file[0] = '\0';
     pos = 0, seq = 0;
+    memset(fd_owner, 0, sizeof fd_owner); /* the parent's seqs: not this file's */
     pid = getpid();
     my_tid = 0;
     pthread_mutex_unlock(&lock);
@@ -213,7 +224,9 @@ static void setup(void)
     strcpy(dir, d);
     pid = getpid();
     pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-    on = true;
+    const char *m = getenv("IOTRACE_MPI");
+    mpi_mode = m && *m;
+    on = !mpi_mode;
 }
 
 __attribute__((constructor)) static void init(void) { pthread_once(&once, setup); }
@@ -234,11 +247,15 @@ static const char *known(int fd)
     return fd >= 0 && fd < FD_MAX ? __atomic_load_n(&fd_path[fd], __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* Added to this process's clock: rank x IOTRACE_TEST_SKEW_NS in MPI mode, so that the tests can give each
+ * rank a clock of its own, as ranks on different hosts have, on one host. */
+static uint64_t skew;
+
 static uint64_t now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + skew;
 }
 
 /* Before the real call: whether to record it, and what is known before it. */
@@ -282,18 +299,110 @@ static void finish(struct trace_rec *r, int64_t ret)
     if (!my_tid)
         my_tid = gettid();
     r->tid = my_tid;
+    r->parent = parent;
+    r->args = "";
     pthread_mutex_lock(&lock);
     r->pid = pid;
-    if (trace_calls[r->call].kind == TK_OPEN) {
+    r->rank = rank;
+    bool opened = trace_calls[r->call].kind == TK_OPEN;
+    /* a descriptor the MPI library opened, used outside any MPI-IO call (progressing a nonblocking or
+     * split operation inside another MPI call): the row names the call that opened it */
+    if (parent < 0 && !opened && r->fd >= 0 && r->fd < FD_MAX && fd_owner[r->fd])
+        r->parent = fd_owner[r->fd] - 1;
+    if (parent >= 0)
+        children++;
+    if (opened) {
         r->fd = ret;
-        if (ret >= 0 && ret < FD_MAX)
+        if (ret >= 0 && ret < FD_MAX) {
             __atomic_store_n(&fd_path[ret], keep(r->path), __ATOMIC_RELEASE);
+            fd_owner[ret] = parent >= 0 ? parent + 1 : 0;
+        }
     }
-    append(r);
+    append(r, false);
     pthread_mutex_unlock(&lock);
     busy = 0;
     errno = e;
 }
+
+/* ------------------------------------------- the MPI recorder's entries */
+
+bool rec_wanted(void)
+{
+    pthread_once(&once, setup);
+    return dir[0] && mpi_mode && !broken;
+}
+
+const char *rec_dir(void) { return dir; }
+
+void rec_mpi_rank(int64_t r)
+{
+    const char *k = getenv("IOTRACE_TEST_SKEW_NS");
+    pthread_mutex_lock(&lock);
+    rank = r;
+    skew = k ? (uint64_t)r * strtoull(k, NULL, 10) : 0;
+    pthread_mutex_unlock(&lock);
+}
+
+uint64_t rec_skew(void) { return skew; }
+
+void rec_mpi_start(void)
+{
+    pthread_mutex_lock(&lock);
+    on = true;
+    pthread_mutex_unlock(&lock);
+}
+
+void rec_stop(void)
+{
+    busy++;
+    pthread_mutex_lock(&lock);
+    on = false;
+    trim();
+    pthread_mutex_unlock(&lock);
+    busy--;
+}
+
+const char *rec_file(void) { return file; }
+
+uint64_t rec_now(void) { return now(); }
+
+uint64_t rec_take_seq(void)
+{
+    pthread_mutex_lock(&lock);
+    uint64_t s = seq++;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+void rec_write(struct trace_rec *r)
+{
+    busy++;
+    if (!my_tid)
+        my_tid = gettid();
+    r->tid = my_tid;
+    pthread_mutex_lock(&lock);
+    r->pid = pid;
+    r->rank = rank;
+    if (on)
+        append(r, true);
+    pthread_mutex_unlock(&lock);
+    busy--;
+}
+
+void rec_hold(void) { busy++; }
+void rec_release(void) { busy--; }
+
+int64_t rec_enter(int64_t p)
+{
+    int64_t was = parent;
+    parent = p;
+    children = 0;
+    return was;
+}
+
+uint64_t rec_children(void) { return children; }
+
+void rec_leave(int64_t previous) { parent = previous; }
 
 #define WRAP(call_, realcall, ...)                                                                       \
     do {                                                                                                 \
@@ -471,6 +580,7 @@ static int dup_track(int oldfd, int newfd)
     if (!busy && on && newfd >= 0 && newfd < FD_MAX) {
         pthread_mutex_lock(&lock);
         __atomic_store_n(&fd_path[newfd], known(oldfd), __ATOMIC_RELEASE);
+        fd_owner[newfd] = oldfd >= 0 && oldfd < FD_MAX ? fd_owner[oldfd] : 0;
         pthread_mutex_unlock(&lock);
     }
     errno = e;

@@ -1,6 +1,7 @@
 /* record.c - record: run a command with the recorder preloaded, merge its
  * per-process traces into one (docs/iotrace.md). */
 #include "iotrace.h"
+#include "mpi_launch.h"
 #include "osm.h"
 
 #include <dirent.h>
@@ -87,8 +88,11 @@ static int merge_dir(const char *dir, struct trace *out)
         }
     }
     closedir(d);
-    if (rc == 0 && trace_merge(parts, n, out))
+    int m = rc == 0 ? trace_merge(parts, n, out) : 0;
+    if (m == -1)
         iot_fail(1, "out of memory");
+    if (m == -2)
+        iot_fail(1, "a recorder's file repeats a seq or names a parent it does not hold (kept in %s)", dir);
     for (size_t i = 0; rc && i < n; i++)
         trace_free(&parts[i]);
     free(parts);
@@ -97,13 +101,17 @@ static int merge_dir(const char *dir, struct trace *out)
 
 int cmd_record(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *launcher = NULL, *impl = NULL;
     int i;
     for (i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6))
             out = argv[i] + 6;
+        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
+            launcher = argv[++i];
+        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
+            impl = mpi_check_impl(argv[++i]);
         else if (!strcmp(argv[i], "--")) {
             i++;
             break;
@@ -117,9 +125,14 @@ int cmd_record(int argc, char **argv)
     if (i >= argc)
         osm_usage_error("record needs a command: iotrace record --out TRACE -- CMD [ARGS...]");
     char **cmd = argv + i;
+    if (impl && !launcher)
+        osm_usage_error("--mpi goes with --launcher");
 
     char lib[PATH_MAX];
-    library_path(lib);
+    if (impl)
+        mpi_library(impl, lib, sizeof lib); /* before anything runs: is that MPI's recorder built? */
+    else if (!launcher)
+        library_path(lib);
     FILE *f = fopen(out, "we");
     if (!f)
         iot_fail(2, "cannot write the trace %s: %s", out, strerror(errno));
@@ -138,6 +151,14 @@ int cmd_record(int argc, char **argv)
     pid_t child = fork();
     if (child < 0)
         iot_fail(1, "fork: %s", strerror(errno));
+    if (child == 0 && launcher) { /* the launcher starts `iotrace rank` in each rank's place */
+        char **lv = mpi_launch_argv(launcher, "rank", impl, dir, cmd);
+        execvp(lv[0], lv);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(127);
+    }
     if (child == 0) {
         char preload[2 * PATH_MAX + 2];
         const char *old = getenv("LD_PRELOAD");
@@ -167,7 +188,7 @@ int cmd_record(int argc, char **argv)
         remove_dir(dir);
         fclose(f);
         unlink(out);
-        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", cmd[0], strerror(exec_err));
+        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher ? launcher : cmd[0], strerror(exec_err));
         return exec_err == ENOENT ? 127 : 126;
     }
 
@@ -177,11 +198,27 @@ int cmd_record(int argc, char **argv)
         fclose(f);
         return 1;
     }
+    char why[1024];
+    if (launcher && mpi_check_ranks(&t, why, sizeof why)) {
+        fprintf(stderr, "iotrace: error: %s; the recorder's files are kept in %s\n", why, dir);
+        fclose(f);
+        unlink(out);
+        trace_free(&t);
+        return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
+    }
     remove_dir(dir);
     if (trace_write(f, &t) || fclose(f))
         iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
     struct layout L = layout_of(&t);
-    fprintf(stderr, "iotrace: %zu calls from %zu processes, %zu threads -> %s\n", t.n, L.nprocs, L.nthreads, out);
+    size_t ranks = 0;
+    for (size_t k = 0; k < t.n; k++)
+        ranks += trace_calls[t.rec[k].call].kind == TK_MPI_INIT;
+    if (launcher)
+        fprintf(stderr, "iotrace: %zu calls from %zu ranks (%zu processes, %zu threads) -> %s\n", t.n, ranks,
+                L.nprocs, L.nthreads, out);
+    else
+        fprintf(stderr, "iotrace: %zu calls from %zu processes, %zu threads -> %s\n", t.n, L.nprocs, L.nthreads,
+                out);
     if (WIFSIGNALED(status))
         return 128 + WTERMSIG(status);
     return WEXITSTATUS(status);

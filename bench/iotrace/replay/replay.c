@@ -1,6 +1,7 @@
 /* replay.c - replay: the trace's calls again, with the same processes and
  * threads, on files of its own; recorded against replayed times as JSON. */
 #include "iotrace.h"
+#include "mpi_launch.h"
 #include "osm.h"
 
 #include <dirent.h>
@@ -177,7 +178,7 @@ static void replay_row(struct worker *w, size_t i)
     case TC_FSYNC: ret = fsync(fd); break;
     case TC_FDATASYNC: ret = fdatasync(fd); break;
     case TC_FTRUNCATE: case TC_FTRUNCATE64: ret = ftruncate(fd, off); break;
-    case TC_NCALLS: break;
+    default: break; /* MPI rows: refused when the trace is loaded (cmd_replay) */
     }
     uint64_t t1 = iot_now_ns();
     int err = ret == -1 ? errno : 0;
@@ -468,29 +469,89 @@ static int by_row(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
+/* An MPI trace: its files prepared here, then the launcher starts `iotrace replay-rank` in each rank's place
+ * (its replayer for the MPI that starts it), which prints the JSON; the launcher's status is ours. */
+static int replay_mpi(const char *path, const char *dir, const char *launcher, const char *impl, const char *timing,
+                      long long limit)
+{
+    struct trace t;
+    iot_load_trace(path, &t);
+    bool mpi = false;
+    for (size_t i = 0; i < t.n && !mpi; i++)
+        mpi = trace_calls[t.rec[i].call].mpi;
+    if (!mpi)
+        iot_fail(2, "%s was not recorded under MPI: replay it without --launcher", path);
+    char apath[PATH_MAX], adir[PATH_MAX];
+    if (!realpath(path, apath) || !realpath(dir, adir))
+        iot_fail(2, "%s: %s", path, strerror(errno));
+    mpi_prepare(&t, adir, limit);
+    trace_free(&t);
+    char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, NULL};
+    char **lv = mpi_launch_argv(launcher, "replay-rank", impl, NULL, tail);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        iot_fail(1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        setpgid(0, 0);
+        execvp(lv[0], lv);
+        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher, strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    setpgid(child, child);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-child, SIGKILL); /* whatever the launcher left in its group */
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
 int cmd_replay(int argc, char **argv)
 {
-    const char *path = NULL, *dir = NULL;
+    const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
+    long long limit = 1ll << 32;
     uint64_t want = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--processes") && i + 1 < argc)
             want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
+        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
+            launcher = argv[++i];
+        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
+            impl = mpi_check_impl(argv[++i]);
+        else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
+            timing = argv[++i];
+        else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
+            limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
         else if (argv[i][0] == '-' || path)
             osm_usage_error("replay: unexpected '%s'", argv[i]);
         else
             path = argv[i];
     }
     if (!path || !dir)
-        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N]");
+        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] | [--launcher \"MPIRUN ARGS\" "
+                        "[--mpi openmpi|mpich] [--timing asap|recorded]]");
+    if ((impl || timing) && !launcher)
+        osm_usage_error("--mpi and --timing go with --launcher (an MPI replay)");
+    if (timing && strcmp(timing, "asap") && strcmp(timing, "recorded"))
+        osm_usage_error("--timing %s: asap or recorded", timing);
+    if (launcher && want)
+        osm_usage_error("--processes is for POSIX traces; an MPI replay has the launcher's ranks");
     struct stat st;
     if (stat(dir, &st))
         iot_fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         iot_fail(2, "--dir %s: not a directory", dir);
+    if (launcher)
+        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit);
     struct trace t;
     iot_load_trace(path, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (trace_calls[t.rec[i].call].mpi)
+            iot_fail(2, "%s:%zu: %s: the trace was recorded under MPI; this replay issues POSIX calls only, and "
+                        "replaying MPI-IO under a launcher is not in this iotrace", path, line_of(&t.rec[i]),
+                     trace_calls[t.rec[i].call].name);
     struct layout L = layout_of(&t);
     if (want && want < L.nprocs)
         iot_fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "

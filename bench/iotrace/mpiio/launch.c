@@ -1,0 +1,282 @@
+/* launch.c - the MPI side of the command: which MPI recorder a rank takes,
+ * `iotrace rank` (what the launcher starts in each rank's place: the
+ * recorder preloaded, then the program), the launcher's command line for
+ * `iotrace record --launcher`, and the check of a merged MPI trace's ranks
+ * (docs/iotrace.md, "MPI-IO"). */
+#include "iotrace.h"
+#include "mpi_launch.h"
+#include "osm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const impls[] = {"openmpi", "mpich"};
+
+/* This program's directory (build/bin). */
+static void self_dir(char *out, size_t n)
+{
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len < 0)
+        iot_fail(1, "cannot find this program's path (/proc/self/exe): %s", strerror(errno));
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    snprintf(out, n, "%s", exe);
+}
+
+const char *mpi_check_impl(const char *name)
+{
+    for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++)
+        if (!strcmp(name, impls[i]))
+            return impls[i];
+    osm_usage_error("--mpi: '%s' is not an MPI this iotrace records (openmpi, mpich)", name);
+}
+
+/* The MPI that started this process, from what its launcher put in the
+ * environment: Open MPI's OMPI_COMM_WORLD_SIZE, MPICH's (Hydra's) PMI_RANK
+ * or PMI_SIZE. NULL where neither is there. */
+static const char *impl_of_env(void)
+{
+    if (getenv("OMPI_COMM_WORLD_SIZE"))
+        return "openmpi";
+    if (getenv("PMI_RANK") || getenv("PMI_SIZE"))
+        return "mpich";
+    return NULL;
+}
+
+void mpi_library(const char *impl, char *out, size_t n)
+{
+    char dir[PATH_MAX], lib[PATH_MAX + 64];
+    self_dir(dir, sizeof dir);
+    snprintf(lib, sizeof lib, "%s/../lib/libiotrace-mpi-%s.so", dir, impl);
+    if (!realpath(lib, out) || access(out, R_OK))
+        iot_fail(1, "the MPI-IO recorder for %s is not built (%s): install %s and run make",
+                 !strcmp(impl, "openmpi") ? "Open MPI" : "MPICH", lib,
+                 !strcmp(impl, "openmpi") ? "openmpi-bin and libopenmpi-dev" : "mpich and libmpich-dev");
+    (void)n;
+    if (strpbrk(out, " :"))
+        iot_fail(1, "the recorder library's path %s has a space or colon: LD_PRELOAD cannot name it", out);
+}
+
+/* iotrace rank --dir DIR [--mpi IMPL] -- CMD [ARGS...] */
+int cmd_rank(int argc, char **argv)
+{
+    const char *dir = NULL, *impl = NULL;
+    int i;
+    for (i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
+            impl = mpi_check_impl(argv[++i]);
+        else if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        } else if (argv[i][0] == '-')
+            osm_usage_error("rank: unknown option or missing value '%s'", argv[i]);
+        else
+            break;
+    }
+    if (!dir || !*dir || i >= argc)
+        osm_usage_error("rank runs in each rank's place under an MPI launcher: iotrace rank --dir DIR [--mpi "
+                        "openmpi|mpich] -- CMD [ARGS...] (iotrace record --launcher starts it)");
+    if (!impl)
+        impl = impl_of_env();
+    if (!impl)
+        iot_fail(2, "rank: cannot tell which MPI started this process (no OMPI_COMM_WORLD_SIZE, PMI_RANK or "
+                    "PMI_SIZE in its environment): give --mpi openmpi|mpich");
+    char lib[PATH_MAX], preload[2 * PATH_MAX + 2];
+    mpi_library(impl, lib, sizeof lib);
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("IOTRACE_DIR", dir, 1);
+    setenv("IOTRACE_MPI", "1", 1);
+    execvp(argv[i], argv + i);
+    iot_fail(errno == ENOENT ? 127 : 126, "rank: cannot run '%s': %s", argv[i], strerror(errno));
+}
+
+char **mpi_launch_argv(const char *launcher, const char *sub, const char *impl, const char *dir, char **cmd)
+{
+    size_t words = 0, ncmd = 0;
+    char *copy = strdup(launcher);
+    if (!copy)
+        iot_fail(1, "out of memory");
+    for (char *p = copy; *p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        words++;
+        while (*p && *p != ' ' && *p != '\t')
+            p++;
+    }
+    if (!words)
+        osm_usage_error("--launcher is empty (for example --launcher \"mpirun -np 4\")");
+    while (cmd[ncmd])
+        ncmd++;
+    char **out = iot_xcalloc(words + ncmd + 8, sizeof *out);
+    size_t k = 0;
+    for (char *save = NULL, *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+        out[k++] = w;
+    static char self[PATH_MAX + 16];
+    self_dir(self, sizeof self - 16);
+    strcat(self, "/iotrace");
+    out[k++] = self;
+    out[k++] = (char *)sub;
+    if (dir) {
+        out[k++] = "--dir";
+        out[k++] = (char *)dir;
+    }
+    if (impl) {
+        out[k++] = "--mpi";
+        out[k++] = (char *)impl;
+    }
+    out[k++] = "--";
+    for (size_t j = 0; j < ncmd; j++)
+        out[k++] = cmd[j];
+    out[k] = NULL;
+    return out;
+}
+
+int mpi_check_ranks(const struct trace *t, char *err, size_t n)
+{
+    long long size = -1;
+    size_t inits = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (trace_calls[t->rec[i].call].kind == TK_MPI_INIT) {
+            char v[32];
+            trace_arg(t->rec[i].args, "size", v, sizeof v);
+            long long s = strtoll(v, NULL, 10);
+            if (size >= 0 && s != size) {
+                snprintf(err, n, "the ranks disagree on the number of ranks (%lld and %lld)", size, s);
+                return -1;
+            }
+            size = s;
+            inits++;
+        }
+    if (size < 0) {
+        snprintf(err, n, "no rank called MPI_Init with the recorder loaded (is CMD an MPI program linked "
+                         "dynamically against the MPI the launcher starts?)");
+        return -1;
+    }
+    bool *seen = iot_xcalloc((size_t)size + 1, sizeof *seen);
+    for (size_t i = 0; i < t->n; i++)
+        if (trace_calls[t->rec[i].call].kind == TK_MPI_INIT && t->rec[i].rank < size)
+            seen[t->rec[i].rank] = true;
+    int len = snprintf(err, n, "the files of ranks");
+    long long missing = 0;
+    for (long long r = 0; r < size; r++)
+        if (!seen[r] && len > 0 && (size_t)len < n) {
+            if (missing++ < 20)
+                len += snprintf(err + len, n - (size_t)len, " %lld", r);
+        }
+    free(seen);
+    if (missing) {
+        if ((size_t)len < n)
+            snprintf(err + len, n - (size_t)len,
+                     " of %lld are missing: they were not sent to rank 0's host at MPI_Finalize (a rank "
+                     "killed, or MPI_Finalize not called), or rank 0 ran on another host than iotrace "
+                     "record (put rank 0 on this host, or TMPDIR on a file system all hosts see)",
+                     size);
+        return -1;
+    }
+    (void)inits;
+    return 0;
+}
+
+/* iotrace replay-rank [--mpi IMPL] -- ARGS: in each rank's place, the
+ * replayer built for the MPI that started it. */
+int cmd_replay_rank(int argc, char **argv)
+{
+    const char *impl = NULL;
+    int i = 0;
+    if (i + 1 < argc && !strcmp(argv[i], "--mpi"))
+        impl = mpi_check_impl(argv[i + 1]), i += 2;
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (!impl)
+        impl = impl_of_env();
+    if (!impl)
+        iot_fail(2, "replay-rank: cannot tell which MPI started this process: give --mpi openmpi|mpich");
+    char dir[PATH_MAX], prog[PATH_MAX + 64];
+    self_dir(dir, sizeof dir);
+    snprintf(prog, sizeof prog, "%s/iotrace-mpi-replay-%s", dir, impl);
+    if (access(prog, X_OK))
+        iot_fail(1, "the MPI-IO replayer for %s is not built (%s): install %s and run make",
+                 !strcmp(impl, "openmpi") ? "Open MPI" : "MPICH", prog,
+                 !strcmp(impl, "openmpi") ? "openmpi-bin and libopenmpi-dev" : "mpich and libmpich-dev");
+    char **av = iot_xcalloc((size_t)(argc - i) + 2, sizeof *av);
+    av[0] = prog;
+    for (int k = i; k < argc; k++)
+        av[1 + k - i] = argv[k];
+    execv(prog, av);
+    iot_fail(126, "replay-rank: cannot run %s: %s", prog, strerror(errno));
+}
+
+/* The files an MPI replay must find: a file the program opened without
+ * MPI_MODE_CREATE (1 in both Open MPI and MPICH) and read, as large as it
+ * was at that open (size_at_open), of random data; every other DIR/f<id>
+ * of an MPI file is removed first. Returns the bytes written. */
+long long mpi_prepare(const struct trace *t, const char *dir, long long limit)
+{
+    size_t nfiles = 0;
+    for (size_t i = 0; i < t->n; i++)
+        nfiles = (size_t)t->rec[i].file + 1 > nfiles ? (size_t)t->rec[i].file + 1 : nfiles;
+    long long *size = iot_xcalloc(nfiles + 1, sizeof *size), total = 0;
+    bool *seen = iot_xcalloc(nfiles + 1, sizeof *seen), *mpi = iot_xcalloc(nfiles + 1, sizeof *mpi);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct trace_rec *r = &t->rec[i];
+        if (r->call != TC_MPI_FILE_OPEN && r->call != TC_MPI_FILE_DELETE)
+            continue;
+        mpi[r->file] = true;
+        if (seen[r->file] || r->call != TC_MPI_FILE_OPEN)
+            continue;
+        seen[r->file] = true;
+        char v[32];
+        trace_arg(r->args, "size_at_open", v, sizeof v);
+        if (r->ret == 0 && !(r->flags & 1) && v[0])
+            size[r->file] = strtoll(v, NULL, 10);
+    }
+    for (size_t f = 0; f < nfiles; f++)
+        total += mpi[f] ? size[f] : 0;
+    if (total > limit)
+        iot_fail(2, "the replay would first write %lld bytes of files the program found already there, over the "
+                    "limit of %lld (--prepare-limit)", total, limit);
+    char *buf = iot_xcalloc(1, 1 << 20);
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < (1 << 20) / 8; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        memcpy(buf + 8 * i, &s, 8);
+    }
+    for (size_t f = 0; f < nfiles; f++) {
+        if (!mpi[f])
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/f%zu", dir, f);
+        unlink(path);
+        if (!size[f])
+            continue;
+        FILE *o = fopen(path, "we");
+        if (!o)
+            iot_fail(1, "cannot make %s: %s", path, strerror(errno));
+        for (long long left = size[f]; left > 0;) {
+            size_t n = left < (1 << 20) ? (size_t)left : (1 << 20);
+            if (fwrite(buf, 1, n, o) != n) {
+                fclose(o);
+                unlink(path);
+                iot_fail(1, "cannot write %s: %s", path, strerror(errno));
+            }
+            left -= (long long)n;
+        }
+        if (fclose(o))
+            iot_fail(1, "cannot write %s: %s", path, strerror(errno));
+    }
+    free(buf), free(size), free(seen), free(mpi);
+    return total;
+}

@@ -1,0 +1,305 @@
+"""iotrace under MPI: the MPI-IO recorder (bench/iotrace/mpiio) on Open MPI
+and MPICH from Debian's packages, recording a program of every MPI-IO form
+(tests/mpi/every_form.c) under the real launchers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from conftest import ROOT
+
+IOTRACE = ROOT / "build" / "bin" / "iotrace"
+IMPLS = ("openmpi", "mpich")
+RANKS = 3
+# Open MPI refuses root and more ranks than cores unless told; these say so for the tests only
+OMPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+
+
+def have(impl: str) -> str | None:
+    """Why impl cannot be tested here, or None."""
+    for tool in (f"mpicc.{impl}", f"mpirun.{impl}"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed"
+    if not (ROOT / "build" / "lib" / f"libiotrace-mpi-{impl}.so").exists():
+        return f"build/lib/libiotrace-mpi-{impl}.so was not built"
+    return None
+
+
+def env_for(impl: str) -> dict:
+    env = dict(os.environ)
+    if impl == "openmpi":
+        env.update(OMPI_ENV)
+    return env
+
+
+@pytest.fixture(scope="session", params=IMPLS)
+def impl(request, built) -> str:
+    why = have(request.param)
+    if why:
+        pytest.skip(why)
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def every_form(impl) -> Path:
+    out = ROOT / "build" / "test" / f"mpi-{impl}" / "every_form"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    src = ROOT / "tests" / "mpi" / "every_form.c"
+    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
+        r = subprocess.run([f"mpicc.{impl}", "-O2", "-Wall", "-o", str(out), str(src)], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+    return out
+
+
+def parse_args(s: str) -> dict[str, str]:
+    return {k: unquote(v) for k, _, v in (kv.partition("=") for kv in s.split(";") if kv)}
+
+
+def read_rows(trace: Path) -> list[dict]:
+    lines = trace.read_text().splitlines()
+    assert lines[0] == "# iotrace 2"
+    head = lines[1].split(",")
+    rows = []
+    for ln in lines[2:]:
+        f = dict(zip(head, ln.split(",")))
+        row = {k: int(f[k]) for k in ("seq", "pid", "t_start_ns", "t_end_ns", "fd", "offset", "bytes", "ret",
+                                       "rank", "parent")}
+        row.update(call=f["call"], path=unquote(f["path"]), args=parse_args(f["args"]), flags=int(f["flags"], 16))
+        rows.append(row)
+    return rows
+
+
+def record(impl: str, prog: Path, work: Path, trace: Path, ranks: int = RANKS, extra_env: dict | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess:
+    env = env_for(impl)
+    env.update(extra_env or {})
+    return subprocess.run([str(IOTRACE), "record", "--out", str(trace), "--launcher",
+                           f"mpirun.{impl} -np {ranks}", "--", str(prog), str(work)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+SKEW = 3_000_000_000  # each rank's clock 3 s after the one before it
+
+
+@pytest.fixture(scope="session")
+def recorded(impl, every_form, tmp_path_factory):
+    """every_form under the launcher, recorded, each rank's clock skewed by
+    SKEW x rank (IOTRACE_TEST_SKEW_NS: as ranks on hosts of their own)."""
+    base = tmp_path_factory.mktemp(f"mpi-{impl}")
+    work, trace = base / "work", base / "every.trace"
+    work.mkdir()
+    tmp = base / "tmp"
+    tmp.mkdir()
+    r = record(impl, every_form, work, trace, extra_env={"IOTRACE_TEST_SKEW_NS": str(SKEW), "TMPDIR": str(tmp)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = {d["rank"]: d for d in map(json.loads, (ln for ln in r.stdout.splitlines() if ln.startswith("{")))}
+    assert sorted(said) == list(range(RANKS)), r.stdout
+    assert list(tmp.iterdir()) == [], "the recorder's directory is removed after the merge"
+    return read_rows(trace), said, work, trace
+
+
+def test_every_call_of_every_rank_is_recorded_with_its_bytes(recorded):
+    """Per rank and MPI call, the trace holds as many rows, asking for as
+    many bytes, as the program says it made; every row names its rank."""
+    rows, said, _, _ = recorded
+    for rank, doc in said.items():
+        got: dict[str, list[int]] = {}
+        for r in rows:
+            if r["rank"] == rank and r["call"].startswith("MPI_") and r["call"] not in (
+                    "MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Type", "MPI_Comm") and \
+                    r["args"].get("done") != "0":  # a test that completed nothing (the library progressed there)
+                got.setdefault(r["call"], [0, 0])
+                got[r["call"]][0] += 1
+                got[r["call"]][1] += r["bytes"]
+        assert got == {k: list(v) for k, v in doc["calls"].items()}, rank
+        assert all(r["ret"] == 0 for r in rows if r["rank"] == rank and r["call"].startswith("MPI_"))
+
+
+def test_data_calls_say_where_they_went_and_what_they_moved(recorded):
+    """Byte offsets: an explicit offset as given, an individual pointer
+    through the subarray view (region 6, the rank's block), the bytes moved
+    from the status; a nonblocking call's request completed by a later row
+    that names it."""
+    rows, said, _, _ = recorded
+    block = 64 * 4
+    region = RANKS * block
+    for rank in said:
+        mine = [r for r in rows if r["rank"] == rank]
+        wa = next(r for r in mine if r["call"] == "MPI_File_write_at_all")
+        assert wa["offset"] == rank * block and wa["args"]["moved"] == str(block) and wa["args"]["count"] == "64"
+        wall = next(r for r in mine if r["call"] == "MPI_File_write_all")
+        assert wall["offset"] == 6 * region + rank * block, wall
+        assert wall["args"]["eoff"] == "0"
+        reqs = {r["args"]["req"] for r in mine if r["call"].startswith("MPI_File_i")}
+        done = {r["args"]["req"] for r in mine if r["args"].get("done") != "0" and r["call"] in ("MPI_Wait", "MPI_Waitall", "MPI_Waitany",
+                                                                "MPI_Waitsome", "MPI_Test", "MPI_Testall",
+                                                                "MPI_Testany", "MPI_Testsome")}
+        assert reqs == done and len(reqs) == 11, (reqs, done)
+
+
+def test_views_datatypes_communicators_and_hints_are_described(recorded):
+    """The view's displacement, etype and filetype; the filetype's layout
+    (a subarray: its sizes, subsizes and starts, over MPI_INT); the file's
+    communicator and its world ranks; the hints asked for and in force."""
+    rows, said, _, _ = recorded
+    for rank in said:
+        mine = [r for r in rows if r["rank"] == rank]
+        types = {r["args"]["id"]: r["args"] for r in mine if r["call"] == "MPI_Type"}
+        view = next(r for r in mine if r["call"] == "MPI_File_set_view")
+        region = RANKS * 64 * 4
+        assert view["args"]["disp"] == str(6 * region)
+        assert types[view["args"]["etype"]]["named"] == "MPI_INT"
+        ft = types[view["args"]["ftype"]]
+        assert ft["comb"] == "subarray", ft
+        # ndims, sizes, subsizes, starts, order (MPI_Type_get_contents' integers)
+        ints = [int(x) for x in ft["ints"].split()]
+        assert ints[:4] == [1, RANKS * 64, 64, rank * 64], ft
+        assert types[ft["types"]]["named"] == "MPI_INT" and ft["size"] == str(64 * 4)
+        opened = next(r for r in mine if r["call"] == "MPI_File_open")
+        comm = next(r["args"] for r in mine if r["call"] == "MPI_Comm" and r["args"]["id"] == opened["args"]["comm"])
+        assert comm["size"] == str(RANKS) and comm["ranks"] == f"0-{RANKS - 1}"
+        assert "cb_nodes:1" in opened["args"]["info"] and opened["args"].get("hints")
+
+
+def test_the_posix_calls_under_a_collective_write_are_linked_and_hold_its_bytes(recorded):
+    """The POSIX writes the MPI library made inside MPI_File_write_at_all
+    name that call's row as their parent, and together write what all the
+    ranks asked for (the region is contiguous: no read-modify-write)."""
+    rows, said, work, _ = recorded
+    by_seq = {r["seq"]: r for r in rows}
+    under = [r for r in rows if r["parent"] >= 0 and by_seq[r["parent"]]["call"] == "MPI_File_write_at_all"]
+    writes = [r for r in under if r["call"] in ("write", "pwrite", "pwrite64", "writev", "pwritev")]
+    assert sum(r["ret"] for r in writes) == RANKS * 64 * 4, under
+    assert all(by_seq[r["parent"]]["rank"] == r["rank"] for r in under)
+    assert all(r["path"] == str(work / "every.dat") for r in writes)
+
+
+def test_ranks_clocks_are_aligned_at_mpi_init(recorded):
+    """Each rank's clock was skewed by 3 s x rank; the merge moves every
+    rank onto rank 0's clock, so the collective open ends within
+    milliseconds on every rank, and each MPI_Init row says how well its
+    offset is known."""
+    rows, said, _, _ = recorded
+    inits = {r["rank"]: r for r in rows if r["call"] in ("MPI_Init", "MPI_Init_thread")}
+    assert sorted(inits) == list(range(RANKS))
+    for rank, r in inits.items():
+        off, err = int(r["args"]["clock_offset_ns"]), int(r["args"]["clock_err_ns"])
+        assert abs(off - rank * SKEW) < 50_000_000 and 0 <= err < 50_000_000, r["args"]
+    ends = [r["t_end_ns"] for r in rows if r["call"] == "MPI_File_open" and r["args"].get("comm") and
+            r["path"].endswith("every.dat")]
+    assert len(ends) == RANKS and max(ends) - min(ends) < 500_000_000, ends
+    assert [r["t_start_ns"] for r in rows] == sorted(r["t_start_ns"] for r in rows)
+
+
+def test_show_gives_the_mpi_calls_their_posix_time_and_ranks(recorded):
+    _, _, _, trace = recorded
+    r = subprocess.run([str(IOTRACE), "show", str(trace)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"MPI-IO: {RANKS} ranks" in r.stdout
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("MPI_File_write_at_all "))
+    assert int(line.split()[1]) == RANKS and line.split()[-1] != "-", line
+
+
+def test_posix_replay_refuses_an_mpi_trace(recorded, tmp_path):
+    _, _, _, trace = recorded
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 2 and "recorded under MPI" in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_program_that_is_not_mpi_is_named(impl, tmp_path):
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(tmp_path / "t"), "--launcher", f"mpirun.{impl} -np 2",
+                        "--", "true"], capture_output=True, text=True, timeout=120, env=env_for(impl))
+    assert r.returncode != 0 and "no rank called MPI_Init" in r.stderr, r.stderr
+    assert not (tmp_path / "t").exists()
+
+
+def test_a_missing_launcher_and_a_bad_mpi_are_named(tmp_path):
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(tmp_path / "t"), "--launcher", "no-such-mpirun -np 2",
+                        "--", "true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 127 and "cannot run 'no-such-mpirun -np 2'" in r.stderr, r.stderr
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(tmp_path / "t"), "--launcher", "mpirun", "--mpi",
+                        "lam", "--", "true"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "openmpi, mpich" in r.stderr, r.stderr
+    r = subprocess.run([str(IOTRACE), "rank", "--dir", str(tmp_path), "--", "true"], capture_output=True, text=True,
+                       timeout=60, env={k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI_"))})
+    assert r.returncode == 2 and "give --mpi" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ replay
+
+def replay(impl: str, trace: Path, out: Path, ranks: int = RANKS, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--launcher",
+                           f"mpirun.{impl} -np {ranks}", *extra], capture_output=True, text=True, timeout=180,
+                          env=env_for(impl))
+
+
+def written_by_rank(work: Path, out: Path, upto: int) -> None:
+    """Every int the program wrote in the first `upto` bytes (rank x 1000 + i, never 0 there) lies, in the
+    replayed file, under the bytes the replaying rank writes (0x5a ^ rank): the same rank wrote the same
+    offsets. (The shared pointer's regions are left out: which rank gets which slot is the ranks' race.)"""
+    import numpy as np
+    orig = np.frombuffer((work / "every.dat").read_bytes()[:upto], dtype=np.int32)
+    rep = np.frombuffer(out.read_bytes()[:upto], dtype=np.uint8).reshape(-1, 4)
+    written = orig != 0
+    want = (0x5A ^ (orig[written] // 1000)).astype(np.uint8)
+    assert written.sum() > 0
+    assert np.all(rep[written] == want[:, None]), np.argwhere(np.any(rep[written] != want[:, None], axis=1))[:5]
+
+
+@pytest.mark.parametrize("under", IMPLS)
+def test_a_replay_moves_the_same_bytes_to_the_same_offsets_rank_by_rank(recorded, impl, under, tmp_path):
+    """The trace recorded under one MPI replays under each (the format is
+    one): every call again, as many bytes moved, no mismatch, collectives
+    named with their slowest rank, and each rank's writes at the offsets the
+    program's rank wrote."""
+    why = have(under)
+    if why:
+        pytest.skip(why)
+    rows, said, work, trace = recorded
+    out = tmp_path / "out"
+    out.mkdir()
+    r = replay(under, trace, out)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    doc = json.loads(r.stdout.splitlines()[-1])
+    assert doc["ranks"] == RANKS and doc["mismatch_count"] == 0, doc["mismatches"]
+    for call, (n, nbytes) in said[0]["calls"].items():
+        got = doc["calls"][call]
+        assert got["count"] == n * RANKS and got["bytes"] == nbytes * RANKS, (call, got)
+        assert got["moved_replayed"] == got["moved_recorded"], (call, got)
+    assert "MPI_File_write_at_all" in doc["slowest_rank"]
+    fid = next(ln.split(",")[7] for ln in trace.read_text().splitlines()[2:]
+               if ",MPI_File_open," in ln and "every.dat" in ln)
+    written_by_rank(work, out / fid, 7 * RANKS * 64 * 4)
+    assert sorted(p.name for p in out.iterdir()) == [fid], "only the program's file, the deleted one gone"
+
+
+def test_a_replay_with_another_number_of_ranks_is_refused(recorded, impl, tmp_path):
+    _, _, _, trace = recorded
+    r = replay(impl, trace, tmp_path, RANKS - 1)
+    assert r.returncode == 2 and f"the trace has {RANKS} ranks; replaying with {RANKS - 1}" in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_datatype_that_cannot_be_rebuilt_is_named_and_nothing_runs(recorded, impl, tmp_path):
+    """A subarray row whose integers were damaged: the rank that cannot
+    rebuild it says which line and type; no call is replayed."""
+    _, _, _, trace = recorded
+    lines = trace.read_text().splitlines(True)
+    k = next(i for i, ln in enumerate(lines) if ",MPI_Type," in ln and "comb=subarray" in ln)
+    lines[k] = lines[k].replace("ints=1 ", "ints=9 ", 1)
+    bad = tmp_path / "bad.trace"
+    bad.write_text("".join(lines))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = replay(impl, bad, out)
+    assert r.returncode == 2 and f"line {k + 1}: datatype" in r.stderr and "cannot be rebuilt" in r.stderr, r.stderr
+    assert list(out.iterdir()) == []
