@@ -1,7 +1,9 @@
 /* every_form.c - an MPI program that calls every MPI-IO routine the
  * recorder wraps, in every form (explicit offsets, individual and shared
  * pointers; blocking, nonblocking with each completion, collective and
- * split collective; the file routines), on a file in DIR, and prints per
+ * split collective; the file routines), on a file in DIR (regions of one
+ * block per rank: 0-5 explicit offsets, 6 a view, 7-11 the shared pointer,
+ * 12 a nonblocking collective left to progress), and prints per
  * rank one JSON line of what it asked for: per call, the calls and the
  * bytes (count x type size). tests/test_iotrace_mpi.py records it and holds
  * the trace to that line.
@@ -81,6 +83,11 @@ int main(int argc, char **argv)
     CHECK(MPI_Waitall(2, rq, sts)), did("MPI_Waitall", 0), did("MPI_Waitall", 0);
     CHECK(MPI_File_write_at_all_begin(fh, 5 * region + mine, buf, K, MPI_INT)), did("MPI_File_write_at_all_begin", B);
     CHECK(MPI_File_write_at_all_end(fh, buf, &st)), did("MPI_File_write_at_all_end", B);
+    /* a nonblocking collective the MPI library may progress in another MPI call (here barriers) */
+    CHECK(MPI_File_iwrite_at_all(fh, 12 * region + mine, buf, K, MPI_INT, &rq[0])), did("MPI_File_iwrite_at_all", B);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(MPI_Wait(&rq[0], &st)), did("MPI_Wait", 0);
     CHECK(MPI_File_read_at(fh, 0 * region + mine, in, K, MPI_INT, &st)), did("MPI_File_read_at", B);
     CHECK(MPI_File_read_at_all(fh, 1 * region + mine, in, K, MPI_INT, &st)), did("MPI_File_read_at_all", B);
     CHECK(MPI_File_iread_at(fh, 2 * region + mine, in, K, MPI_INT, &rq[0])), did("MPI_File_iread_at", B);
@@ -99,14 +106,16 @@ int main(int argc, char **argv)
     MPI_Type_create_subarray(1, &gsize, &sub, &start, MPI_ORDER_C, MPI_INT, &ft);
     MPI_Type_commit(&ft);
     CHECK(MPI_File_set_view(fh, 6 * region, MPI_INT, ft, "native", MPI_INFO_NULL)), did("MPI_File_set_view", 0);
+    /* the collectives first: an aggregator's read-modify-write of a later collective's file domain may
+     * write back what it read before another rank's independent write landed (no sync, nonatomic mode) */
     CHECK(MPI_File_write_all(fh, buf, K / 4, MPI_INT, &st)), did("MPI_File_write_all", B / 4);
-    CHECK(MPI_File_write(fh, buf, K / 4, MPI_INT, &st)), did("MPI_File_write", B / 4);
-    CHECK(MPI_File_iwrite(fh, buf, K / 4, MPI_INT, &rq[0])), did("MPI_File_iwrite", B / 4);
-    CHECK(MPI_Waitsome(1, rq, &out, ids, MPI_STATUSES_IGNORE)), did("MPI_Waitsome", 0);
     CHECK(MPI_File_write_all_begin(fh, buf, K / 8, MPI_INT)), did("MPI_File_write_all_begin", B / 8);
     CHECK(MPI_File_write_all_end(fh, buf, &st)), did("MPI_File_write_all_end", B / 8);
     CHECK(MPI_File_iwrite_all(fh, buf, K / 8, MPI_INT, &rq[0])), did("MPI_File_iwrite_all", B / 8);
     CHECK(MPI_Wait(&rq[0], MPI_STATUS_IGNORE)), did("MPI_Wait", 0);
+    CHECK(MPI_File_write(fh, buf, K / 4, MPI_INT, &st)), did("MPI_File_write", B / 4);
+    CHECK(MPI_File_iwrite(fh, buf, K / 4, MPI_INT, &rq[0])), did("MPI_File_iwrite", B / 4);
+    CHECK(MPI_Waitsome(1, rq, &out, ids, MPI_STATUSES_IGNORE)), did("MPI_Waitsome", 0);
     CHECK(MPI_File_seek(fh, 0, MPI_SEEK_SET)), did("MPI_File_seek", 0);
     CHECK(MPI_File_read_all(fh, in, K / 4, MPI_INT, &st)), did("MPI_File_read_all", B / 4);
     CHECK(MPI_File_read(fh, in, K / 4, MPI_INT, &st)), did("MPI_File_read", B / 4);
@@ -155,7 +164,7 @@ int main(int argc, char **argv)
     CHECK(MPI_File_set_info(fh, info)), did("MPI_File_set_info", 0);
     /* each beyond the file's end: Open MPI 4.1's OMPIO leaves the other ranks waiting in a preallocate below
      * it, and fails a set_size below a preallocated size */
-    CHECK(MPI_File_set_size(fh, 12 * region)), did("MPI_File_set_size", 0);
+    CHECK(MPI_File_set_size(fh, 14 * region)), did("MPI_File_set_size", 0);
     CHECK(MPI_File_preallocate(fh, 16 * region)), did("MPI_File_preallocate", 0);
     CHECK(MPI_File_close(&fh)), did("MPI_File_close", 0);
     MPI_File g;

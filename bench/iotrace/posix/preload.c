@@ -62,7 +62,6 @@ static uint64_t seq;
 static char *map;          /* CHUNK bytes of the file from map_off */
 static off_t map_off, pos; /* pos: where the next row goes */
 static const char *fd_path[FD_MAX];
-static int64_t fd_owner[FD_MAX]; /* MPI mode: 1 + the seq of the MPI call that opened the descriptor, else 0 */
 static char *arena; /* path strings, never freed */
 static size_t arena_left;
 
@@ -210,7 +209,6 @@ static void after_fork_child(void)
     map = NULL;
     file[0] = '\0';
     pos = 0, seq = 0;
-    memset(fd_owner, 0, sizeof fd_owner); /* the parent's seqs: not this file's */
     pid = getpid();
     my_tid = 0;
     pthread_mutex_unlock(&lock);
@@ -304,19 +302,12 @@ static void finish(struct trace_rec *r, int64_t ret)
     pthread_mutex_lock(&lock);
     r->pid = pid;
     r->rank = rank;
-    bool opened = trace_calls[r->call].kind == TK_OPEN;
-    /* a descriptor the MPI library opened, used outside any MPI-IO call (progressing a nonblocking or
-     * split operation inside another MPI call): the row names the call that opened it */
-    if (parent < 0 && !opened && r->fd >= 0 && r->fd < FD_MAX && fd_owner[r->fd])
-        r->parent = fd_owner[r->fd] - 1;
     if (parent >= 0)
         children++;
-    if (opened) {
+    if (trace_calls[r->call].kind == TK_OPEN) {
         r->fd = ret;
-        if (ret >= 0 && ret < FD_MAX) {
+        if (ret >= 0 && ret < FD_MAX)
             __atomic_store_n(&fd_path[ret], keep(r->path), __ATOMIC_RELEASE);
-            fd_owner[ret] = parent >= 0 ? parent + 1 : 0;
-        }
     }
     append(r, false);
     pthread_mutex_unlock(&lock);
@@ -580,7 +571,6 @@ static int dup_track(int oldfd, int newfd)
     if (!busy && on && newfd >= 0 && newfd < FD_MAX) {
         pthread_mutex_lock(&lock);
         __atomic_store_n(&fd_path[newfd], known(oldfd), __ATOMIC_RELEASE);
-        fd_owner[newfd] = oldfd >= 0 && oldfd < FD_MAX ? fd_owner[oldfd] : 0;
         pthread_mutex_unlock(&lock);
     }
     errno = e;
