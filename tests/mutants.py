@@ -895,6 +895,10 @@ MUTANTS = [
            "int64_t seq = (int64_t)rec_take_seq(), prev = rec_enter(seq);",
            "int64_t seq = (int64_t)rec_take_seq(), prev = rec_enter(-1);",
            "tests/test_iotrace_mpi.py::test_a_replay_moves_the_same_bytes_to_the_same_offsets_rank_by_rank"),
+    Mutant("mpi-replay-ignores-the-recorded-gaps", "bench/iotrace/mpiio/replay.c",
+           'if (!strcmp(timing, "recorded") && prev_rec_end && r->t_start > prev_rec_end) {',
+           'if (0 && prev_rec_end && r->t_start > prev_rec_end) {',
+           "tests/test_iotrace_mpi.py::test_timing_recorded_keeps_the_programs_compute_time"),
 ]
 
 # ----------------------------------------------------------------- running

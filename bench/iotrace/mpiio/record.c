@@ -94,18 +94,30 @@ static void a_esc(struct args *a, const char *s)
 
 static void a_str(struct args *a, const char *key, const char *v) { a_key(a, key), a_esc(a, v); }
 
+/* Decimal without stdio: this runs on every call. */
+static void a_num(struct args *a, long long v)
+{
+    char b[24], *q = b + sizeof b;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--q = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--q = '-';
+    a_raw(a, q, (size_t)(b + sizeof b - q));
+}
+
 static void a_int(struct args *a, const char *key, long long v)
 {
-    char b[32];
     a_key(a, key);
-    a_raw(a, b, (size_t)snprintf(b, sizeof b, "%lld", v));
+    a_num(a, v);
 }
 
 static void a_id(struct args *a, const char *key, char prefix, int64_t id)
 {
-    char b[32];
     a_key(a, key);
-    a_raw(a, b, (size_t)snprintf(b, sizeof b, "%c%lld", prefix, (long long)id));
+    a_raw(a, &prefix, 1);
+    a_num(a, id);
 }
 
 /* ------------------------------------------------ handle -> id tables */

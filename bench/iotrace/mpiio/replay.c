@@ -742,9 +742,9 @@ int main(int argc, char **argv)
         }
         if (!strcmp(timing, "recorded") && prev_rec_end && r->t_start > prev_rec_end) {
             uint64_t until = prev_rep_end + (r->t_start - prev_rec_end);
-            while (now() < until) {
-                uint64_t left = until - now();
-                struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+            for (uint64_t t = now(); t < until; t = now()) { /* sleep most of it, spin the last 50 us */
+                uint64_t left = until - t;
+                struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u - (left > 50000 ? 50000 : 0))};
                 if (left > 50000)
                     nanosleep(&ts, NULL);
             }
