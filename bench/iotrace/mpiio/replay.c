@@ -386,8 +386,14 @@ static long long nmism;
 /* per collective call type, the ranks' time in it, for the slowest rank of each */
 static double *coll_ns; /* [TC_NCALLS] this rank's total */
 
-static char *buffer(long long bytes, MPI_Datatype t, int count)
+/* A call's buffer: count x the datatype's extent (or the bytes, if more), filled with the rank's byte.
+ * Blocking calls share one buffer, grown and filled only when a call needs more, so the replay does
+ * not spend its time between calls filling memory; a nonblocking or split call has its own until its
+ * completion (own: set when the caller must free it). */
+static char *buffer(long long bytes, MPI_Datatype t, int count, bool keep, bool *own)
 {
+    static char *shared;
+    static long long shared_size;
     MPI_Aint lb = 0, extent = 0;
     if (t != MPI_DATATYPE_NULL)
         MPI_Type_get_extent(t, &lb, &extent);
@@ -396,9 +402,16 @@ static char *buffer(long long bytes, MPI_Datatype t, int count)
         need = bytes;
     if (need > MAX_BUF)
         return NULL;
+    *own = keep;
+    if (!keep && need <= shared_size)
+        return shared;
     char *b = malloc((size_t)need + 1);
     if (b)
         memset(b, 0x5a ^ me, (size_t)need + 1);
+    if (!keep && b) {
+        free(shared);
+        shared = b, shared_size = need;
+    }
     return b;
 }
 
@@ -434,6 +447,7 @@ static void replay_mpi(const struct trace_rec *r)
     MPI_Status st;
     MPI_Request *rq = NULL;
     char *buf = NULL, path[PATH_MAX];
+    bool own = false;
     int ret = MPI_SUCCESS;
     long long moved = -1;
     if (ci->kind != TK_MPI_OPEN && ci->kind != TK_MPI_WAIT && r->call != TC_MPI_FILE_DELETE && !fh) {
@@ -446,7 +460,7 @@ static void replay_mpi(const struct trace_rec *r)
             char **held = map_get(&rbufs, -1 - r->fd);
             buf = held ? *held : NULL;
         } else {
-            buf = buffer(r->bytes, dt, count);
+            buf = buffer(r->bytes, dt, count, ci->nonblocking || ci->split == 1, &own);
             if (!buf) {
                 found("line %zu: %s moves more than 1 GiB", (size_t)r->seq + 3, ci->name);
                 return;
@@ -579,7 +593,7 @@ static void replay_mpi(const struct trace_rec *r)
     else if (ci->split == 2 && buf) {
         free(buf);
         *(char **)map_put(&rbufs, -1 - r->fd) = NULL;
-    } else if (!ci->nonblocking && buf)
+    } else if (own && !ci->nonblocking)
         free(buf);
     struct tally *x = &tally[r->call];
     x->count++, x->bytes += (unsigned long long)(r->bytes > 0 ? r->bytes : 0);
