@@ -899,6 +899,18 @@ MUTANTS = [
            'if (!strcmp(timing, "recorded") && prev_rec_end && r->t_start > prev_rec_end) {',
            'if (0 && prev_rec_end && r->t_start > prev_rec_end) {',
            "tests/test_iotrace_mpi.py::test_timing_recorded_keeps_the_programs_compute_time"),
+    Mutant("mpi-collective-recorded-as-independent", "bench/iotrace/mpiio/record.c",
+           "BLOCKING(TC_MPI_FILE_WRITE_AT_ALL, fh, dt, count, off, st,",
+           "BLOCKING(TC_MPI_FILE_WRITE_AT, fh, dt, count, off, st,",
+           "tests/test_iotrace_mpi.py::test_hdf5s_collective_and_independent_io_is_recorded_with_its_bytes"),
+    Mutant("mpi-moved-taken-from-the-request", "bench/iotrace/mpiio/record.c",
+           'a_int(&c->a, "moved", (long long)got * size);',
+           'a_int(&c->a, "moved", (long long)c->count * size + 0 * got);',
+           "tests/test_iotrace_mpi.py::test_pnetcdfs_tools_are_recorded_and_their_trace_replays"),
+    Mutant("mpi-replay-writes-half", "bench/iotrace/mpiio/replay.c",
+           "case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, count, dt, &st); break;",
+           "case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, count / 2, dt, &st); break;",
+           "tests/test_iotrace_mpi.py::test_hdf5s_trace_replays_into_a_file_of_the_same_size"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -361,3 +361,128 @@ def test_the_replay_recorded_makes_the_programs_calls_rank_by_rank(recorded, imp
     replayed = read_rows(again)
     for rank in said:
         assert calls(replayed, rank) == calls(rows, rank), rank
+
+
+# ------------------------------------------------------- HDF5: MPI-IO nobody here wrote
+
+def have_hdf5(impl: str) -> str | None:
+    why = have(impl)
+    if why:
+        return why
+    if not shutil.which(f"h5pcc.{impl}"):
+        return f"h5pcc.{impl} is not installed (libhdf5-{impl}-dev)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def hdf5_recorded(impl, tmp_path_factory):
+    """tests/mpi/hdf5_rw.c (parallel HDF5 from Debian) recorded: its MPI-IO
+    calls are the library's."""
+    why = have_hdf5(impl)
+    if why:
+        pytest.skip(why)
+    base = tmp_path_factory.mktemp(f"hdf5-{impl}")
+    prog = base / "hdf5_rw"
+    r = subprocess.run([f"h5pcc.{impl}", "-O2", "-o", str(prog), str(ROOT / "tests" / "mpi" / "hdf5_rw.c")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    trace, data = base / "h5.trace", base / "a.h5"
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(trace), "--launcher", f"mpirun.{impl} -np {RANKS}",
+                        "--", str(prog), str(data)], capture_output=True, text=True, timeout=120, env=env_for(impl))
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("{")))
+    assert said["read_back"] and said["ranks"] == RANKS
+    return read_rows(trace), said, data, trace
+
+
+def test_hdf5s_collective_and_independent_io_is_recorded_with_its_bytes(hdf5_recorded):
+    """The collective dataset is one MPI_File_write_at_all per rank, its
+    band's bytes each, written to the file by the POSIX calls of its
+    aggregators under it; each rank reads both datasets back independently
+    (MPI_File_read_at, its two bands' bytes at least) and writes the
+    independent one (MPI_File_write_at, at least its band: HDF5 adds its
+    metadata)."""
+    rows, said, data, _ = hdf5_recorded
+    band = said["wrote_per_rank"] // 2
+    by_seq = {r["seq"]: r for r in rows}
+    for rank in range(RANKS):
+        mine = [r for r in rows if r["rank"] == rank]
+        coll = [r for r in mine if r["call"] == "MPI_File_write_at_all"]
+        assert len(coll) == 1 and coll[0]["bytes"] == band and coll[0]["args"]["moved"] == str(band), coll
+        assert sum(r["bytes"] for r in mine if r["call"] == "MPI_File_read_at") >= 2 * band
+        assert sum(r["bytes"] for r in mine if r["call"] == "MPI_File_write_at") >= band
+    under = [r for r in rows if r["parent"] >= 0 and by_seq[r["parent"]]["call"] == "MPI_File_write_at_all"
+             and r["call"] in ("pwrite", "pwrite64", "write", "writev", "pwritev")]
+    assert sum(r["ret"] for r in under) == RANKS * band, under
+    assert all(r["path"] == str(data) for r in under)
+
+
+@pytest.mark.parametrize("under", IMPLS)
+def test_hdf5s_trace_replays_into_a_file_of_the_same_size(hdf5_recorded, impl, under, tmp_path):
+    why = have(under)
+    if why:
+        pytest.skip(why)
+    _, _, data, trace = hdf5_recorded
+    r = replay(under, trace, tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    doc = json.loads(r.stdout.splitlines()[-1])
+    assert doc["mismatch_count"] == 0, doc["mismatches"]
+    (replayed,) = list(tmp_path.iterdir())
+    assert replayed.stat().st_size == data.stat().st_size
+
+
+# ------------------------------------------- PnetCDF's tools: a second library's MPI-IO
+
+CDL = """netcdf demo {
+dimensions:
+    x = 64 ;
+    y = 128 ;
+variables:
+    int grid(x, y) ;
+    double t(x) ;
+data:
+    t = %s ;
+}
+""" % ", ".join(str(i) for i in range(1, 65))
+
+
+def test_pnetcdfs_tools_are_recorded_and_their_trace_replays(tmp_path):
+    """ncmpigen (writing a netCDF file from CDL) and ncmpidump (reading it),
+    Debian's PnetCDF tools, built against Open MPI: per MPI data call, the
+    bytes its status says moved are the bytes the POSIX calls under it
+    moved; the writes are collective on both ranks; ncmpigen's trace
+    replays under each MPI into a file of the same size, with no mismatch."""
+    why = have("openmpi")
+    if why or not shutil.which("ncmpigen") or not shutil.which("ncmpidump"):
+        pytest.skip(why or "ncmpigen/ncmpidump (pnetcdf-bin) are not installed")
+    (tmp_path / "in.cdl").write_text(CDL)
+    nc = tmp_path / "out.nc"
+    traces = {}
+    for tool, args in (("ncmpigen", ["-v", "2", "-o", str(nc), str(tmp_path / "in.cdl")]),
+                       ("ncmpidump", [str(nc)])):
+        trace = tmp_path / f"{tool}.trace"
+        r = subprocess.run([str(IOTRACE), "record", "--out", str(trace), "--launcher", "mpirun.openmpi -np 2", "--",
+                            tool, *args], capture_output=True, text=True, timeout=120, env=env_for("openmpi"))
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+        rows = read_rows(trace)
+        by_seq = {x["seq"]: x for x in rows}
+        data = [x for x in rows if x["call"].startswith(("MPI_File_read", "MPI_File_write")) and "moved" in x["args"]]
+        assert data, tool
+        for x in data:
+            under = [p for p in rows if p["parent"] == x["seq"] and p["call"] in (
+                "pread", "pread64", "pwrite", "pwrite64", "read", "write", "readv", "writev")]
+            assert sum(p["ret"] for p in under) == int(x["args"]["moved"]), (tool, x, under)
+        traces[tool] = (trace, rows, by_seq)
+    _, rows, _ = traces["ncmpigen"]
+    assert sorted(x["rank"] for x in rows if x["call"] == "MPI_File_write_at_all") == [0, 1]
+    for under_impl in IMPLS:
+        if have(under_impl):
+            continue
+        out = tmp_path / f"replay-{under_impl}"
+        out.mkdir()
+        r = replay(under_impl, traces["ncmpigen"][0], out, 2)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+        doc = json.loads(r.stdout.splitlines()[-1])
+        assert doc["mismatch_count"] == 0, doc["mismatches"]
+        (replayed,) = list(out.iterdir())
+        assert replayed.stat().st_size == nc.stat().st_size
