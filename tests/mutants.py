@@ -911,6 +911,9 @@ MUTANTS = [
            "case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, count, dt, &st); break;",
            "case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, count / 2, dt, &st); break;",
            "tests/test_iotrace_mpi.py::test_hdf5s_trace_replays_into_a_file_of_the_same_size"),
+    Mutant("mpi-ranks-not-checked", "bench/iotrace/posix/record.c",
+           "if (launcher && mpi_check_ranks(&t, why, sizeof why)) {", "if (0 && mpi_check_ranks(&t, why, sizeof why)) {",
+           "tests/test_iotrace_mpi.py::test_a_rank_whose_file_never_reached_rank_0_is_named"),
 ]
 
 # ----------------------------------------------------------------- running

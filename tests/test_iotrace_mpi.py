@@ -486,3 +486,49 @@ def test_pnetcdfs_tools_are_recorded_and_their_trace_replays(tmp_path):
         assert doc["mismatch_count"] == 0, doc["mismatches"]
         (replayed,) = list(out.iterdir())
         assert replayed.stat().st_size == nc.stat().st_size
+
+
+# ------------------------------------------------------------------ bad input
+
+def test_a_rank_that_never_finalizes_keeps_its_rows(impl, every_form, tmp_path):
+    """Rank 1 ends without MPI_Finalize (the launcher then fails the job): on
+    one host its file is already where rank 0's is, so the trace holds every
+    call it made, without an MPI_Finalize row (and record exits with the
+    launcher's status, which differs: Open MPI's mpirun fails the job,
+    MPICH's mpiexec may exit 0 or kill the other ranks). (A rank on another host whose file never reached
+    rank 0 is named as missing instead: docs/iotrace.md.)"""
+    work, trace = tmp_path / "work", tmp_path / "t.trace"
+    work.mkdir()
+    r = record(impl, every_form, work, trace, extra_env={"EVERY_FORM_DIE_RANK": "1"})
+    assert trace.exists(), r.stderr[-2000:]
+    rows = read_rows(trace)
+    ended = {x["rank"] for x in rows if x["call"] == "MPI_Finalize"}
+    assert 1 not in ended and ended <= {0, 2}, ended
+    assert sum(x["rank"] == 1 and x["call"] == "MPI_File_close" for x in rows) == 2
+
+
+def test_a_rank_whose_file_never_reached_rank_0_is_named(impl, every_form, tmp_path):
+    """Rank 1's file is gone when the launcher ends (as on a host that does
+    not see the recorder's directory, when it died before MPI_Finalize):
+    record names it, writes no trace, exits non-zero and keeps the
+    directory for inspection. Mutant caught: the ranks not checked."""
+    work, trace, tmp = tmp_path / "work", tmp_path / "t.trace", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    r = record(impl, every_form, work, trace, extra_env={"EVERY_FORM_LOSE_RANK": "1", "TMPDIR": str(tmp)})
+    assert r.returncode != 0 and "the files of ranks 1 of 3 are missing" in r.stderr, r.stderr[-2000:]
+    assert not trace.exists()
+    (kept,) = list(tmp.iterdir())
+    assert any(p.name.startswith("trace.r0.") for p in kept.iterdir())
+
+
+def test_an_mpi_trace_cut_short_is_refused_before_the_launcher_starts(recorded, impl, tmp_path):
+    _, _, _, trace = recorded
+    cut = tmp_path / "cut.trace"
+    text = trace.read_text()
+    cut.write_text(text[: len(text) // 2])
+    out = tmp_path / "out"
+    out.mkdir()
+    r = replay(impl, cut, out)
+    assert r.returncode == 2 and "truncated" in r.stderr and "mpirun" not in r.stderr, r.stderr
+    assert list(out.iterdir()) == []
