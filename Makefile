@@ -55,6 +55,7 @@ IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
 # the MPI-IO recorder (bench/iotrace/mpiio/record.c with the POSIX one), one build per MPI found
 # (their ABIs differ), each by that MPI's own compiler wrapper; none where no MPI is installed
 MPI_IMPLS := $(foreach m,openmpi mpich,$(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m)))
+MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,record.c complete.c describe.c start.c)
 MPI_RECORDERS := $(MPI_IMPLS:%=$(BUILD)/lib/libiotrace-mpi-%.so) $(MPI_IMPLS:%=$(BIN)/iotrace-mpi-replay-%)
 
 all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so $(MPI_RECORDERS)) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
@@ -101,7 +102,7 @@ $(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
-$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c bench/iotrace/mpiio/record.c bench/iotrace/mpiio/replay.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c $(MPI_REC_SRC) bench/iotrace/mpiio/replay.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(IOTRACE_INC) $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
@@ -109,9 +110,9 @@ $(BUILD)/lib/libiotrace.so: $(IOTRACE_LIB_SRC) $(IOTRACE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) -ldl
 
-$(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) bench/iotrace/mpiio/record.c $(IOTRACE_HDR)
+$(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) $(IOTRACE_HDR)
 	@mkdir -p $(dir $@)
-	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) bench/iotrace/mpiio/record.c -ldl
+	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) -ldl
 
 # the MPI-IO replayer, an MPI program, one per MPI (iotrace replay --launcher starts it)
 $(BIN)/iotrace-mpi-replay-%: bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c $(IOTRACE_HDR)

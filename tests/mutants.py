@@ -891,7 +891,7 @@ MUTANTS = [
     Mutant("mpi-posix-calls-not-linked", "bench/iotrace/posix/preload.c",
            "    parent = p;\n", "    parent = -1;\n    (void)p;\n",
            "tests/test_iotrace_mpi.py::test_the_posix_calls_under_a_collective_write_are_linked_and_hold_its_bytes"),
-    Mutant("mpi-completion-io-not-linked", "bench/iotrace/mpiio/record.c",
+    Mutant("mpi-completion-io-not-linked", "bench/iotrace/mpiio/complete.c",
            "int64_t seq = (int64_t)rec_take_seq(), prev = rec_enter(seq);",
            "int64_t seq = (int64_t)rec_take_seq(), prev = rec_enter(-1);",
            "tests/test_iotrace_mpi.py::test_a_replay_moves_the_same_bytes_to_the_same_offsets_rank_by_rank"),
