@@ -914,6 +914,18 @@ MUTANTS = [
     Mutant("mpi-ranks-not-checked", "bench/iotrace/posix/record.c",
            "if (launcher && mpi_check_ranks(&t, why, sizeof why)) {", "if (0 && mpi_check_ranks(&t, why, sizeof why)) {",
            "tests/test_iotrace_mpi.py::test_a_rank_whose_file_never_reached_rank_0_is_named"),
+    Mutant("mpi-launch-start-not-bounded", "bench/iotrace/mpiio/launch.c",
+           "if (!up && !*timed_out && mono() - t0 > start_timeout) {",
+           "if (!up && !*timed_out && mono() - t0 > start_timeout && 0) {",
+           "tests/test_iotrace_mpi_hosts.py::test_a_host_the_launcher_cannot_start_is_an_error_with_nothing_left",
+           slow=True),
+    Mutant("mpi-replay-leaves-its-start-mark", "bench/iotrace/replay/replay.c",
+           "    bool up = access(mark, F_OK) == 0;\n    unlink(mark);\n",
+           "    bool up = access(mark, F_OK) == 0;\n",
+           "tests/test_iotrace_mpi_hosts.py::test_a_trace_from_two_hosts_replays_on_two_hosts_under_each_mpi"),
+    Mutant("mpi-prepare-limit-not-checked", "bench/iotrace/mpiio/launch.c",
+           "    if (total > limit)\n", "    if (total > limit && 0)\n",
+           "tests/test_iotrace_mpi.py::test_a_prepare_over_the_limit_and_options_without_a_launcher_are_refused"),
 ]
 
 # ----------------------------------------------------------------- running

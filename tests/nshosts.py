@@ -80,8 +80,13 @@ def _cleanup_stale() -> None:
 
 
 @contextlib.contextmanager
-def ns_hosts(n: int, tmp: Path, *, broken: dict[int, dict] | None = None, first_net: int = 1):
-    """n namespace hosts; broken maps a host index to {"sshd": False} or {"path_dir": DIR}."""
+def ns_hosts(n: int, tmp: Path, *, broken: dict[int, dict] | None = None, first_net: int = 1,
+             own_names: bool = False):
+    """n namespace hosts; broken maps a host index to {"sshd": False} or {"path_dir": DIR}.
+    own_names: each host's sshd (and so its sessions) in a UTS namespace of its
+    own named after it (osmt-N), and this machine forwarding between the hosts'
+    networks while they live: what an MPI launcher needs to see two nodes whose
+    ranks talk to each other."""
     broken = broken or {}
     _cleanup_stale()
     tmp = Path(tmp)
@@ -101,7 +106,11 @@ def ns_hosts(n: int, tmp: Path, *, broken: dict[int, dict] | None = None, first_
     hosts.config, hosts.key = config, key
     hosts.env = dict(os.environ, OSMETER_SSH_CONFIG=str(config))
     procs = []
+    forward = Path("/proc/sys/net/ipv4/ip_forward")
+    forwarded = forward.read_text() if own_names else None
     try:
+        if own_names:
+            forward.write_text("1\n")
         for i in range(n):
             net = first_net + i
             ns, veth = f"{PREFIX}-{net}", f"{PREFIX}v{net}"
@@ -126,7 +135,11 @@ def ns_hosts(n: int, tmp: Path, *, broken: dict[int, dict] | None = None, first_
             if b.get("path_dir"):
                 lines.append(f"SetEnv PATH={b['path_dir']}")
             cfg.write_text("\n".join(lines) + "\n")
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)],
+            argv = ["ip", "netns", "exec", ns, "/usr/sbin/sshd", "-D", "-e", "-f", str(cfg)]
+            if own_names:
+                argv = ["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
+                        f'hostname {ns} && exec /usr/sbin/sshd -D -e -f "$0"', str(cfg)]
+            procs.append(subprocess.Popen(argv,
                                           stdout=subprocess.DEVNULL, stderr=open(tmp / f"sshd.{net}.log", "w")))
             _wait_port(ns, addr)
         yield hosts
@@ -142,6 +155,8 @@ def ns_hosts(n: int, tmp: Path, *, broken: dict[int, dict] | None = None, first_
                     os.kill(int(pid), 9)
             _sh("ip", "netns", "del", h.ns, check=False)
             _sh("ip", "link", "del", h.ns.replace(PREFIX + "-", PREFIX + "v"), check=False)
+        if forwarded is not None:
+            forward.write_text(forwarded)
 
 
 def free_port() -> int:

@@ -532,3 +532,41 @@ def test_an_mpi_trace_cut_short_is_refused_before_the_launcher_starts(recorded, 
     r = replay(impl, cut, out)
     assert r.returncode == 2 and "truncated" in r.stderr and "mpirun" not in r.stderr, r.stderr
     assert list(out.iterdir()) == []
+
+
+def test_a_prepare_over_the_limit_and_options_without_a_launcher_are_refused(recorded, impl, tmp_path):
+    """A file the program found already there (opened without
+    MPI_MODE_CREATE, 4096 bytes at its open) is made again before the
+    replay, unless it is over --prepare-limit: then exit 2, nothing in DIR,
+    no launcher started. The MPI options without --launcher, and a --timing
+    that is not one, are usage errors. Mutant caught: the limit not
+    checked."""
+    _, _, _, trace = recorded
+    lines = trace.read_text().splitlines(keepends=True)
+    head = lines[1].rstrip("\n").split(",")
+    col = {k: head.index(k) for k in ("call", "flags", "args")}
+    for i, ln in enumerate(lines[2:], 2):
+        f = ln.rstrip("\n").split(",")
+        if f[col["call"]] == "MPI_File_open" and "every.dat" in ln:
+            f[col["flags"]] = hex(int(f[col["flags"]], 16) & ~1)  # without MPI_MODE_CREATE
+            f[col["args"]] = f[col["args"]].replace("size_at_open=0", "size_at_open=4096")
+            lines[i] = ",".join(f) + "\n"
+    found = tmp_path / "found.trace"
+    found.write_text("".join(lines))
+    out = tmp_path / "out"
+    out.mkdir()
+    r = replay(impl, found, out, RANKS, "--prepare-limit", "4095")
+    assert r.returncode == 2 and "4096 bytes" in r.stderr and "--prepare-limit" in r.stderr, r.stderr
+    assert list(out.iterdir()) == [] and '"ranks"' not in r.stdout
+    for extra, said in ((["--timing", "recorded"], "go with --launcher"), (["--mpi", "mpich"], "go with --launcher"),
+                        (["--start-timeout", "5"], "go with --launcher")):
+        r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), *extra], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 2 and said in r.stderr, (extra, r.stderr)
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--launcher", "mpirun -np 3",
+                        "--timing", "soon"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "asap or recorded" in r.stderr, r.stderr
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(tmp_path / "t"), "--start-timeout", "5", "--", "true"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "goes with --launcher" in r.stderr, r.stderr
+    assert not (tmp_path / "t").exists()

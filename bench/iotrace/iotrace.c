@@ -35,9 +35,11 @@
 #include <unistd.h>
 
 static const char usage_text[] =
-    "usage: iotrace record --out TRACE [--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich]] [--] CMD [ARGS...]\n"
+    "usage: iotrace record --out TRACE [--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--start-timeout S]]\n"
+    "                      [--] CMD [ARGS...]\n"
     "       iotrace replay TRACE --dir DIR [--processes N]\n"
     "       iotrace replay TRACE --dir DIR --launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded]\n"
+    "                      [--prepare-limit BYTES] [--start-timeout S]\n"
     "       iotrace show TRACE\n"
     "\n"
     "record  runs CMD with the recorder (LD_PRELOAD) and writes its file I/O\n"

@@ -7,11 +7,16 @@
 #include "mpi_launch.h"
 #include "osm.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const impls[] = {"openmpi", "mpich"};
@@ -142,6 +147,105 @@ char **mpi_launch_argv(const char *launcher, const char *sub, const char *impl, 
         out[k++] = cmd[j];
     out[k] = NULL;
     return out;
+}
+
+/* ------------------------------------------------- the launcher's run */
+
+static volatile sig_atomic_t pending; /* a signal iotrace got while the launcher ran, to pass on */
+
+static void take(int sig) { pending = sig; }
+
+/* A file in dir whose name starts with prefix: rank 0 is past MPI_Init. */
+static bool started(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool yes = false;
+    for (struct dirent *e; !yes && (e = readdir(d));)
+        yes = !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return yes;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, unsigned start_timeout,
+                     bool *timed_out)
+{
+    *timed_out = false;
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC))
+        iot_fail(1, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        iot_fail(1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        setpgid(0, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        execvp(lv[0], lv);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    setpgid(child, child);
+    close(errpipe[1]);
+    int exec_err = 0;
+    ssize_t got;
+    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+        ;
+    close(errpipe[0]);
+    struct sigaction sa = {.sa_handler = take}, old[3];
+    const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int k = 0; k < 3; k++)
+        sigaction(sigs[k], &sa, &old[k]);
+    double t0 = mono(), term_at = 0;
+    bool up = start_timeout == 0;
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(child, &status, WNOHANG);
+        if (w == child)
+            break;
+        if (w < 0 && errno != EINTR)
+            break;
+        if (pending) {
+            kill(-child, pending);
+            pending = 0;
+        }
+        if (!up && started(mark_dir, mark_prefix))
+            up = true;
+        if (!up && !*timed_out && mono() - t0 > start_timeout) {
+            *timed_out = true;
+            term_at = mono();
+            kill(-child, SIGTERM);
+        }
+        if (*timed_out && mono() - term_at > 5)
+            kill(-child, SIGKILL);
+        nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
+    }
+    kill(-child, SIGKILL); /* whatever the launcher left in its group */
+    for (int k = 0; k < 3; k++)
+        sigaction(sigs[k], &old[k], NULL);
+    if (got == (ssize_t)sizeof exec_err)
+        return -exec_err;
+    return status;
+}
+
+void mpi_start_timeout_error(const char *launcher, unsigned start_timeout)
+{
+    fprintf(stderr,
+            "iotrace: error: rank 0 was not past MPI_Init %u s after '%s' started (--start-timeout): a host the "
+            "launcher could not start, or a rank that cannot reach the others? (the launcher's own messages are "
+            "above); the launcher and what it started here were ended\n",
+            start_timeout, launcher);
 }
 
 int mpi_check_ranks(const struct trace *t, char *err, size_t n)

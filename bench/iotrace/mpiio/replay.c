@@ -14,10 +14,11 @@
  * is timed alone; --timing recorded keeps the recorded gap between a
  * rank's calls. Rank 0 gathers the tallies and prints one JSON object.
  *
- * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded]
+ * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded] [--started FILE]
  */
 #include "trace.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -172,6 +173,17 @@ static struct id_map types = {.size = sizeof(MPI_Datatype)}, comms = {.size = si
                      files = {.size = sizeof(MPI_File)}, reqs = {.size = sizeof(MPI_Request)},
                      rbufs = {.size = sizeof(char *)}, rtypes = {.size = sizeof(MPI_Datatype)},
                      early = {.size = sizeof(MPI_Status)}; /* requests a done=0 test completed early */
+
+/* The derived datatypes rebuilt, freed before MPI_Finalize (MPICH names the ones left). */
+static void free_types(void)
+{
+    for (size_t i = 0; i < types.n; i++) {
+        MPI_Datatype *t = (MPI_Datatype *)((char *)types.h + i * types.size);
+        int ni, na, nd, comb;
+        if (MPI_Type_get_envelope(*t, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
+            MPI_Type_free(t);
+    }
+}
 
 static MPI_Datatype named(const char *name)
 {
@@ -666,16 +678,24 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    const char *path = NULL, *timing = "asap";
+    const char *path = NULL, *timing = "asap", *mark = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             dir = argv[++i];
+        else if (!strcmp(argv[i], "--started") && i + 1 < argc)
+            mark = argv[++i];
         else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
             timing = argv[++i];
         else if (!path && argv[i][0] != '-')
             path = argv[i];
         else
-            found("unknown argument '%s' (iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded])", argv[i]);
+            found("unknown argument '%s' (iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded] [--started "
+              "FILE])", argv[i]);
+    }
+    if (me == 0 && mark) { /* iotrace replay waits for it to know that the launcher started every rank */
+        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            close(fd);
     }
     if (!path || !dir)
         found("usage: iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded]");
@@ -785,6 +805,12 @@ int main(int argc, char **argv)
     unsigned long long *rank_times = me == 0 ? calloc((size_t)nranks, sizeof *rank_times) : NULL;
     unsigned long long rt = rank_ns;
     MPI_Gather(&rt, 1, MPI_UNSIGNED_LONG_LONG, rank_times, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    char host[64] = "", *hosts = me == 0 ? calloc((size_t)nranks, sizeof host) : NULL;
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++) /* a host name is letters, digits, '-' and '.'; anything else is not JSON-safe */
+        if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '.'))
+            *c = '?';
+    MPI_Gather(host, sizeof host, MPI_CHAR, hosts, sizeof host, MPI_CHAR, 0, MPI_COMM_WORLD);
     double *coll_all = me == 0 ? calloc((size_t)nranks * TC_NCALLS, sizeof *coll_all) : NULL;
     MPI_Gather(coll_ns, TC_NCALLS, MPI_DOUBLE, coll_all, TC_NCALLS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     long long total_mism = 0;
@@ -834,6 +860,9 @@ int main(int argc, char **argv)
         printf("}, \"rank_ns\": [");
         for (int i = 0; i < nranks; i++)
             printf("%s%llu", i ? ", " : "", rank_times[i]);
+        printf("], \"rank_hosts\": [");
+        for (int i = 0; i < nranks; i++)
+            printf("%s\"%s\"", i ? ", " : "", hosts + (size_t)i * sizeof host);
         printf("], \"slowest_rank\": {");
         comma = false;
         for (int c = 0; c < TC_NCALLS; c++) {
@@ -859,6 +888,7 @@ int main(int argc, char **argv)
         printf("]}\n");
         fflush(stdout);
     }
+    free_types();
     MPI_Finalize();
     return 0;
 }

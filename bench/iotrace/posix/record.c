@@ -102,6 +102,8 @@ static int merge_dir(const char *dir, struct trace *out)
 int cmd_record(int argc, char **argv)
 {
     const char *out = NULL, *launcher = NULL, *impl = NULL;
+    unsigned start_timeout = MPI_START_TIMEOUT;
+    bool timeout_given = false;
     int i;
     for (i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
@@ -112,6 +114,8 @@ int cmd_record(int argc, char **argv)
             launcher = argv[++i];
         else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
             impl = mpi_check_impl(argv[++i]);
+        else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
+            start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
         else if (!strcmp(argv[i], "--")) {
             i++;
             break;
@@ -127,6 +131,8 @@ int cmd_record(int argc, char **argv)
     char **cmd = argv + i;
     if (impl && !launcher)
         osm_usage_error("--mpi goes with --launcher");
+    if (timeout_given && !launcher)
+        osm_usage_error("--start-timeout goes with --launcher");
 
     char lib[PATH_MAX];
     if (impl)
@@ -144,47 +150,58 @@ int cmd_record(int argc, char **argv)
 
     /* Descendants that outlive CMD are re-parented to us; wait for them too. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int errpipe[2];
-    if (pipe2(errpipe, O_CLOEXEC))
-        iot_fail(1, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        iot_fail(1, "fork: %s", strerror(errno));
-    if (child == 0 && launcher) { /* the launcher starts `iotrace rank` in each rank's place */
+    int status = 0, exec_err = 0;
+    if (launcher) { /* the launcher starts `iotrace rank` in each rank's place */
         char **lv = mpi_launch_argv(launcher, "rank", impl, dir, cmd);
-        execvp(lv[0], lv);
-        int e = errno;
-        if (write(errpipe[1], &e, sizeof e) < 0)
+        bool timed_out;
+        status = mpi_run_launcher(lv, dir, "trace.r0.", start_timeout, &timed_out);
+        free(lv);
+        while (wait(NULL) > 0 || errno == EINTR)
+            ;
+        if (status < 0)
+            exec_err = -status;
+        else if (timed_out) {
+            remove_dir(dir);
+            fclose(f);
+            unlink(out);
+            mpi_start_timeout_error(launcher, start_timeout);
+            return 1;
+        }
+    } else {
+        int errpipe[2];
+        if (pipe2(errpipe, O_CLOEXEC))
+            iot_fail(1, "pipe: %s", strerror(errno));
+        fflush(NULL);
+        pid_t child = fork();
+        if (child < 0)
+            iot_fail(1, "fork: %s", strerror(errno));
+        if (child == 0) {
+            char preload[2 * PATH_MAX + 2];
+            const char *old = getenv("LD_PRELOAD");
+            snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+            setenv("LD_PRELOAD", preload, 1);
+            setenv("IOTRACE_DIR", dir, 1);
+            execvp(cmd[0], cmd);
+            int e = errno;
+            if (write(errpipe[1], &e, sizeof e) < 0)
+                _exit(127);
             _exit(127);
-        _exit(127);
+        }
+        signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
+        signal(SIGQUIT, SIG_IGN);
+        close(errpipe[1]);
+        ssize_t got;
+        while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+            ;
+        close(errpipe[0]);
+        if (got != (ssize_t)sizeof exec_err)
+            exec_err = 0;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+            ;
+        while (wait(NULL) > 0 || errno == EINTR)
+            ;
     }
-    if (child == 0) {
-        char preload[2 * PATH_MAX + 2];
-        const char *old = getenv("LD_PRELOAD");
-        snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-        setenv("LD_PRELOAD", preload, 1);
-        setenv("IOTRACE_DIR", dir, 1);
-        execvp(cmd[0], cmd);
-        int e = errno;
-        if (write(errpipe[1], &e, sizeof e) < 0)
-            _exit(127);
-        _exit(127);
-    }
-    signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
-    signal(SIGQUIT, SIG_IGN);
-    close(errpipe[1]);
-    int exec_err = 0;
-    ssize_t got;
-    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
-        ;
-    close(errpipe[0]);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        ;
-    while (wait(NULL) > 0 || errno == EINTR)
-        ;
-    if (got == (ssize_t)sizeof exec_err) {
+    if (exec_err) {
         remove_dir(dir);
         fclose(f);
         unlink(out);
@@ -199,8 +216,27 @@ int cmd_record(int argc, char **argv)
         return 1;
     }
     char why[1024];
+    size_t ranks = 0;
+    for (size_t k = 0; k < t.n; k++)
+        ranks += trace_calls[t.rec[k].call].kind == TK_MPI_INIT;
+    bool launcher_failed = !WIFEXITED(status) || WEXITSTATUS(status);
+    if (launcher && !ranks && launcher_failed) {
+        fprintf(stderr, "iotrace: error: the launcher '%s' %s %d before any rank was past MPI_Init (its own "
+                        "messages are above)\n", launcher, WIFSIGNALED(status) ? "was killed by signal" :
+                "exited with status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        remove_dir(dir);
+        fclose(f);
+        unlink(out);
+        trace_free(&t);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
     if (launcher && mpi_check_ranks(&t, why, sizeof why)) {
-        fprintf(stderr, "iotrace: error: %s; the recorder's files are kept in %s\n", why, dir);
+        if (t.n) /* the rows that came, for a look */
+            fprintf(stderr, "iotrace: error: %s; the recorder's files are kept in %s\n", why, dir);
+        else {
+            remove_dir(dir);
+            fprintf(stderr, "iotrace: error: %s\n", why);
+        }
         fclose(f);
         unlink(out);
         trace_free(&t);
@@ -210,9 +246,6 @@ int cmd_record(int argc, char **argv)
     if (trace_write(f, &t) || fclose(f))
         iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
     struct layout L = layout_of(&t);
-    size_t ranks = 0;
-    for (size_t k = 0; k < t.n; k++)
-        ranks += trace_calls[t.rec[k].call].kind == TK_MPI_INIT;
     if (launcher)
         fprintf(stderr, "iotrace: %zu calls from %zu ranks (%zu processes, %zu threads) -> %s\n", t.n, ranks,
                 L.nprocs, L.nthreads, out);

@@ -472,7 +472,7 @@ static int by_row(const void *a, const void *b)
 /* An MPI trace: its files prepared here, then the launcher starts `iotrace replay-rank` in each rank's place
  * (its replayer for the MPI that starts it), which prints the JSON; the launcher's status is ours. */
 static int replay_mpi(const char *path, const char *dir, const char *launcher, const char *impl, const char *timing,
-                      long long limit)
+                      long long limit, unsigned start_timeout)
 {
     struct trace t;
     iot_load_trace(path, &t);
@@ -486,23 +486,28 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
         iot_fail(2, "%s: %s", path, strerror(errno));
     mpi_prepare(&t, adir, limit);
     trace_free(&t);
-    char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, NULL};
+    char mark[PATH_MAX + 64], prefix[64];
+    snprintf(prefix, sizeof prefix, ".iotrace-started.%d", (int)getpid());
+    snprintf(mark, sizeof mark, "%s/%s", adir, prefix);
+    char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, "--started", mark, NULL};
     char **lv = mpi_launch_argv(launcher, "replay-rank", impl, NULL, tail);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        iot_fail(1, "fork: %s", strerror(errno));
-    if (child == 0) {
-        setpgid(0, 0);
-        execvp(lv[0], lv);
-        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher, strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
+    bool timed_out;
+    int status = mpi_run_launcher(lv, adir, prefix, start_timeout, &timed_out);
+    free(lv);
+    bool up = access(mark, F_OK) == 0;
+    unlink(mark);
+    if (status < 0) {
+        fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher, strerror(-status));
+        return -status == ENOENT ? 127 : 126;
     }
-    setpgid(child, child);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-        ;
-    kill(-child, SIGKILL); /* whatever the launcher left in its group */
+    if (timed_out) {
+        mpi_start_timeout_error(launcher, start_timeout);
+        return 1;
+    }
+    if (!up && (!WIFEXITED(status) || WEXITSTATUS(status)))
+        fprintf(stderr, "iotrace: error: the launcher '%s' %s %d before rank 0 was past MPI_Init (its own messages "
+                        "are above)\n", launcher, WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
@@ -510,6 +515,8 @@ int cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
     long long limit = 1ll << 32;
+    unsigned start_timeout = MPI_START_TIMEOUT;
+    bool timeout_given = false;
     uint64_t want = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
@@ -524,6 +531,8 @@ int cmd_replay(int argc, char **argv)
             timing = argv[++i];
         else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
             limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
+        else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
+            start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
         else if (argv[i][0] == '-' || path)
             osm_usage_error("replay: unexpected '%s'", argv[i]);
         else
@@ -531,9 +540,9 @@ int cmd_replay(int argc, char **argv)
     }
     if (!path || !dir)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] | [--launcher \"MPIRUN ARGS\" "
-                        "[--mpi openmpi|mpich] [--timing asap|recorded]]");
-    if ((impl || timing) && !launcher)
-        osm_usage_error("--mpi and --timing go with --launcher (an MPI replay)");
+                        "[--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]]");
+    if ((impl || timing || timeout_given) && !launcher)
+        osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
     if (timing && strcmp(timing, "asap") && strcmp(timing, "recorded"))
         osm_usage_error("--timing %s: asap or recorded", timing);
     if (launcher && want)
@@ -544,13 +553,13 @@ int cmd_replay(int argc, char **argv)
     if (!S_ISDIR(st.st_mode))
         iot_fail(2, "--dir %s: not a directory", dir);
     if (launcher)
-        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit);
+        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit, start_timeout);
     struct trace t;
     iot_load_trace(path, &t);
     for (size_t i = 0; i < t.n; i++)
         if (trace_calls[t.rec[i].call].mpi)
-            iot_fail(2, "%s:%zu: %s: the trace was recorded under MPI; this replay issues POSIX calls only, and "
-                        "replaying MPI-IO under a launcher is not in this iotrace", path, line_of(&t.rec[i]),
+            iot_fail(2, "%s:%zu: %s: the trace was recorded under MPI; replay it under its launcher "
+                        "(--launcher \"MPIRUN ARGS\")", path, line_of(&t.rec[i]),
                      trace_calls[t.rec[i].call].name);
     struct layout L = layout_of(&t);
     if (want && want < L.nprocs)
