@@ -115,9 +115,10 @@ $(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) $(IOTRACE_HD
 	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) -ldl
 
 # the MPI-IO replayer, an MPI program, one per MPI (iotrace replay --launcher starts it)
-$(BIN)/iotrace-mpi-replay-%: bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c $(IOTRACE_HDR)
+MPI_REPLAY_SRC := bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c bench/common/hist.c bench/common/json.c
+$(BIN)/iotrace-mpi-replay-%: $(MPI_REPLAY_SRC) $(IOTRACE_HDR) bench/common/hist.h bench/common/json.h
 	@mkdir -p $(BIN)
-	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -o $@ bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c
+	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -o $@ $(MPI_REPLAY_SRC) -lm
 
 $(BIN)/netpeer: bench/net/netpeer.c $(COMMON_LIB) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)

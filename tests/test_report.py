@@ -179,6 +179,8 @@ def test_report_pdf(report, quick_run):
     heads = [(i, m.group(1)) for i, ln in enumerate(lines)
              if (m := re.match(r"\s*\d+\s+(\S.*?)\s*$", ln)) and m.group(1) in titles]
     for area in AREAS:
+        if area.name == "app":  # measured only with --app-trace (tests/test_iotrace_app.py has its section)
+            continue
         start = next(i for i, t in heads if t == area.title)
         end = next((i for i, _ in heads if i > start), len(lines))
         captions = [i for i, ln in enumerate(lines) if re.match(rf"Figure \d+: {re.escape(area.title)}\. ", ln)]
@@ -432,7 +434,8 @@ FIGURE_IDS = {"memory_latency": ("mem.lat.curve",), "loop_and_calls": ("cpu.loop
               "disk_size_qd": ("disk.4k-random-read.size_qd",), "disk_zones": ("disk.1m-seq-read.zones",),
               "network": ("net.rtt.", "net.bw."), "fs_read": ("fs.read.seq", "fs.read.rand"),
               "contention": ("fs.contention",), "ctx_matrix": ("cpu.ctx.matrix",),
-              "mem_parallelism": ("mem.par", "mem.lat.loaded")}
+              "mem_parallelism": ("mem.par", "mem.lat.loaded"), "app_latency": ("app.wall",),
+              "app_calls": ("app.wall",)}
 
 
 def _drawable(doc: dict, fn) -> bool:

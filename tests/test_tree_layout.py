@@ -154,10 +154,10 @@ def test_each_declaration_has_its_modules_area_unwritten():
 def test_ids_probes_and_binaries_are_named_for_their_area():
     """An id and its probe begin with their area's name, and a probe's C
     program is named for its area too (bench/<area>/, built as
-    <area>_<name>), so that ids, areas and folders agree; iogen and ping
-    are the disk and net areas' outside programs. Mutant: sched_timer's id
-    named timer.latency again."""
-    outside = {"iogen": "disk", "ping": "net"}
+    <area>_<name>), so that ids, areas and folders agree; iogen, ping and
+    iotrace are the disk, net and app areas' outside programs. Mutant:
+    sched_timer's id named timer.latency again."""
+    outside = {"iogen": "disk", "ping": "net", "iotrace": "app"}
     for p in registry.PROBES:
         assert p.name.startswith(p.area + "."), p.name
         assert all(i.startswith(p.area + ".") for i in p.ids()), (p.name, p.ids())

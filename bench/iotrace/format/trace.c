@@ -622,3 +622,14 @@ int trace_write(FILE *f, const struct trace *t)
     }
     return fflush(f) || ferror(f) ? -1 : 0;
 }
+
+const char *const trace_class_names[TCL_N] = {"read", "write", "meta"};
+
+enum trace_class trace_class_of(enum trace_call c)
+{
+    switch (trace_calls[c].kind) {
+    case TK_READ: case TK_MPI_READ: return TCL_READ;
+    case TK_WRITE: case TK_MPI_WRITE: return TCL_WRITE;
+    default: return TCL_META;
+    }
+}

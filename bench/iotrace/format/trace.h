@@ -131,6 +131,13 @@ struct trace_call_info {
 };
 extern const struct trace_call_info trace_calls[TC_NCALLS];
 
+/* The class a replayed call's time counts in (docs/iotrace.md, "classes"): data read, data written, and
+ * the rest (opens, closes, views, seeks, syncs, sizes). An MPI completion is the rest here; the MPI
+ * replayer counts it in the class of the request it completed. */
+enum trace_class { TCL_READ, TCL_WRITE, TCL_META, TCL_N };
+extern const char *const trace_class_names[TCL_N];
+enum trace_class trace_class_of(enum trace_call c);
+
 struct trace_rec {
     uint64_t seq;
     int64_t pid, tid;

@@ -16,6 +16,7 @@
  *
  * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded] [--started FILE]
  */
+#include "hist.h"
 #include "trace.h"
 
 #include <ctype.h>
@@ -172,7 +173,8 @@ static void *map_put(struct id_map *m, long long id)
 static struct id_map types = {.size = sizeof(MPI_Datatype)}, comms = {.size = sizeof(MPI_Comm)},
                      files = {.size = sizeof(MPI_File)}, reqs = {.size = sizeof(MPI_Request)},
                      rbufs = {.size = sizeof(char *)}, rtypes = {.size = sizeof(MPI_Datatype)},
-                     early = {.size = sizeof(MPI_Status)}; /* requests a done=0 test completed early */
+                     early = {.size = sizeof(MPI_Status)}, /* requests a done=0 test completed early */
+                     rclass = {.size = sizeof(int)};       /* the class of the call that started a request */
 
 /* The derived datatypes rebuilt, freed before MPI_Finalize (MPICH names the ones left). */
 static void free_types(void)
@@ -393,6 +395,8 @@ struct mismatch {
 };
 
 static struct tally tally[TC_NCALLS];
+static struct hist cls[TCL_N]; /* each call's replayed time, by class (a completion: its request's) */
+static unsigned long long cls_moved[TCL_N]; /* bytes moved, by class */
 static struct mismatch mism[MAX_LISTED];
 static long long nmism;
 /* per collective call type, the ranks' time in it, for the slowest rank of each */
@@ -484,6 +488,7 @@ static void replay_mpi(const struct trace_rec *r)
         rq = map_put(&reqs, id);
         *(char **)map_put(&rbufs, id) = buf;
         *(MPI_Datatype *)map_put(&rtypes, id) = dt;
+        *(int *)map_put(&rclass, id) = (int)trace_class_of(r->call);
     }
     MPI_Info info = MPI_INFO_NULL;
     MPI_Datatype et = MPI_DATATYPE_NULL, ft = MPI_DATATYPE_NULL;
@@ -607,6 +612,9 @@ static void replay_mpi(const struct trace_rec *r)
         *(char **)map_put(&rbufs, -1 - r->fd) = NULL;
     } else if (own && !ci->nonblocking)
         free(buf);
+    int *started_as = ci->kind == TK_MPI_WAIT ? map_get(&rclass, done_id) : NULL;
+    int in = started_as ? *started_as : (int)trace_class_of(r->call);
+    hist_add(&cls[in], t1 - t0);
     struct tally *x = &tally[r->call];
     x->count++, x->bytes += (unsigned long long)(r->bytes > 0 ? r->bytes : 0);
     x->rec_ns += r->t_end - r->t_start, x->rep_ns += t1 - t0;
@@ -614,7 +622,7 @@ static void replay_mpi(const struct trace_rec *r)
     if (rec_moved > 0)
         x->moved_rec += (unsigned long long)rec_moved;
     if (moved > 0)
-        x->moved_rep += (unsigned long long)moved;
+        x->moved_rep += (unsigned long long)moved, cls_moved[in] += (unsigned long long)moved;
     if (ci->collective)
         coll_ns[r->call] += (double)(t1 - t0);
     mismatch(r, ret, blocking_data || ci->kind == TK_MPI_WAIT ? moved : -1);
@@ -648,6 +656,9 @@ static void replay_posix(const struct trace_rec *r)
     }
     uint64_t t1 = now();
     free(buf);
+    hist_add(&cls[trace_class_of(r->call)], t1 - t0);
+    if ((ci->kind == TK_READ || ci->kind == TK_WRITE) && ret > 0)
+        cls_moved[trace_class_of(r->call)] += (unsigned long long)ret;
     if (ci->kind == TK_OPEN && r->ret >= 0 && r->ret < 4096)
         posix_fd[r->ret] = (int)ret;
     if (ci->kind == TK_OPEN && r->ret < 0 && ret >= 0)
@@ -748,6 +759,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 4096; i++)
         posix_fd[i] = -1;
     coll_ns = calloc(TC_NCALLS, sizeof *coll_ns);
+    for (int c = 0; c < TCL_N; c++)
+        hist_clear(&cls[c]);
     /* this rank's rows */
     size_t *mine = malloc((T.n + 1) * sizeof *mine), n = 0;
     for (size_t i = 0; i < T.n; i++) {
@@ -799,6 +812,18 @@ int main(int argc, char **argv)
     uint64_t wall = now() - start, rank_ns = mine_end - start;
 
     /* rank 0 gathers: tallies summed, each rank's time, the slowest rank per collective call */
+    struct hist cls_all[TCL_N];
+    unsigned long long all_moved[TCL_N];
+    MPI_Reduce(cls_moved, all_moved, TCL_N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int c = 0; c < TCL_N; c++) {
+        hist_clear(&cls_all[c]);
+        uint64_t mine[2] = {cls[c].count, cls[c].sum}, got[2] = {0, 0};
+        MPI_Reduce(cls[c].b, cls_all[c].b, HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(mine, got, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&cls[c].min, &cls_all[c].min, 1, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&cls[c].max, &cls_all[c].max, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+        cls_all[c].count = got[0], cls_all[c].sum = got[1];
+    }
     struct tally sum[TC_NCALLS];
     MPI_Reduce(tally, sum, (int)(TC_NCALLS * sizeof(struct tally) / sizeof(unsigned long long)),
                MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -863,7 +888,26 @@ int main(int argc, char **argv)
         printf("], \"rank_hosts\": [");
         for (int i = 0; i < nranks; i++)
             printf("%s\"%s\"", i ? ", " : "", hosts + (size_t)i * sizeof host);
-        printf("], \"slowest_rank\": {");
+        printf("], \"classes\": {");
+        for (int c = 0; c < TCL_N; c++) {
+            const struct hist *h = &cls_all[c];
+            printf("%s\"%s\": {\"moved\": %llu, \"ns\": %llu, \"lat_ns\": {\"count\": %llu, \"mean\": %.1f, "
+                   "\"min\": %llu, \"max\": %llu, \"p50\": %llu, \"p90\": %llu, \"p99\": %llu, \"p99_9\": %llu, "
+                   "\"p99_99\": %llu, \"hist\": {\"sub_bits\": %d, \"counts\": [",
+                   c ? ", " : "", trace_class_names[c], all_moved[c], (unsigned long long)h->sum,
+                   (unsigned long long)h->count, hist_mean(h), (unsigned long long)(h->count ? h->min : 0),
+                   (unsigned long long)h->max, (unsigned long long)hist_pct(h, 0.5),
+                   (unsigned long long)hist_pct(h, 0.9), (unsigned long long)hist_pct(h, 0.99),
+                   (unsigned long long)hist_pct(h, 0.999), (unsigned long long)hist_pct(h, 0.9999), HIST_SUB_BITS);
+            bool first = true;
+            for (unsigned b = 0; b < HIST_BUCKETS; b++)
+                if (h->b[b]) {
+                    printf("%s[%u, %llu]", first ? "" : ", ", b, (unsigned long long)h->b[b]);
+                    first = false;
+                }
+            printf("]}}}");
+        }
+        printf("}, \"slowest_rank\": {");
         comma = false;
         for (int c = 0; c < TC_NCALLS; c++) {
             if (!trace_calls[c].collective || !sum[c].count)

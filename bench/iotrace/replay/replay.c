@@ -1,5 +1,6 @@
 /* replay.c - replay: the trace's calls again, with the same processes and
  * threads, on files of its own; recorded against replayed times as JSON. */
+#include "hist.h"
 #include "iotrace.h"
 #include "mpi_launch.h"
 #include "osm.h"
@@ -9,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -50,7 +52,7 @@ struct shared { /* between the replaying processes and the parent (MAP_SHARED) *
     atomic_int waiters;
     atomic_ulong nmismatch;
     struct mismatch mismatch[MAX_MISMATCHES];
-    struct tally calls[]; /* [process][call] */
+    struct tally calls[]; /* [process][call], then struct hist [process][class] (shared_hist) */
 };
 
 static struct {
@@ -70,10 +72,17 @@ struct worker {
     const struct thread_rows *rows;
     size_t g; /* index in the layout's threads */
     struct tally calls[TC_NCALLS];
+    struct hist cls[TCL_N]; /* each call's replayed time, by class */
     char *buf;
     struct iovec iov[IOV_MAX];
     pthread_t th;
 };
+
+/* Process pi's histograms by class, after every process's tallies in the shared region. */
+static struct hist *shared_hist(size_t pi)
+{
+    return (struct hist *)&R.sh->calls[R.L->nprocs * TC_NCALLS] + pi * TCL_N;
+}
 
 /* The replay's name for a recorded file: DIR/f<id>, never anything else. */
 static void file_path(char *out, size_t n, int64_t file) { snprintf(out, n, "%s/f%lld", R.dir, (long long)file); }
@@ -190,6 +199,7 @@ static void replay_row(struct worker *w, size_t i)
     else if (kind != TK_OPEN && kind != TK_CLOSE)
         slot_used(s);
 
+    hist_add(&w->cls[trace_class_of(r->call)], t1 - t0);
     struct tally *c = &w->calls[r->call];
     c->count++;
     c->bytes += (uint64_t)r->bytes;
@@ -296,6 +306,8 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
         size_t size = ((size_t)most + 4095) & ~(size_t)4095; /* aligned, for O_DIRECT */
         w[k].rows = &p->threads[k];
         w[k].g = (size_t)(&p->threads[k] - R.L->threads);
+        for (int c = 0; c < TCL_N; c++)
+            hist_clear(&w[k].cls[c]);
         if (posix_memalign((void **)&w[k].buf, 4096, size))
             iot_fail(1, "cannot allocate %zu bytes for a replay thread", size);
         random_fill(w[k].buf, size, pi * 1000 + k + 1);
@@ -314,6 +326,8 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
             out[j].count += x->count, out[j].bytes += x->bytes, out[j].rec_ns += x->rec_ns;
             out[j].rep_ns += x->rep_ns, out[j].done_rec += x->done_rec, out[j].done_rep += x->done_rep;
         }
+        for (int c = 0; c < TCL_N; c++)
+            hist_merge(&shared_hist(pi)[c], &w[k].cls[c]);
     }
     fflush(NULL);
     _exit(0);
@@ -451,6 +465,27 @@ static void assign_slots(const struct trace *t)
     free(order), free(cur), free(gen);
 }
 
+/* "classes": per class (trace_class_of) the bytes its calls moved and each call's replayed time: count,
+ * mean, min, max, percentiles and the histogram (hist_json). */
+static void json_classes(struct json *j, const struct hist *cls, const struct tally *calls)
+{
+    json_key(j, "classes");
+    json_obj(j);
+    for (int c = 0; c < TCL_N; c++) {
+        uint64_t moved = 0;
+        for (int k = 0; k < TC_NCALLS; k++)
+            moved += trace_class_of((enum trace_call)k) == (enum trace_class)c ? calls[k].done_rep : 0;
+        json_key(j, trace_class_names[c]);
+        json_obj(j);
+        json_kuint(j, "moved", moved);
+        json_kuint(j, "ns", cls[c].sum);
+        json_key(j, "lat_ns");
+        hist_json(j, &cls[c]);
+        json_obj_end(j);
+    }
+    json_obj_end(j);
+}
+
 static void json_tally(struct json *j, const struct tally *x)
 {
     json_obj(j);
@@ -511,12 +546,28 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
+/* --unpin: what a harness set for one probe undone, so that the replay runs as the application did: every
+ * CPU this process may use (its cpuset's), SCHED_OTHER. */
+static void run_as_an_application(void)
+{
+    struct sched_param sp = {.sched_priority = 0};
+    if (sched_setscheduler(0, SCHED_OTHER, &sp))
+        fprintf(stderr, "iotrace: --unpin: cannot return to SCHED_OTHER: %s\n", strerror(errno));
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+        CPU_SET((int)c, &all);
+    if (sched_setaffinity(0, sizeof all, &all)) /* the kernel keeps it within the cpuset */
+        fprintf(stderr, "iotrace: --unpin: cannot widen the CPU affinity: %s\n", strerror(errno));
+}
+
 int cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
     long long limit = 1ll << 32;
     unsigned start_timeout = MPI_START_TIMEOUT;
-    bool timeout_given = false;
+    bool timeout_given = false, unpin = false;
     uint64_t want = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
@@ -533,6 +584,8 @@ int cmd_replay(int argc, char **argv)
             limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
         else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
             start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
+        else if (!strcmp(argv[i], "--unpin"))
+            unpin = true;
         else if (argv[i][0] == '-' || path)
             osm_usage_error("replay: unexpected '%s'", argv[i]);
         else
@@ -540,7 +593,7 @@ int cmd_replay(int argc, char **argv)
     }
     if (!path || !dir)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] | [--launcher \"MPIRUN ARGS\" "
-                        "[--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]]");
+                        "[--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] [--unpin]");
     if ((impl || timing || timeout_given) && !launcher)
         osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
     if (timing && strcmp(timing, "asap") && strcmp(timing, "recorded"))
@@ -552,6 +605,8 @@ int cmd_replay(int argc, char **argv)
         iot_fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         iot_fail(2, "--dir %s: not a directory", dir);
+    if (unpin)
+        run_as_an_application();
     if (launcher)
         return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit, start_timeout);
     struct trace t;
@@ -577,11 +632,15 @@ int cmd_replay(int argc, char **argv)
     prepare_files(&t, need, nfiles);
     assign_slots(&t);
 
-    size_t shsize = sizeof(struct shared) + (L.nprocs ? L.nprocs : 1) * TC_NCALLS * sizeof(struct tally);
+    size_t shsize = sizeof(struct shared) + (L.nprocs ? L.nprocs : 1) * (TC_NCALLS * sizeof(struct tally) +
+                                                                          TCL_N * sizeof(struct hist));
     R.sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     R.done = mmap(NULL, (L.nthreads + 1) * sizeof *R.done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (R.sh == MAP_FAILED || R.done == MAP_FAILED)
         iot_fail(1, "mmap: %s", strerror(errno));
+    for (size_t p = 0; p < L.nprocs; p++)
+        for (int c = 0; c < TCL_N; c++)
+            hist_clear(&shared_hist(p)[c]);
     pthread_mutexattr_t ma;
     pthread_condattr_t ca;
     pthread_mutexattr_init(&ma);
@@ -667,6 +726,13 @@ int cmd_replay(int argc, char **argv)
     json_obj_end(&j);
     json_key(&j, "total");
     json_tally(&j, &total);
+    struct hist cls[TCL_N];
+    for (int c = 0; c < TCL_N; c++) {
+        hist_clear(&cls[c]);
+        for (size_t p = 0; p < L.nprocs; p++)
+            hist_merge(&cls[c], &shared_hist(p)[c]);
+    }
+    json_classes(&j, cls, calls);
     unsigned long nmis = atomic_load(&R.sh->nmismatch);
     size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
     qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);

@@ -1,6 +1,6 @@
 """iogen's latency histograms (docs/iogen.md, "Latency histograms"): the
 bucket geometry, merging, and percentiles read from counts. The C side
-(bench/iogen/measure/hist.c) and this must agree; a test holds them to it."""
+(bench/common/hist.c) and this must agree; a test holds them to it."""
 from __future__ import annotations
 
 import numpy as np

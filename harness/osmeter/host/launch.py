@@ -93,8 +93,10 @@ class Launcher:
         self.scratch_dirs = list(scratch_dirs)
         self.spinner: subprocess.Popen | None = None  # the busy loop of an awake probe, while it runs
 
-    def _preexec(self, before_exec: Callable[[], None] | None = None):
+    def _preexec(self, before_exec: Callable[[], None] | None = None, pinned: bool = True):
         _set_pdeathsig()
+        if not pinned:  # an application's workload (Probe.pinned): the harness's CPUs and policy
+            return
         os.sched_setaffinity(0, {self.cpu})
         if self.fifo:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
@@ -124,15 +126,16 @@ class Launcher:
     def has(self, probe_binary: str) -> bool:
         return (self.bin_dir / probe_binary).exists()
 
-    def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
+    def argv(self, probe_binary: str, args, external: bool = False, pinned: bool = True) -> list[str] | None:
         if external:
             exe = shutil.which(probe_binary)
             return [exe, *args] if exe else None
-        return [str(self.bin_dir / probe_binary), "--cpu", str(self.cpu), *args]
+        return [str(self.bin_dir / probe_binary), *(("--cpu", str(self.cpu)) if pinned else ()), *args]
 
     def run(self, argv: list[str], timeout: float,
             progress: Callable[[str], None] | None = None, env: dict[str, str] | None = None,
-            before_exec: Callable[[], None] | None = None, awake: bool = False) -> tuple[int | None, str, str]:
+            before_exec: Callable[[], None] | None = None, awake: bool = False,
+            pinned: bool = True) -> tuple[int | None, str, str]:
         """(exit status or None when it timed out, stdout, stderr). With
         `progress`, the probe gets a pipe for its progress lines
         (OSM_PROGRESS_FD) and each line is handed to progress() as it comes.
@@ -158,7 +161,7 @@ class Launcher:
                         woke = f"osmeter: CPU {self.cpu} not kept awake for this process: {e}"
                 self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                              errors="surrogateescape",
-                                             preexec_fn=lambda: self._preexec(before_exec),
+                                             preexec_fn=lambda: self._preexec(before_exec, pinned),
                                              start_new_session=True, env=env,
                                              pass_fds=(w,) if w is not None else ())
         except BaseException:  # the probe never started: nor may its busy loop outlive this call

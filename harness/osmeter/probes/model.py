@@ -79,6 +79,9 @@ class Probe:
     # True: the probe's CPU is kept from idling while it runs (a SCHED_IDLE busy loop beside it,
     # launch.Launcher._spinner), for a figure without an idle CPU's resume in it
     awake: bool = False
+    # False: an application's workload, not a probe of one CPU (app.replay): the launcher neither pins it
+    # nor raises its policy, and passes it no --cpu
+    pinned: bool = True
     # how the params of a run's processes combine into the run's (each process's params, in
     # order -> the run's); None keeps the first process's, host_params averaged
     merge_params: Callable[[list[dict]], dict] | None = None

@@ -38,7 +38,8 @@ class SelectionError(ValueError):
     pass
 
 
-NEEDS_HINT = {"peer": "--peer HOST:PORT or --remote USER@HOST", "fs_remote": "--fs-remote PATH"}
+NEEDS_HINT = {"peer": "--peer HOST:PORT or --remote USER@HOST", "fs_remote": "--fs-remote PATH",
+              "app_trace": "--app-trace TRACE"}
 
 
 def select(patterns: list[str] | None, preset: str, have: frozenset[str] = frozenset(),

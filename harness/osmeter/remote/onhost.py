@@ -262,13 +262,15 @@ class RemoteLauncher:
     def has(self, probe_binary: str) -> bool:
         return not self.host.missing([probe_binary])
 
-    def argv(self, probe_binary: str, args, external: bool = False) -> list[str] | None:
+    def argv(self, probe_binary: str, args, external: bool = False, pinned: bool = True) -> list[str] | None:
+        # (an unpinned probe, app.replay, is refused with --on before a run starts: plan.check_app_trace)
         if external:
             exe = self.host.call("which", name=probe_binary)
             return [exe, *args] if exe else None
         return [f"{self.bin_dir}/{probe_binary}", "--cpu", str(self.cpu), *args]
 
-    def run(self, argv: list[str], timeout: float, progress=None, awake: bool = False) -> tuple[int | None, str, str]:
+    def run(self, argv: list[str], timeout: float, progress=None, awake: bool = False,
+            pinned: bool = True) -> tuple[int | None, str, str]:
         self.running = True
         got = self.host.call("run", argv=[str(a) for a in argv], timeout=timeout, awake=awake)
         self.running = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -128,6 +129,8 @@ class Execution:
         raw_dir = out / store.RAW
         raw_dir.mkdir(exist_ok=True)
         self.raw_dir = raw_dir
+        if self.opts.app_trace:  # the replay's files (its prepare makes them again before each replay)
+            Path(self.subst["{app_dir}"]).mkdir(exist_ok=True)
         scratch_dirs = list(dict.fromkeys([self.host.scratch(out), self.subst["{fs_dir}"], self.subst["{meta_dir}"]]))
         launch = self.launch = self.host.launcher(p.cpu, p.fifo, scratch_dirs)
         # The harness (on a thin host: its agent) stays off the measuring CPU while the run lasts.
@@ -246,7 +249,7 @@ class Execution:
         args = share_samples(args, self.procs[probe.name])
         if opts.timer != "tsc" and probe.parse is None and not probe.external:
             args = ["--timer", opts.timer, *args]  # probes of the common contract (DESIGN.md 2)
-        argv = launch.argv(probe.binary, args, probe.external)
+        argv = launch.argv(probe.binary, args, probe.external, probe.pinned)
         if argv is None:
             why = f"{probe.binary} is not installed"
             results.doc.setdefault("skipped", []).append({"probe": probe.name, "why": why})
@@ -258,9 +261,10 @@ class Execution:
         before = self.host.counters(self.p.cpu)
         if self.live:  # a terminal: a line that shows the probe's steps and the time left
             with StatusLine(head, probe.expect.get(opts.preset)) as line:
-                rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update, awake=probe.awake)
+                rc, stdout, stderr = launch.run(argv, probe.timeout, progress=line.update, awake=probe.awake,
+                                                pinned=probe.pinned)
         else:
-            rc, stdout, stderr = launch.run(argv, probe.timeout, awake=probe.awake)
+            rc, stdout, stderr = launch.run(argv, probe.timeout, awake=probe.awake, pinned=probe.pinned)
         elapsed = time.monotonic() - t0
         self.interference[probe.name] = shares(add(self.interference.get(probe.name),
                                                    delta(before, self.host.counters(self.p.cpu))))
@@ -315,6 +319,8 @@ class Execution:
             host.set_affinity(self.affinity)
             if self.made_target:
                 host.unlink(self.subst["{disk_target}"])  # the file osmeter made for the disk probes
+            if self.opts.app_trace:
+                shutil.rmtree(self.subst["{app_dir}"], ignore_errors=True)
         except RunError as e:  # a thin host lost: what was measured is still written below
             lost = e
         try:

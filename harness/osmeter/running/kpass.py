@@ -29,6 +29,9 @@ def kernel_path_pass(p: Plan, launch: Launcher, order, procs: dict[str, int], su
     for probe, wanted in order:
         if probe.external or probe.name in stopped or not kpaths.traced_ids(probe, wanted, by_id):
             continue  # only a time has a breakdown: a probe of rates alone is not run traced
+        if not probe.pinned:  # the breakdown follows one CPU's threads; an application's are anywhere
+            doc["probes"][probe.name] = {"skipped": "not pinned to one CPU (an application's workload): not traced"}
+            continue
         extra = list(probe.traced({k: v.get("median") for k, v in by_id.items()}, p.opts.preset)) if probe.traced else []
         args = share_samples(probe_args(probe.presets[p.opts.preset], subst), procs[probe.name]) + extra
         if p.opts.timer != "tsc" and probe.parse is None:

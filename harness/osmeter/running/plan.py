@@ -102,7 +102,9 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
     # a killed isolated run's changes undone first: the CPU is chosen from this process's own mask
     stale = isolate.undo_killed_run() if opts.isolate else None
     try:
-        have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote)) if v)
+        check_app_trace(opts)
+        have = frozenset(k for k, v in (("peer", opts.peer or opts.remote), ("fs_remote", opts.fs_remote),
+                                        ("app_trace", opts.app_trace)) if v)
         selection = registry.select(opts.patterns, opts.preset, have=have, probes=probes, derived=derived_all)
     except registry.SelectionError as e:
         raise RunError(str(e)) from None
@@ -133,6 +135,37 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
                 host=host, isolation_stale=stale)
 
 
+APP_DIR = "app-replay"  # the --app-trace replay's directory, in the results (or --app-dir), removed after
+
+
+def check_app_trace(opts) -> None:
+    """--app-trace's file readable and an iotrace trace; a trace recorded under MPI given its launcher, a
+    POSIX one none; the other app options only with it. Checked before anything runs."""
+    if not opts.app_trace:
+        for flag, v in (("--app-launcher", opts.app_launcher), ("--app-dir", opts.app_dir)):
+            if v:
+                raise RunError(f"{flag} goes with --app-trace TRACE")
+        return
+    if opts.on:
+        raise RunError("--app-trace replays on this machine: it does not go with --on")
+    path = Path(opts.app_trace)
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+            mpi = any(b",MPI_Init," in ln or b",MPI_Init_thread," in ln for ln in f)
+    except OSError as e:
+        raise RunError(f"--app-trace {path}: {e.strerror}") from None
+    if not first.startswith(b"# iotrace "):
+        raise RunError(f"--app-trace {path}: not a trace iotrace recorded (its first line is not '# iotrace N')")
+    if mpi and not opts.app_launcher:
+        raise RunError(f"--app-trace {path} was recorded under MPI: give --app-launcher \"MPIRUN ARGS\" with as "
+                       "many ranks as it recorded")
+    if not mpi and opts.app_launcher:
+        raise RunError(f"--app-trace {path} was not recorded under MPI: it replays without --app-launcher")
+    if opts.app_dir and not Path(opts.app_dir).is_dir():
+        raise RunError(f"--app-dir {opts.app_dir}: not a directory")
+
+
 # --------------------------------------------------------------- execute
 
 def probe_args(preset: tuple[str, ...], subst: dict) -> list[str]:
@@ -157,7 +190,11 @@ def placeholders(p: Plan, out: Path) -> dict[str, str | list[str]]:
             "{ping_interval}": "0.01" if p.host.uid() == 0 else "0.2",
             "{fs_dir}": str(o.fs_dir or scratch),
             "{meta_dir}": p.scratch_fs or str(o.fs_dir or scratch),
-            "{fs_remote}": str(o.fs_remote or "")}
+            "{fs_remote}": str(o.fs_remote or ""),
+            "{app_trace}": str(Path(o.app_trace).resolve()) if o.app_trace else "",
+            "{app_dir}": str(Path(o.app_dir).resolve() / f"osmeter-{APP_DIR}.{os.getpid()}" if o.app_dir
+                             else Path(out).resolve() / APP_DIR),
+            "{app_launcher}": ["--launcher", o.app_launcher] if o.app_launcher else []}
 
 
 def share_samples(args: list[str], processes: int) -> list[str]:

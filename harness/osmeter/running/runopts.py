@@ -108,6 +108,12 @@ OPTIONS: tuple[Opt, ...] = (
         type=Path, metavar="DIR"),
     Opt("fs_remote", "--fs-remote", "a directory on an NFS/sshfs/FUSE mount: adds fs.read.seq.remote and "
         "fs.read.rand.remote", type=Path, metavar="DIR"),
+    Opt("app_trace", "--app-trace", "a trace iotrace recorded (docs/iotrace.md): replayed as the app.* ids, the "
+        "application's own I/O as a measurement", type=Path, metavar="TRACE"),
+    Opt("app_launcher", "--app-launcher", "the MPI launcher a trace recorded under MPI is replayed under, with as "
+        "many ranks as it recorded (for example \"mpirun -np 4 --host a,b\")", metavar="\"MPIRUN ARGS\""),
+    Opt("app_dir", "--app-dir", "where the replay of --app-trace makes its files (a directory of its own inside; "
+        "default: the results directory), removed after the run", type=Path, metavar="DIR"),
     Opt("kernel_paths", "--kernel-paths", "(root, or tracefs access) after each probe's timed processes, run it "
         "once more with the kernel's tracer on and split each sample's time into user, system calls, interrupts, "
         "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed figures never "

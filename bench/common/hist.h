@@ -1,4 +1,4 @@
-/* hist.h - a log-linear latency histogram of fixed memory (HdrHistogram's
+/* hist.h - iogen's and iotrace's log-linear latency histogram of fixed memory (HdrHistogram's
  * idea): exact below 64, then 64 sub-buckets per power of two, so any value
  * is kept within 1/64 (1.6%) of itself. 30 KiB, no allocation.
  *
@@ -6,8 +6,8 @@
  * s = i % 64, the values from (64 + s) << (e - 6) to that plus
  * (1 << (e - 6)) - 1. Merging histograms adds their counts bucket by
  * bucket; percentiles are read from the merged counts, never averaged. */
-#ifndef IOGEN_HIST_H
-#define IOGEN_HIST_H
+#ifndef OSM_HIST_H
+#define OSM_HIST_H
 
 #include <stdint.h>
 
