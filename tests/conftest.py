@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"
 sys.path.insert(0, str(ROOT / "harness"))
+# the runs the tests make go into a history of their own, not the tree's results/history.sqlite
+os.environ["OSMETER_HISTORY"] = str(Path(tempfile.mkdtemp(prefix="osmeter-test-history-")) / "history.sqlite")
 
 
 def osmeter(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:

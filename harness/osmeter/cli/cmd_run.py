@@ -17,9 +17,14 @@ def main(args) -> int:
     if args.runs:
         from osmeter.running.campaign import run_campaign
 
-        return run_campaign(opts, args.runs, args.seed).status
+        done = run_campaign(opts, args.runs, args.seed)
+        if opts.history:
+            keep(done.out)
+        return done.status
     est = None if args.no_report else estimates_of(args.estimates)
     status, out = run(opts)
+    if opts.history:
+        keep(out)
     if est is not None and (out / store.RESULTS).exists():
         from osmeter.core.tree import repo_root
         from osmeter.report.latex import build_pdf, write_report
@@ -37,6 +42,18 @@ def main(args) -> int:
         if not ok:
             status = status or 1
     return status
+
+
+def keep(out) -> None:
+    """The run (or campaign) added to the history; a history that cannot take it is said, and the run stands."""
+    from osmeter.history import store as history
+
+    if not out or not (out / store.RESULTS).exists() and not store.is_campaign(out):
+        return
+    try:
+        history.add([out])
+    except (RunError, OSError) as e:
+        print(f"osmeter: warning: the run was not added to the history: {e}", file=sys.stderr)
 
 
 NAME = "run"

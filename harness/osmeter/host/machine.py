@@ -297,9 +297,11 @@ def _cmdline_param(cmdline: str | None, name: str) -> str | None:
 
 
 def cgroup_limits(pid: str = "self") -> dict:
-    """The CPU and memory limits of the cgroups this process runs in (v2 and
-    v1 hierarchies); None where a controller is absent."""
-    out: dict = {"version": None, "cpu_max": None, "cpuset_cpus": None, "memory_max": None}
+    """The CPU, memory and I/O limits of the cgroups this process runs in (v2
+    and v1 hierarchies); None where a controller is absent. io_max is v2's
+    io.max, or v1's blkio throttles in its words (254:0 wiops=1000), "" where
+    nothing is throttled."""
+    out: dict = {"version": None, "cpu_max": None, "cpuset_cpus": None, "memory_max": None, "io_max": None}
     text = _read(f"/proc/{pid}/cgroup") or ""
     v1 = {}
     for line in text.splitlines():
@@ -311,6 +313,8 @@ def cgroup_limits(pid: str = "self") -> dict:
                 out["cpu_max"] = _read(v2 / "cpu.max")
                 out["memory_max"] = _read(v2 / "memory.max")
                 out["cpuset_cpus"] = _read(v2 / "cpuset.cpus.effective")
+                io = _read(v2 / "io.max")
+                out["io_max"] = " ".join((io or "").split()) if io is not None else None
         for c in ctrls.split(","):
             if c:
                 v1[c] = path
@@ -327,6 +331,15 @@ def cgroup_limits(pid: str = "self") -> dict:
         mem = at("memory", "memory.limit_in_bytes")
         out["memory_max"] = "max" if mem is not None and int(mem) >= 2**62 else mem
         out["cpuset_cpus"] = at("cpuset", "cpuset.effective_cpus") or at("cpuset", "cpuset.cpus")
+        if "blkio" in v1:
+            limits = []
+            for key, name in (("rbps", "read_bps_device"), ("wbps", "write_bps_device"),
+                              ("riops", "read_iops_device"), ("wiops", "write_iops_device")):
+                for line in (at("blkio", f"blkio.throttle.{name}") or "").splitlines():
+                    dev, _, value = line.partition(" ")
+                    if value.strip():
+                        limits.append(f"{dev} {key}={value.strip()}")
+            out["io_max"] = "; ".join(sorted(limits))
     return out
 
 

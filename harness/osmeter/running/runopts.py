@@ -114,6 +114,9 @@ OPTIONS: tuple[Opt, ...] = (
         "many ranks as it recorded (for example \"mpirun -np 4 --host a,b\")", metavar="\"MPIRUN ARGS\""),
     Opt("app_dir", "--app-dir", "where the replay of --app-trace makes its files (a directory of its own inside; "
         "default: the results directory), removed after the run", type=Path, metavar="DIR"),
+    Opt("history", "--no-history", "do not add the run (or the campaign's runs) to the history database "
+        "(osmeter history; $OSMETER_HISTORY, default results/history.sqlite)", default=True, switch=True,
+        commands=("run",)),
     Opt("kernel_paths", "--kernel-paths", "(root, or tracefs access) after each probe's timed processes, run it "
         "once more with the kernel's tracer on and split each sample's time into user, system calls, interrupts, "
         "softirqs, page faults and time off the CPU: results.json's kernel_paths per id (the timed figures never "

@@ -1,0 +1,155 @@
+"""`osmeter history`: the runs of each machine kept in a database (history/
+store.py), one id's series, the change points found in them, a CSV for
+Otava, a page (history/page.py)."""
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+from osmeter.core.errors import RunError
+
+
+def _fmt(v, unit: str) -> str:
+    from osmeter.present.values import fmt_value
+    return "-" if v is None else fmt_value(float(v), unit)
+
+
+def _changes(con, host: str, pattern: str | None, since: str | None, alpha: float, min_change: float):
+    from osmeter.history import changes, store
+    from osmeter.probes.registry import matches
+    out = []
+    for mid in store.ids(con, host):
+        if pattern and not any(matches(p, mid) for p in pattern.split(",")):
+            continue
+        rows = store.series(con, host, mid)
+        out += [c for c in changes.change_points(rows, mid, alpha, min_change) if not since or c.after["time"] >= since]
+    return sorted(out, key=lambda c: (c.after["time"], c.mid))
+
+
+def _list(con, args) -> int:
+    from osmeter.history import store
+    rows = store.hosts(con)
+    if not rows:
+        print("the history holds no run")
+        return 0
+    print(f"{'host':<24} {'runs':>5} {'ids':>5}  first                      last")
+    for host, n, first, last, nids in rows:
+        print(f"{host:<24} {n:>5} {nids:>5}  {first:<26} {last}")
+    return 0
+
+
+def _show(con, host: str, args) -> int:
+    from osmeter.history import store
+    from osmeter.history.changes import change_points
+    rows = store.series(con, host, args.id, args.since)
+    if not rows:
+        raise RunError(f"no run of {host} has {args.id} (osmeter history ids)")
+    marks = {c.after["run"]: c for c in change_points(rows, args.id, args.alpha, args.min_change)}
+    unit = rows[0]["unit"]
+    print(f"{args.id} on {host}, {len(rows)} runs ({unit}); '>' marks a change point\n")
+    print(f"  {'time':<26} {'median':>12} {'95% interval':>27}  {'kernel':<20} commit")
+    for r in rows:
+        c = marks.get(r["run"])
+        iv = f"{_fmt(r['lo'], unit)} .. {_fmt(r['hi'], unit)}" if r["lo"] is not None else "-"
+        print(f"{'>' if c else ' '} {r['time']:<26} {_fmt(r['median'], unit):>12} {iv:>27}  "
+              f"{str(r['kernel'] or '-')[:20]:<20} {str(r['commit'] or '-')[:10]}")
+        if c:
+            print(f"    change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}), p {c.p:.3f}: {c.cause}")
+    return 0
+
+
+def _list_changes(con, host: str, args) -> int:
+    found = _changes(con, host, args.probes, args.since, args.alpha, args.min_change)
+    print(f"{len(found)} change points on {host}" + (f" since {args.since}" if args.since else "")
+          + f" (false-alarm rate {args.alpha} per test, changes of at least {args.min_change:.0%})")
+    for c in found:
+        print(f"{c.after['time']}  {c.mid:<32} x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f})  "
+              f"{_fmt(c.before['median'], c.unit)} -> {_fmt(c.after['median'], c.unit)}\n"
+              f"    {c.cause}\n    before {c.before['path']}\n    after  {c.after['path']}")
+    return 0
+
+
+def _csv(con, host: str, args) -> int:
+    from osmeter.history import store
+    from osmeter.probes.registry import matches
+    mids = [m for m in store.ids(con, host) if not args.probes or any(matches(p, m) for p in args.probes.split(","))]
+    table: dict[int, dict] = {}
+    for mid in mids:
+        for r in store.series(con, host, mid, args.since):
+            row = table.setdefault(r["run"], {"time": r["time"], "commit": r["commit"] or "",
+                                              "kernel": r["kernel"] or "", "run": r["path"]})
+            row[mid] = r["median"]
+    out = sys.stdout if str(args.out) == "-" else open(args.out, "w", newline="")
+    try:
+        w = csv.DictWriter(out, ["time", "commit", "kernel", "run", *mids], restval="")
+        w.writeheader()
+        for row in sorted(table.values(), key=lambda r: r["time"]):
+            w.writerow(row)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if out is not sys.stdout:
+        print(f"osmeter: {len(table)} runs x {len(mids)} ids -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def _check(args) -> None:
+    if not 0 < args.alpha < 1:
+        raise RunError(f"--alpha {args.alpha}: a false-alarm rate between 0 and 1")
+    if not 0 <= args.min_change < 1:
+        raise RunError(f"--min-change {args.min_change}: a fraction from 0 to 1")
+    if (args.what == "add") != bool(args.dirs):
+        raise RunError("history add takes the directories to add" if args.what == "add" else
+                       f"history {args.what} takes no directory (did you mean --out?)")
+    if args.what == "show" and not args.id:
+        raise RunError("history show needs --id ID (history ids lists them)")
+    if args.what == "html" and str(args.out) == "-":
+        raise RunError("history html needs --out DIR")
+
+
+def main(args) -> int:
+    from osmeter.history import store
+    _check(args)
+    if args.what == "add":
+        added, replaced = store.add(args.dirs, args.db)
+        print(f"osmeter: {added} runs added, {replaced} added again (replaced) -> {args.db or store.default_path()}")
+        return 0
+    with store.opened(args.db) as con:
+        if args.what == "list":
+            return _list(con, args)
+        if args.what == "html":
+            from osmeter.history.page import write_page
+            print(f"osmeter: {write_page(con, args.out, args.host, args.alpha, args.min_change, args.probes)}")
+            return 0
+        host = store.only_host(con, args.host)
+        if args.what == "ids":
+            print("\n".join(store.ids(con, host)))
+            return 0
+        return {"show": _show, "changes": _list_changes, "csv": _csv}[args.what](con, host, args)
+
+
+NAME = "history"
+
+
+def add_parser(sub) -> None:
+    h = sub.add_parser("history", help="the runs of each machine over time: series, change points, CSV, a page",
+                       description="The history database (default results/history.sqlite, or $OSMETER_HISTORY, "
+                                   "or --db) indexes every run osmeter run wrote (--no-history leaves one out). "
+                                   "add: add old run, campaign, ab or fleet directories. list: hosts. ids: a host's "
+                                   "ids. show ID: one id's series with its change points. changes: every change "
+                                   "point of a host, with the conditions that differ across it. csv: medians per "
+                                   "run in Otava's columns (time, attributes, one column per id). html DIR: a "
+                                   "self-contained page.")
+    h.add_argument("what", choices=("add", "list", "ids", "show", "changes", "csv", "html"))
+    h.add_argument("dirs", type=Path, nargs="*", metavar="DIR", help="add: run, campaign, ab or fleet directories")
+    h.add_argument("--db", type=Path, metavar="FILE", help="the history database (default $OSMETER_HISTORY or "
+                   "results/history.sqlite)")
+    h.add_argument("--host", help="the host (default: the only one)")
+    h.add_argument("--id", dest="id", help="show: the id")
+    h.add_argument("--probes", metavar="PATTERNS", help="changes, csv, html: these ids only (cpu.*, mem.lat)")
+    h.add_argument("--since", metavar="DATE", help="runs since this UTC date or time (2026-11-01)")
+    h.add_argument("--alpha", type=float, default=0.01, help="false-alarm rate of each change-point test (0.01)")
+    h.add_argument("--min-change", type=float, default=0.02, help="smallest shift a change point may be (0.02)")
+    h.add_argument("--out", type=Path, default=Path("-"), metavar="FILE|DIR",
+                   help="csv: the file (default stdout); html: the page's directory")

@@ -1,0 +1,159 @@
+"""`osmeter history html`: one self-contained page (index.html, no script
+from elsewhere, no network: it opens from a file) per history. Per host and
+area, each id's series over time as an inline SVG: each run's median and
+its 95% interval (run-level: the interval of the run's median), a red line
+at each change point, and under the chart the change points' sizes and the
+conditions that differ across them. A point's tooltip (its SVG <title>)
+names the run, its median and interval; a point links to the run's report
+(its PDF) where there is one, else its results.json. The data sit in the
+elements' data- attributes (data-id, data-run, data-median, data-change),
+which the test reads back from Chromium."""
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+from pathlib import Path
+
+W, H, PAD_L, PAD_R, PAD_T, PAD_B = 720, 170, 74, 14, 12, 28
+
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.2em auto; max-width: 1180px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
+h4 { font-size: 0.95em; margin: 0.8em 0 0.2em; font-family: ui-monospace, monospace; }
+.series { display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
+svg { background: #fafafa; border: 1px solid #ddd; }
+.pt { fill: #1f77b4; } .iv { stroke: #1f77b4; stroke-width: 1.2; opacity: 0.55; }
+.cp { stroke: #d62728; stroke-width: 2; stroke-dasharray: 5 3; }
+.axis { font-size: 11px; fill: #555; } .grid { stroke: #e6e6e6; }
+ul.changes { margin: 0.2em 0 0 1.2em; padding: 0; font-size: 13px; max-width: 720px; }
+.method { color: #8a5a00; } .none { color: #777; font-size: 13px; }
+"""
+
+
+def _t(s: str) -> float:
+    try:
+        return dt.datetime.fromisoformat(s).timestamp()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _link(run_path: str, out: Path) -> str:
+    from osmeter.results import store
+    pdf = Path(run_path) / store.REPORT / Path(store.REPORT_TEX).with_suffix(".pdf").name
+    target = pdf if pdf.exists() else Path(run_path) / store.RESULTS
+    return target.resolve().as_uri()
+
+
+def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
+    """One id's chart: time on x (each run at its start), the median and interval on a log y where the values
+    span more than a factor 3, else linear."""
+    from osmeter.present.values import fmt_value
+    unit = rows[0]["unit"]
+    ts = [_t(r["time"]) for r in rows]
+    lo_t, hi_t = min(ts), max(ts)
+    span_t = hi_t - lo_t or 1.0
+    vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"]) if isinstance(v, (int, float)) and v > 0]
+    vmin, vmax = min(vals), max(vals)
+    log = vmax / vmin > 3
+    f = (math.log if log else float)
+    a, b = f(vmin), f(vmax)
+    if b - a <= 0:
+        a, b = a - 1, b + 1
+    a, b = a - 0.06 * (b - a), b + 0.06 * (b - a)
+
+    def x(t: float) -> float:
+        return PAD_L + (W - PAD_L - PAD_R) * ((t - lo_t) / span_t if len(rows) > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return PAD_T + (H - PAD_T - PAD_B) * (1 - (f(max(v, vmin * 1e-3)) - a) / (b - a))
+
+    parts = [f'<svg width="{W}" height="{H}" viewBox="0 0 {W} {H}" data-id="{html.escape(mid)}" '
+             f'role="img" aria-label="{html.escape(mid)}">']
+    for k in range(5):  # y grid and labels
+        v = math.exp(a + (b - a) * k / 4) if log else a + (b - a) * k / 4
+        yy = y(v)
+        parts.append(f'<line class="grid" x1="{PAD_L}" x2="{W - PAD_R}" y1="{yy:.1f}" y2="{yy:.1f}"/>'
+                     f'<text class="axis" x="{PAD_L - 4}" y="{yy + 4:.1f}" text-anchor="end">'
+                     f'{html.escape(fmt_value(v, unit))}</text>')
+    when = "%Y-%m-%d %H:%M" if span_t > 2 * 86400 else "%m-%d %H:%M:%S"
+    for t, anchor in ((lo_t, "start"), (hi_t, "end")):
+        parts.append(f'<text class="axis" x="{x(t):.1f}" y="{H - 8}" text-anchor="{anchor}">'
+                     f'{dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(when)} UTC</text>')
+    for c in cps:
+        xx = x(_t(c.after["time"]))
+        parts.append(f'<line class="cp" x1="{xx:.1f}" x2="{xx:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" '
+                     f'data-change="{c.after["run"]}" data-ratio="{c.ratio:.4f}">'
+                     f'<title>change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}): {html.escape(c.cause)}</title></line>')
+    for r, t in zip(rows, ts):
+        xx = x(t)
+        if isinstance(r["lo"], (int, float)) and isinstance(r["hi"], (int, float)) and r["lo"] > 0:
+            parts.append(f'<line class="iv" x1="{xx:.1f}" x2="{xx:.1f}" y1="{y(r["lo"]):.1f}" y2="{y(r["hi"]):.1f}"/>')
+        tip = (f'{r["time"]}  {fmt_value(r["median"], unit)}'
+               + (f' ({fmt_value(r["lo"], unit)} .. {fmt_value(r["hi"], unit)})' if r["lo"] is not None else "")
+               + f'\n{r["path"]}\nkernel {r["kernel"] or "-"}, osmeter {str(r["commit"] or "-")[:10]}')
+        parts.append(f'<a href="{html.escape(_link(r["path"], out))}"><circle class="pt" cx="{xx:.1f}" '
+                     f'cy="{y(r["median"]):.1f}" r="3.2" data-run="{r["run"]}" data-median="{r["median"]!r}">'
+                     f'<title>{html.escape(tip)}</title></circle></a>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min_change: float = 0.02,
+               probes: str | None = None) -> Path:
+    from osmeter.history import changes, store
+    from osmeter.present.values import fmt_value
+    from osmeter.probes import registry
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    hosts = [host] if host else [h[0] for h in store.hosts(con)]
+    if host:
+        store.only_host(con, host)
+    body = [f"<h1>osmeter history</h1><p>{len(hosts)} host(s); change points by E-divisive with means "
+            f"(false-alarm rate {alpha} per test, shifts of at least {min_change:.0%}); each point is a run's median "
+            "with its 95% interval; a point opens the run's report.</p>"]
+    summary = {}
+    for h in hosts:
+        body.append(f'<h2 data-host="{html.escape(h)}">{html.escape(h)}</h2>')
+        by_area: dict[str, list[str]] = {}
+        for mid in store.ids(con, h):
+            if probes and not any(registry.matches(p, mid) for p in probes.split(",")):
+                continue
+            found = registry.find_measure(mid)
+            by_area.setdefault(found[0].area if found else mid.split(".", 1)[0], []).append(mid)
+        order = {a.name: a.order for a in registry.AREAS}
+        titles = {a.name: a.title for a in registry.AREAS}
+        charts: dict[str, str] = {}
+        moved: list[tuple[str, str]] = []  # (time of the latest change point, id)
+        for area in sorted(by_area, key=lambda a: order.get(a, 999)):
+            for mid in by_area[area]:
+                rows = store.series(con, h, mid)
+                if not rows:
+                    continue
+                cps = changes.change_points(rows, mid, alpha, min_change)
+                summary.setdefault(h, {})[mid] = [c.after["run"] for c in cps]
+                if cps:
+                    moved.append((cps[-1].after["time"], mid))
+                items = "".join(
+                    f'<li class="{"method" if c.method else ""}">{html.escape(c.after["time"])}: x{c.ratio:.3f} '
+                    f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["median"], c.unit))} &rarr; '
+                    f'{html.escape(fmt_value(c.after["median"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
+                charts[mid] = (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({len(rows)} runs, '
+                               f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, out)}'
+                               + (f'<ul class="changes">{items}</ul>' if cps else '<p class="none">no change point</p>')
+                               + "</div>")
+        # what moved first, the latest change first; then every series by area
+        body.append(f"<h3>Ids with a change point ({len(moved)})</h3>"
+                    + ("".join(charts[mid] for _, mid in sorted(moved, reverse=True)) if moved
+                       else '<p class="none">none</p>'))
+        for area in sorted(by_area, key=lambda a: order.get(a, 999)):
+            body.append(f"<h3>{html.escape(titles.get(area, area))}</h3>")
+            body += [charts[mid] for mid in by_area[area] if mid in charts]
+    page = out / "index.html"
+    page.write_text("<!doctype html><html lang=en><head><meta charset=utf-8><title>osmeter history</title>"
+                    f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{STYLE}</style>"
+                    f"</head><body>{''.join(body)}<script type='application/json' id='changes'>"
+                    f"{html.escape(json.dumps(summary))}</script></body></html>")
+    return page

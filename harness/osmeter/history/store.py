@@ -1,0 +1,234 @@
+"""A machine's history: an SQLite index of every run (Python's own sqlite3),
+with per id the run-level figures and a path back to the results directory
+that keeps the raw samples. The database is an index, never a copy.
+
+    runs     one row per run directory: host, time, kernel, preset, osmeter's
+             commit, the run's conditions (flattened, the volatile ones left
+             out: analysis/conditions.py) and its path
+    figures  (run, id): unit, median, mean, std, n, the 95% interval of the
+             median, the within-run CV (std / mean)
+    meta     schema_version
+
+Where it is: $OSMETER_HISTORY, else results/history.sqlite in the tree.
+Several writers at once (two runs ending together, a fleet's hosts on a
+shared file system) are serialized by SQLite: WAL journal, every write one
+BEGIN IMMEDIATE transaction, a busy timeout of BUSY_S seconds. On a network
+file system (NFS) SQLite's locks are only as good as the server's: keep the
+file on a local disk, or give each machine its own and add their
+directories later (`osmeter history add`).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+from osmeter.core.errors import RunError
+
+APP_ID = 0x6F736D68  # "osmh": PRAGMA application_id of an osmeter history
+SCHEMA_VERSION = 2
+BUSY_S = 60.0
+
+# each version's statements, applied in order from the database's version to SCHEMA_VERSION
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, host TEXT NOT NULL, "
+        "started_utc TEXT NOT NULL, kernel TEXT, preset TEXT, commit_id TEXT, facts TEXT NOT NULL, "
+        "added_utc TEXT NOT NULL)",
+        "CREATE TABLE figures (run INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, mid TEXT NOT NULL, "
+        "unit TEXT NOT NULL, median REAL, mean REAL, std REAL, n INTEGER, lo REAL, hi REAL, "
+        "PRIMARY KEY (run, mid))",
+        "CREATE INDEX runs_host_time ON runs (host, started_utc)"),
+    # version 2: the within-run CV of each figure, and the campaign a run belongs to
+    2: ("ALTER TABLE figures ADD COLUMN cv REAL",
+        "ALTER TABLE runs ADD COLUMN campaign TEXT"),
+}
+
+
+def default_path() -> Path:
+    env = os.environ.get("OSMETER_HISTORY")
+    if env:
+        return Path(env)
+    from osmeter.core.tree import repo_root
+    return repo_root() / "results" / "history.sqlite"
+
+
+def _version(con: sqlite3.Connection, path: Path) -> int:
+    app = con.execute("PRAGMA application_id").fetchone()[0]
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app == 0 and not tables:
+        return 0  # a new, empty file
+    if app != APP_ID or "meta" not in tables:
+        raise RunError(f"{path}: an SQLite database, but not an osmeter history (application_id {app:#x}): "
+                       "give another path (--db or OSMETER_HISTORY)")
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        raise RunError(f"{path}: an osmeter history without a schema version: damaged") from None
+
+
+@contextmanager
+def opened(path: Path | None = None, write: bool = False) -> Iterator[sqlite3.Connection]:
+    """The history, migrated to SCHEMA_VERSION (inside one immediate
+    transaction, so two processes migrate once). A file that is not SQLite,
+    a foreign database, or one from a newer osmeter is a RunError."""
+    path = Path(path or default_path())
+    if not write and not path.exists():
+        raise RunError(f"{path}: no history yet (osmeter run adds each run; osmeter history add DIR adds old ones)")
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
+    except sqlite3.Error as e:
+        raise RunError(f"{path}: cannot open the history: {e}") from None
+    with closing(con):
+        try:
+            con.execute("PRAGMA foreign_keys = ON")
+            have = _version(con, path)  # before anything is written: a foreign file stays as it is
+            if have > SCHEMA_VERSION:
+                raise RunError(f"{path}: a history of schema {have}, newer than this osmeter's {SCHEMA_VERSION}: "
+                               "update osmeter")
+            if write:
+                con.execute("PRAGMA journal_mode = WAL")
+            if have < SCHEMA_VERSION:
+                if not write:
+                    raise RunError(f"{path}: a history of schema {have}: any writing command (osmeter history add) "
+                                   f"migrates it to {SCHEMA_VERSION}")
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    have = _version(con, path)  # another process may have migrated it meanwhile
+                    for v in range(have + 1, SCHEMA_VERSION + 1):
+                        for stmt in MIGRATIONS[v]:
+                            con.execute(stmt)
+                    con.execute(f"PRAGMA application_id = {APP_ID}")
+                    con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+            yield con
+        except sqlite3.DatabaseError as e:
+            raise RunError(f"{path}: not a readable osmeter history ({e}): damaged, or not SQLite") from None
+
+
+# ------------------------------------------------------------ adding runs
+
+def run_dirs(path: Path) -> list[Path]:
+    """The run directories under a run, campaign, ab or fleet directory."""
+    from osmeter.results import store
+    path = store.run_dir(Path(path))
+    if (path / store.RESULTS).is_file():
+        return [path]
+    if store.is_campaign(path):
+        return sorted(d for d in path.glob(store.RUN_GLOB) if (d / store.RESULTS).is_file())
+    out: list[Path] = []
+    if store.is_fleet(path):
+        for h in store.read_fleet(path)["hosts"]:
+            d = path / h["label"]
+            if d.is_dir():
+                out += run_dirs(d)
+        return out
+    a, b = store.ab_sides(path)
+    if a.is_dir() and b.is_dir():
+        return run_dirs(a) + run_dirs(b)
+    raise RunError(f"{path}: not a run, campaign, ab or fleet directory")
+
+
+def _row(run: Path, doc: dict) -> tuple[dict, list[tuple]]:
+    from osmeter.analysis.conditions import VOLATILE, flatten
+    from osmeter.results import store
+    facts = flatten("machine", doc.get("machine", {}))
+    facts.update(flatten("conditions", doc.get("conditions", {})))
+    facts = {k: v for k, v in facts.items() if k not in VOLATILE and not any(k.startswith(p + ".") for p in VOLATILE)}
+    cond, mach = doc["conditions"], doc["machine"]
+    campaign = run.parent if store.is_campaign(run.parent) else None
+    info = {"path": str(run.resolve()), "host": str(mach.get("hostname") or "unknown"),
+            "started_utc": str(cond.get("started_utc") or ""), "kernel": mach.get("kernel") or mach.get("kernel_version"),
+            "preset": cond.get("preset"), "commit_id": (cond.get("osmeter") or {}).get("commit"),
+            "facts": json.dumps(facts, sort_keys=True), "campaign": str(campaign.resolve()) if campaign else None}
+    figs = []
+    for m in doc["measurements"]:
+        med, mean, std = m.get("median"), m.get("mean"), m.get("std")
+        if med is None:
+            continue
+        ci = m.get("ci95") or [None, None]
+        cv = std / abs(mean) if isinstance(std, (int, float)) and mean else None
+        figs.append((m["id"], m.get("unit") or "", med, mean, std, m.get("n"), ci[0], ci[1], cv))
+    return info, figs
+
+
+def add(paths: list[Path], db: Path | None = None) -> tuple[int, int]:
+    """Adds the runs under paths (each run once: a run added again is
+    replaced). Returns (runs added, runs already there and replaced)."""
+    from osmeter.results import store
+    runs = [r for p in paths for r in run_dirs(p)]
+    docs = []
+    for r in runs:  # every file checked before the database is touched
+        try:
+            docs.append((r, store.load(r)))
+        except ValueError as e:
+            raise RunError(str(e)) from None
+    added = replaced = 0
+    with opened(db, write=True) as con:
+        con.execute("BEGIN IMMEDIATE")  # all the runs, or none of them
+        try:
+            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            for run, doc in docs:
+                info, figs = _row(run, doc)
+                old = con.execute("SELECT id FROM runs WHERE path = ?", (info["path"],)).fetchone()
+                if old:
+                    con.execute("DELETE FROM runs WHERE id = ?", (old[0],))
+                    replaced += 1
+                else:
+                    added += 1
+                cur = con.execute("INSERT INTO runs (path, host, started_utc, kernel, preset, commit_id, facts, "
+                                  "added_utc, campaign) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  (info["path"], info["host"], info["started_utc"], info["kernel"], info["preset"],
+                                   info["commit_id"], info["facts"], now, info["campaign"]))
+                con.executemany("INSERT INTO figures (run, mid, unit, median, mean, std, n, lo, hi, cv) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [(cur.lastrowid, *f) for f in figs])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+    return added, replaced
+
+
+# ------------------------------------------------------------ reading
+
+def hosts(con: sqlite3.Connection) -> list[tuple[str, int, str, str, int]]:
+    """(host, runs, first, last, ids) per host."""
+    return con.execute("SELECT r.host, COUNT(DISTINCT r.id), MIN(r.started_utc), MAX(r.started_utc), "
+                       "COUNT(DISTINCT f.mid) FROM runs r LEFT JOIN figures f ON f.run = r.id "
+                       "GROUP BY r.host ORDER BY r.host").fetchall()
+
+
+def only_host(con: sqlite3.Connection, host: str | None) -> str:
+    """The host asked for, or the only one there is."""
+    names = [h[0] for h in hosts(con)]
+    if host:
+        if host not in names:
+            raise RunError(f"no host {host!r} in the history (hosts: {', '.join(names) or 'none'})")
+        return host
+    if len(names) != 1:
+        raise RunError(f"the history holds {len(names)} hosts ({', '.join(names) or 'none'}): name one with --host")
+    return names[0]
+
+
+def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = None) -> list[dict]:
+    """One id's runs on a host, oldest first."""
+    q = ("SELECT r.id, r.path, r.started_utc, r.kernel, r.commit_id, r.facts, f.unit, f.median, f.mean, f.std, f.n, "
+         "f.lo, f.hi, f.cv FROM figures f JOIN runs r ON r.id = f.run WHERE r.host = ? AND f.mid = ?"
+         + (" AND r.started_utc >= ?" if since else "") + " ORDER BY r.started_utc, r.id")
+    keys = ("run", "path", "time", "kernel", "commit", "facts", "unit", "median", "mean", "std", "n", "lo", "hi", "cv")
+    return [dict(zip(keys, row)) for row in con.execute(q, (host, mid, since) if since else (host, mid))]
+
+
+def ids(con: sqlite3.Connection, host: str) -> list[str]:
+    return [r[0] for r in con.execute("SELECT DISTINCT f.mid FROM figures f JOIN runs r ON r.id = f.run "
+                                      "WHERE r.host = ? ORDER BY f.mid", (host,))]
