@@ -444,7 +444,7 @@ def test_a_signal_while_a_probe_starts_leaves_the_probe_held(tmp_path):
     from osmeter.host.launch import Launcher
 
     class SlowStart(Launcher):
-        def _preexec(self, before_exec=None):
+        def _preexec(self, before_exec=None, pinned=True):
             time.sleep(1.0)  # in the child, before exec: the parent waits in Popen meanwhile
 
     launcher = SlowStart(tmp_path, os.sched_getaffinity(0).pop(), False)
