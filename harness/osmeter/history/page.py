@@ -152,8 +152,9 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
             body.append(f"<h3>{html.escape(titles.get(area, area))}</h3>")
             body += [charts[mid] for mid in by_area[area] if mid in charts]
     page = out / "index.html"
-    page.write_text("<!doctype html><html lang=en><head><meta charset=utf-8><title>osmeter history</title>"
-                    f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{STYLE}</style>"
-                    f"</head><body>{''.join(body)}<script type='application/json' id='changes'>"
-                    f"{html.escape(json.dumps(summary))}</script></body></html>")
+    text = ("<!doctype html><html lang=en><head><meta charset=utf-8><title>osmeter history</title>"
+            f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{STYLE}</style>"
+            f"</head><body>{''.join(body)}<script type='application/json' id='changes'>"
+            f"{html.escape(json.dumps(summary))}</script></body></html>")
+    page.write_text(text, encoding="utf-8", errors="backslashreplace")  # a run's path may hold bytes no text can
     return page

@@ -139,6 +139,21 @@ def run_dirs(path: Path) -> list[Path]:
     raise RunError(f"{path}: not a run, campaign, ab or fleet directory")
 
 
+def _db_path(p: Path) -> str | bytes:
+    """A path as the database keeps it: text, or its bytes where it is not valid UTF-8 (a name the file
+    system holds but no text can: SQLite's TEXT must be UTF-8)."""
+    s = str(p)
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return os.fsencode(s)
+
+
+def _from_db(v) -> str | None:
+    return os.fsdecode(v) if isinstance(v, bytes) else v
+
+
 def _row(run: Path, doc: dict) -> tuple[dict, list[tuple]]:
     from osmeter.analysis.conditions import VOLATILE, flatten
     from osmeter.results import store
@@ -147,10 +162,10 @@ def _row(run: Path, doc: dict) -> tuple[dict, list[tuple]]:
     facts = {k: v for k, v in facts.items() if k not in VOLATILE and not any(k.startswith(p + ".") for p in VOLATILE)}
     cond, mach = doc["conditions"], doc["machine"]
     campaign = run.parent if store.is_campaign(run.parent) else None
-    info = {"path": str(run.resolve()), "host": str(mach.get("hostname") or "unknown"),
+    info = {"path": _db_path(run.resolve()), "host": str(mach.get("hostname") or "unknown"),
             "started_utc": str(cond.get("started_utc") or ""), "kernel": mach.get("kernel") or mach.get("kernel_version"),
             "preset": cond.get("preset"), "commit_id": (cond.get("osmeter") or {}).get("commit"),
-            "facts": json.dumps(facts, sort_keys=True), "campaign": str(campaign.resolve()) if campaign else None}
+            "facts": json.dumps(facts, sort_keys=True), "campaign": _db_path(campaign.resolve()) if campaign else None}
     figs = []
     for m in doc["measurements"]:
         med, mean, std = m.get("median"), m.get("mean"), m.get("std")
@@ -226,7 +241,10 @@ def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = Non
          "f.lo, f.hi, f.cv FROM figures f JOIN runs r ON r.id = f.run WHERE r.host = ? AND f.mid = ?"
          + (" AND r.started_utc >= ?" if since else "") + " ORDER BY r.started_utc, r.id")
     keys = ("run", "path", "time", "kernel", "commit", "facts", "unit", "median", "mean", "std", "n", "lo", "hi", "cv")
-    return [dict(zip(keys, row)) for row in con.execute(q, (host, mid, since) if since else (host, mid))]
+    rows = [dict(zip(keys, row)) for row in con.execute(q, (host, mid, since) if since else (host, mid))]
+    for r in rows:
+        r["path"] = _from_db(r["path"])
+    return rows
 
 
 def ids(con: sqlite3.Connection, host: str) -> list[str]:
