@@ -960,7 +960,8 @@ MUTANTS = [
            "tests/test_history.py::test_change_points_keep_their_false_alarm_rate_and_find_planted_shifts"),
     Mutant("page-change-line-on-the-run-before", "harness/osmeter/history/page.py",
            'xx = x(_t(c.after["time"]))', 'xx = x(_t(c.before["time"]))',
-           "tests/test_history.py::test_the_page_shows_each_series_and_its_change_points_in_chromium"),
+           "tests/test_history.py::test_the_page_shows_each_series_and_its_change_points_in_chromium",
+           slow=True),  # it makes the planted history of 15 runs again (about 35 s)
     Mutant("decide-good-before-it-is-shown", "harness/osmeter/cli/cmd_decide.py",
            "is_good = worse <= threshold and not is_bad", "is_good = not is_bad",
            "tests/test_history.py::test_git_bisect_run_osmeter_decide_names_the_commit_that_made_it_slower"),
