@@ -965,6 +965,9 @@ MUTANTS = [
     Mutant("decide-good-before-it-is-shown", "harness/osmeter/cli/cmd_decide.py",
            "is_good = worse <= threshold and not is_bad", "is_good = not is_bad",
            "tests/test_history.py::test_git_bisect_run_osmeter_decide_names_the_commit_that_made_it_slower"),
+    Mutant("window-floor-ignores-the-timer-step", "bench/common/timing.c",
+           "double steps = osm_timer.step_ticks * 100.0;", "double steps = 0;",
+           "tests/test_tree_build.py::test_aarch64_timer_states_its_resolution"),
 ]
 
 # ----------------------------------------------------------------- running

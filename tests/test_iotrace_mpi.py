@@ -384,7 +384,7 @@ def hdf5_recorded(impl, tmp_path_factory):
     base = tmp_path_factory.mktemp(f"hdf5-{impl}")
     prog = base / "hdf5_rw"
     r = subprocess.run([f"h5pcc.{impl}", "-O2", "-o", str(prog), str(ROOT / "tests" / "mpi" / "hdf5_rw.c")],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=base)  # h5pcc leaves its .o in cwd
     assert r.returncode == 0, r.stderr
     trace, data = base / "h5.trace", base / "a.h5"
     r = subprocess.run([str(IOTRACE), "record", "--out", str(trace), "--launcher", f"mpirun.{impl} -np {RANKS}",
