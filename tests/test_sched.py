@@ -268,19 +268,27 @@ def cyclictest_median_and_max(cpu: int, loops: int) -> tuple[float, float]:
 @pytest.mark.skipif(not shutil.which("cyclictest"), reason="cyclictest (rt-tests) is not installed")
 @pytest.mark.skipif(not ROOT_USER, reason="cyclictest's SCHED_FIFO needs root")
 def test_timer_latency_agrees_with_cyclictest():
-    """The same CPU, the same priority, in the same minute, both methods
-    alike (1 ms period, absolute sleeps): the medians agree within a factor
-    of 2, and cyclictest's maximum is not below osmeter's median."""
+    """The same CPU, the same priority, both methods alike (1 ms period,
+    absolute sleeps), taken in turn for three rounds of a second each so that
+    a shared host's noise falls on both: the median of the rounds' ratios of
+    medians is within a factor of 2, and cyclictest's maximum is not below
+    osmeter's median. (One 3-second run of each, a minute apart, once saw
+    56.5 us against 28.0 us on a busy CI host.)"""
     cpu = 1 if ncpus() > 1 else 0
-    r = subprocess.run(["chrt", "-f", "50", str(BIN / "sched_timer"), "--cpu", str(cpu), "--seconds", "3"],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    o = json.loads(r.stdout)
-    assert o["params"]["policy"] == "SCHED_FIFO" and o["params"]["timer_slack_ns"] <= 1  # RT threads have none
-    ours = float(np.median(o["samples"]))
-    theirs, their_max = cyclictest_median_and_max(cpu, 3000)
-    assert 0.5 < ours / theirs < 2.0, (ours, theirs)
-    assert their_max >= ours
+    ratios, ours_all, their_max = [], [], 0.0
+    for _ in range(3):
+        r = subprocess.run(["chrt", "-f", "50", str(BIN / "sched_timer"), "--cpu", str(cpu), "--seconds", "1"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout)
+        assert o["params"]["policy"] == "SCHED_FIFO" and o["params"]["timer_slack_ns"] <= 1  # RT threads: none
+        ours = float(np.median(o["samples"]))
+        theirs, most = cyclictest_median_and_max(cpu, 1000)
+        ratios.append(ours / theirs)
+        ours_all.append(ours)
+        their_max = max(their_max, most)
+    assert 0.5 < float(np.median(ratios)) < 2.0, ratios
+    assert their_max >= float(np.median(ours_all))
 
 
 def test_timer_records_its_conditions():
