@@ -3,10 +3,12 @@ ssh (fleet/)."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 from osmeter.cli.common import Parser
 from osmeter.core.errors import RunError
+from osmeter.fleet.slurm import SlurmRequest
 from osmeter.results import store
 from osmeter.running import runopts
 
@@ -16,11 +18,31 @@ def main(args) -> int:
     from osmeter.core.tree import repo_root
 
     root = repo_root()
-    hosts = fleet.parse_hosts(args.hosts)
+    req = SlurmRequest(args.partition, args.nodes, args.time_limit, args.account)
+    if bool(args.hosts) == bool(args.slurm):
+        raise RunError("give --hosts H1,H2,... (over ssh) or --slurm (the nodes of a Slurm allocation), one of them")
+    if not args.slurm and req.given():
+        raise RunError(f"{', '.join(req.given())}: for --slurm only")
+    if args.nodes is not None and args.nodes < 1:
+        raise RunError("--nodes: expected 1 or more")
+    if not args.slurm:
+        return _main(args, root, fleet.parse_hosts(args.hosts), None)
+    if args.fleet_cmd == "run" and args.python:
+        raise RunError("--slurm runs thin hosts (the harness here, the probes on the nodes): it takes no --python")
+    from osmeter.fleet.slurm import allocation
+
+    with allocation(req, lambda m: print(m, file=sys.stderr, flush=True)) as alloc:
+        return _main(args, root, alloc.hosts(), {"slurm": alloc.record()})
+
+
+def _main(args, root: Path, hosts, launcher: dict | None) -> int:
+    from osmeter import fleet
+
     stamp = fleet.stamp()
     if args.fleet_cmd == "run":
         out = args.out or root / "results" / f"fleet-{stamp}"
-        return fleet.fleet_run(hosts, out, runopts.fleet_values(args), args.parallel, args.dirty, args.python, root)
+        return fleet.fleet_run(hosts, out, runopts.fleet_values(args), args.parallel, args.dirty, args.python, root,
+                               launcher)
     if not math.isfinite(args.time) or args.time <= 0 or not math.isfinite(args.ramp) or args.ramp < 0:
         raise RunError("--time must be above 0 and --ramp 0 or more")
     if not math.isfinite(args.start_in) or not 0.5 <= args.start_in <= 600:
@@ -31,7 +53,8 @@ def main(args) -> int:
     if args.net:
         if args.target or args.log or args.qd or args.workers or args.interval is not None:
             raise RunError("--net takes no --target, --log, --qd, --workers or --interval (those are iogen's)")
-        return fleet.fleet_net(hosts, out, args.net, args.time, args.parallel, args.dirty, root, args.start_in)
+        return fleet.fleet_net(hosts, out, args.net, args.time, args.parallel, args.dirty, root, args.start_in,
+                               launcher)
     if not args.target:
         raise RunError("fleet load needs --target PATH (a file or device on each host), or --net SERVER")
     iogen_args = ["--workload", args.workload, "--target", args.target, "--time", f"{args.time:g}",
@@ -41,7 +64,7 @@ def main(args) -> int:
             iogen_args += [flag, str(v)]
     opts = {"iogen_args": iogen_args}
     return fleet.fleet_load(hosts, out, opts, args.parallel, args.dirty, root, args.start_in, args.log,
-                            args.interval or 1.0)
+                            args.interval or 1.0, launcher)
 
 
 NAME = "fleet"
@@ -60,7 +83,8 @@ def add_parser(sub) -> None:
                                      "and Python 3.8+ with its standard library only), and its results land in "
                                      f"DIR/<host>/; DIR/{store.FLEET} indexes them. With --python the whole `osmeter "
                                      "run` runs there instead. Compare with `osmeter compare DIR`.")
-    fr.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    fr.add_argument("--hosts", metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    _slurm_args(fr)
     runopts.add_to(fr, "fleet")
     fr.add_argument("--parallel", action="store_true",
                     help="all hosts at once (only for hosts that share nothing: not VMs of one host)")
@@ -73,7 +97,8 @@ def add_parser(sub) -> None:
                          description="Every host runs the same workload against its own --target, all starting "
                                      "at one instant (each host's clock offset measured over ssh and reported); "
                                      "the total adds the rates and merges the latency histograms.")
-    fo.add_argument("--hosts", required=True, metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    fo.add_argument("--hosts", metavar="H1,H2", help="USER@HOST,... (local: this machine)")
+    _slurm_args(fo)
     fo.add_argument("--workload", default="4k-random-read", metavar="W", help="iogen workload (default 4k-random-read)")
     fo.add_argument("--target", metavar="PATH", help="file or device on each host (iogen creates a missing file); {host} in it "
                     "becomes the host's name")
@@ -94,3 +119,16 @@ def add_parser(sub) -> None:
     fo.add_argument("--dirty", action="store_true", help="ship the working tree, uncommitted changes included")
     fo.add_argument("--parallel", action="store_true", help="prepare (ship, build) the hosts all at once")
     fo.add_argument("--out", type=Path, metavar="DIR", help="where load.json goes (default results/load-<UTC time>)")
+
+
+def _slurm_args(p) -> None:
+    p.add_argument("--slurm", action="store_true",
+                   help="the hosts are the nodes of a Slurm allocation, each reached by srun (one step per node, "
+                        "the whole node): the current one inside salloc or sbatch, else a job submitted with "
+                        "--partition and cancelled at the end")
+    p.add_argument("--partition", metavar="P", help="(--slurm, outside an allocation) the partition to submit to")
+    p.add_argument("--nodes", type=int, metavar="N", help="(--slurm, outside an allocation) nodes to ask for "
+                   "(default 1)")
+    p.add_argument("--time-limit", metavar="T", help="(--slurm, outside an allocation) the job's time limit, "
+                   "in Slurm's forms (MM, HH:MM:SS, D-HH)")
+    p.add_argument("--account", metavar="A", help="(--slurm, outside an allocation) the account to charge")

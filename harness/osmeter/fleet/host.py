@@ -280,7 +280,7 @@ class Driver:
         """A command started (start) and followed to its end: each line of
         its standard output to on_line as it comes, the last lines of its
         standard error kept; (exit status, those lines). ssh's own failure
-        (exit 255 of a remote command) is the host's, in ssh.reason's words."""
+        (ssh's exit 255, srun's own error) is the host's, in ssh.lost's words."""
         p = self.start(host, command, here)
         tail: list[str] = []
 
@@ -296,8 +296,9 @@ class Driver:
         rc = p.wait()
         t.join(timeout=5)
         err = "\n".join(tail)
-        if rc == 255 and not (host.local or here):
-            raise HostFailed(ssh.reason(err))
+        why = None if host.local or here else ssh.lost(host.target, err, rc)
+        if why:
+            raise HostFailed(why)
         return rc, err
 
     def done(self, host: Host) -> None:

@@ -135,12 +135,12 @@ class Load:
 
 
 def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bool, dirty: bool,
-               root: Path, start_in: float, log: bool, interval: float = 1.0) -> int:
+               root: Path, start_in: float, log: bool, interval: float = 1.0, launcher: dict | None = None) -> int:
     """iogen on every host from one instant; each host's status streamed
     once an interval meanwhile (loadstatus.py), the results merged after."""
     io_opts = dict(io_opts, iogen_args=[*io_opts["iogen_args"], "--status", "--interval", f"{interval:g}"],
                    interval_s=interval)
-    ld = Load(hosts, out, {"kind": "fleet-load", "options": io_opts}, dirty, root)
+    ld = Load(hosts, out, {"kind": "fleet-load", "options": io_opts, **(launcher or {})}, dirty, root)
     print(f"fleet load: {len(hosts)} hosts, {ld.what}; results in {out}")
     live = ld.prepare("iogen", parallel_prepare)
     doc, extra, save, iogens = ld.doc, ld.extra, ld.save, ld.bins
@@ -334,9 +334,9 @@ def _check_server(server: str) -> None:
 
 
 def fleet_net(hosts: list[Host], out: Path, server: str, secs: float, parallel_prepare: bool, dirty: bool,
-              root: Path, start_in: float) -> int:
+              root: Path, start_in: float, launcher: dict | None = None) -> int:
     _check_server(server)
-    ld = Load(hosts, out, {"kind": "fleet-net", "server": server, "seconds": secs}, dirty, root)
+    ld = Load(hosts, out, {"kind": "fleet-net", "server": server, "seconds": secs, **(launcher or {})}, dirty, root)
     print(f"fleet load --net: {len(hosts)} clients against one netpeer on {server}; results in {out}")
     build_local(root)  # the netpeer of local:ADDR, and the one --net USER@HOST copies there
     live = ld.prepare("net_bw", parallel_prepare)

@@ -45,10 +45,10 @@ def _fetch_dir(host: Host, remote_dir: str, local: Path) -> None:
         p.kill()
         err = p.stderr.read().decode(errors="replace")
         p.wait()
-        raise HostFailed(f"fetching {remote_dir}: {ssh.reason(err) if p.returncode == 255 else (err.strip() or e)}")
+        raise HostFailed(f"fetching {remote_dir}: {ssh.lost(host.target, err, p.returncode) or err.strip() or e}")
     if p.wait() != 0:
         err = p.stderr.read().decode(errors="replace")
-        raise HostFailed(f"fetching {remote_dir}: {ssh.reason(err) if p.returncode == 255 else err.strip()}")
+        raise HostFailed(f"fetching {remote_dir}: {ssh.lost(host.target, err, p.returncode) or err.strip()}")
 
 
 def _extract_safely(tf: tarfile.TarFile, dest: Path) -> None:
@@ -69,15 +69,16 @@ def _extract_safely(tf: tarfile.TarFile, dest: Path) -> None:
 # ------------------------------------------------------------ fleet run
 
 def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: bool,
-              python: str | None, root: Path) -> int:
-    """`opts`: the run options to pass on, by name (runopts.fleet_values)."""
+              python: str | None, root: Path, launcher: dict | None = None) -> int:
+    """`opts`: the run options to pass on, by name (runopts.fleet_values);
+    `launcher`: how the hosts were reached when not over ssh ({"slurm": ...})."""
     out.mkdir(parents=True, exist_ok=True)
     if store.is_fleet(out):
         raise RunError(f"{out} already holds a fleet ({store.FLEET}): give a new --out")
     tar, tree, what = source_tar(root, dirty)
     args = run_args(opts)
     index = {"kind": "fleet-run", "created_utc": stamp(), "source": what, "tree": tree, "options": opts,
-             "osmeter_run_args": args, "parallel": parallel, "hosts": []}
+             "osmeter_run_args": args, "parallel": parallel, **(launcher or {}), "hosts": []}
     lock = threading.Lock()
 
     def save():

@@ -151,8 +151,9 @@ class OnHost:
         except subprocess.TimeoutExpired:
             rc = None
         errs = [e for e in self.err if e.strip()]
-        if rc == 255:
-            return ssh.reason("\n".join(errs))
+        why = ssh.lost(self.target, "\n".join(errs), rc)
+        if why:
+            return why
         return f"its agent ended (exit {rc}): {' | '.join(errs[-3:]) or 'no message'}"
 
     def _reply(self, rid: int | None) -> dict:

@@ -1,5 +1,6 @@
-"""OpenSSH, the only transport between machines: every ssh call of osmeter
-goes through here. BatchMode (never a password prompt), the user's own keys,
+"""OpenSSH, the transport between machines: every ssh call of osmeter goes
+through here; a target slurm:NODE goes through srun instead (slurm.py), with
+the same calls. BatchMode (never a password prompt), the user's own keys,
 agent and ~/.ssh/config, and one master connection per host reused by every
 later call (ControlMaster), so a fleet step costs a round trip, not a
 handshake. OSMETER_SSH_CONFIG=FILE gives ssh another config file (ssh -F)."""
@@ -15,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from osmeter.core.errors import RunError
+from osmeter.remote import slurm
 
 _control_dir: str | None = None
 
@@ -68,8 +70,11 @@ def options() -> list[str]:
 
 
 def argv(target: str, command: str) -> list[str]:
-    """ssh argv that runs a shell command line on target. A target that
-    starts with "-" would be read by ssh as an option: refused."""
+    """ssh argv that runs a shell command line on target (srun's for
+    slurm:NODE). A target that starts with "-" would be read by ssh as an
+    option: refused."""
+    if slurm.is_slurm(target):
+        return slurm.argv(target, command)
     if not target or target.startswith("-"):
         raise RunError(f"{target!r}: not a host (a host name cannot start with '-')")
     return ["ssh", *options(), target, command]
@@ -84,9 +89,22 @@ def run(target: str, command: str, *, input: bytes | str | None = None, timeout:
         raise RunError("ssh is not installed (Debian: openssh-client)") from None
     except subprocess.TimeoutExpired:
         raise RunError(f"{target}: no answer within {timeout:.0f} s") from None
+    if slurm.is_slurm(target):
+        err = r.stderr if text else r.stderr.decode(errors="replace")
+        if slurm.failed(err, r.returncode):
+            raise RunError(f"{target}: {slurm.reason(err)}")
+        return r
     if r.returncode == 255:
         raise RunError(f"{target}: {reason(r.stderr)}")
     return r
+
+
+def lost(target: str, stderr: str, returncode: int | None) -> str | None:
+    """Why the transport itself failed (ssh's exit 255, srun's own error),
+    or None when the command ran and this is its own status."""
+    if slurm.is_slurm(target):
+        return slurm.reason(stderr) if returncode is not None and slurm.failed(stderr, returncode) else None
+    return reason(stderr) if returncode == 255 else None
 
 
 def reason(stderr: str | bytes) -> str:

@@ -139,8 +139,9 @@ OPTIONS: tuple[Opt, ...] = (
     Opt("seed", "--seed", "seed of the probe order shuffle (and of ab's round order); default: drawn and recorded",
         type=seed, metavar="N", commands=ALL, is_field=False,
         helps={"fleet": "seed of the probe order shuffle"}),
-    Opt("on", "--on", "measure that host (a thin fleet host): the probes run there, started over ssh by agent.py "
-        "(Python's standard library only), the harness and the results stay here", metavar="USER@HOST",
+    Opt("on", "--on", "measure that host (a thin fleet host): the probes run there, started over ssh (or srun, "
+        "for slurm:NODE of the current allocation) by agent.py (Python's standard library only), the harness and the "
+        "results stay here", metavar="USER@HOST",
         commands=("run",)),
     Opt("on_tree", "--on-tree", "with --on: the osmeter tree built there (fleet run ships it)", metavar="DIR",
         commands=("run",), recorded=False),

@@ -1,0 +1,75 @@
+"""Slurm's srun as a transport, beside OpenSSH (ssh.py): a fleet host whose
+target is slurm:NODE is reached by a job step on that node of the current
+allocation, and everything osmeter does over ssh (a short command, a
+session carrying agent.py's requests, a tar stream either way) goes through
+the step's standard input and output instead. srun takes the allocation
+from SLURM_JOB_ID (set by salloc and sbatch, or by fleet/slurm.py after it
+submitted one). No daemon of our own: slurmd starts the step.
+
+Each step is one task on one node (--nodes 1 --ntasks 1 -w NODE), with
+every CPU the job holds there (--whole), and may run beside the job's other
+steps (--overlap: a step that checks or stops something while the probes'
+step holds the node). Its exit status is the task's; srun's own failure (no
+such node in the job, the job gone, a node that stopped answering) is told
+apart by srun's words on its standard error.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+from osmeter.core.errors import RunError
+
+PREFIX = "slurm:"
+NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# srun's report of a task that ended non-zero: the command's own status, not a transport failure
+TASK_EXIT = re.compile(r"^srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed)")
+
+
+def is_slurm(target: str) -> bool:
+    return target.startswith(PREFIX)
+
+
+def node_of(target: str) -> str:
+    node = target[len(PREFIX):]
+    if not NODE_RE.match(node):
+        raise RunError(f"{target!r}: not a Slurm node (expected slurm:NODE)")
+    return node
+
+
+def srun() -> str:
+    path = shutil.which("srun")
+    if not path:
+        raise RunError("srun is not on the PATH: --slurm needs Slurm's client commands (Debian: slurm-client), "
+                       "on a machine of the cluster")
+    return path
+
+
+def argv(target: str, command: str) -> list[str]:
+    """srun argv that runs a shell command line on the node, in the job."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise RunError(f"{target}: not inside a Slurm allocation (no SLURM_JOB_ID)")
+    return [srun(), "--nodes=1", "--ntasks=1", f"--nodelist={node_of(target)}", "--whole", "--overlap",
+            "--quiet", "--kill-on-bad-exit=1", f"--job-name=osmeter-{node_of(target)}", "sh", "-c", command]
+
+
+def failed(stderr: str, returncode: int) -> bool:
+    """True when srun itself failed (not the command it ran)."""
+    if returncode == 0:
+        return False
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("srun: error:")]
+    return any(not TASK_EXIT.match(ln) for ln in lines)
+
+
+def reason(stderr: str | bytes) -> str:
+    """srun's own failure, in words a person acts on."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.startswith("srun:") and not TASK_EXIT.match(ln)]
+    text = " | ".join(lines[-3:]) or "srun failed without a message"
+    if "Invalid job id" in stderr or "Job has been cancelled" in stderr or "CANCELLED" in stderr:
+        return f"srun: the job is gone (cancelled, or past its time limit): {text}"
+    if "not in job" in stderr.lower() or "Requested node configuration is not available" in stderr:
+        return f"srun: that node is not in this allocation: {text}"
+    return text
