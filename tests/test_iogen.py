@@ -1661,3 +1661,25 @@ def test_a_runs_params_describe_every_process_of_the_workload():
     assert [r["reads"] for r in sw["params"]["runs"]] == [10_000, 10_000]
     assert sw["params"]["lat_mean_ns"] == [pytest.approx(109_000)] * 2
     assert hist.bucket_of(int(sw["params"]["lat_p99_ns"][1])) == hist.bucket_of(1_000_000)
+
+
+def test_a_sweep_depth_without_a_completion_has_no_latency_and_no_error():
+    """Under a tight throttle a depth of the sweep can see no completion in
+    any process (a Slurm node's planted blkio limit did): its merged latency
+    is None, the other depths' stay."""
+    from osmeter.core import hist
+    from osmeter.probes.areas import disk
+    from osmeter.results.writer import merge_processes
+
+    def obj(qd, count):
+        o = _cell(4096, qd)
+        o["lat_ns"] = {"count": count, "mean": 1000.0 * qd if count else 0.0, "min": 900 if count else 0,
+                       "max": 5000 * qd if count else 0, **{name: 1000.0 * qd if count else 0 for name, _ in hist.PCTS},
+                       "hist": {"sub_bits": hist.SUB_BITS, "counts": [[hist.bucket_of(1000 * qd), count]] if count else []}}
+        return o
+
+    procs = [disk.iogen_lines("\n".join(json.dumps(obj(qd, n)) for qd, n in ((1, 50), (4, 0))) + "\n",
+                              "4k-random-read", sweep=True) for _ in range(2)]
+    (sw,) = merge_processes(procs, merge_params=disk.merge_sweep_params)
+    assert sw["params"]["lat_mean_ns"][0] == pytest.approx(1000.0) and sw["params"]["lat_mean_ns"][1] is None
+    assert sw["params"]["lat_p99_ns"][1] is None

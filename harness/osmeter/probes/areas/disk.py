@@ -102,10 +102,12 @@ def merge_run_params(ps: list[dict]) -> dict:
 def merge_sweep_params(ps: list[dict]) -> dict:
     """A queue-depth sweep's params over a run's processes: each depth's
     run summary merged as a workload's (merge_run_params), and its mean and
-    p99 latency read from the merged summary."""
+    p99 latency read from the merged summary (None at a depth without a
+    completion)."""
     runs = [merge_run_params(list(rs)) for rs in zip(*(p["runs"] for p in ps))]
-    return dict(ps[0], runs=runs, lat_mean_ns=[r["lat_ns"]["mean"] for r in runs],
-                lat_p99_ns=[r["lat_ns"]["p99"] for r in runs])
+    # a depth at which no process saw a completion (a throttle's gap) has no latency: None
+    return dict(ps[0], runs=runs, lat_mean_ns=[(r.get("lat_ns") or {}).get("mean") for r in runs],
+                lat_p99_ns=[(r.get("lat_ns") or {}).get("p99") for r in runs])
 
 
 def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
@@ -378,7 +380,8 @@ def disk_sweep(doc: dict, est=None):
     lat = s["params"].get("lat_mean_ns")
     if lat:
         ax2 = ax.twinx()
-        ax2.plot(x, np.array(lat) / 1e3, "s--", color="C1", label="mean latency")
+        ax2.plot(x, np.array([np.nan if v is None else v for v in lat], float) / 1e3, "s--", color="C1",
+                 label="mean latency")
         ax2.set_ylabel("mean latency (us)")
         ax2.grid(False)
     ax.set_title("4 KiB random read: IOPS and latency against queue depth")
