@@ -13,7 +13,7 @@ shared between network namespaces. The namespaces share this machine's
 kernel and file system: what the tests check is Slurm's whole path (the
 allocation, the steps, their standard streams, scancel, a node lost),
 not several machines' figures. Each slurmd runs in a cgroup of its own
-(cgroup v1 cpu and blkio where mounted), which a test may throttle: every
+(cgroup v1 blkio, where mounted), which a test may throttle: every
 step it starts, and what that step starts, is in it.
 """
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Cluster:
     env: dict
     conf: Path
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    log: object = None
 
     def cgroup(self, node: str, controller: str) -> Path | None:
         """The node's slurmd cgroup under a v1 controller, or None."""
@@ -67,6 +68,29 @@ class Cluster:
         for pid in self.pids(node):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+    def start_node(self, node: str) -> int:
+        """The node's slurmd, in its namespace under its own host name; its pid."""
+        # nsenter, not `ip netns exec`: that mounts a sysfs of its own, without /sys/fs/cgroup
+        p = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{node}", "unshare", "--uts", "sh", "-c",
+                              f'hostname {node} && exec slurmd -D -N {node}'], env=self.env, stdout=self.log,
+                             stderr=self.log)
+        self.procs[node] = p
+        return p.pid
+
+    def revive(self, node: str) -> None:
+        """A node killed (kill_node) back in service: its slurmd again, in its cgroup, the node resumed."""
+        pid = self.start_node(node)
+        for d in (V1 / "blkio" / node,):
+            if d.is_dir():
+                (d / "cgroup.procs").write_text(f"{pid}\n")
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            self.run("scontrol", "update", f"nodename={node}", "state=resume")
+            if self.run("sinfo", "-h", "-n", node, "-o", "%t").stdout.strip() == "idle":
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{node} did not come back idle")
 
     def run(self, *argv, **kw) -> subprocess.CompletedProcess:
         return subprocess.run([str(a) for a in argv], env=self.env, capture_output=True, text=True, **kw)
@@ -116,9 +140,10 @@ def _wait(what: str, ok, timeout: float = 30.0) -> None:
 
 
 def _cgroups(node: str, pid: int) -> list[Path]:
-    """A cgroup of its own for the node's slurmd under each v1 controller mounted (cpu, blkio)."""
+    """A cgroup of its own for the node's slurmd under cgroup v1's blkio, where mounted (not cpu: a new
+    v1 cpu cgroup has no real-time budget, and the probes would lose SCHED_FIFO there)."""
     made = []
-    for ctl in ("cpu", "blkio"):
+    for ctl in ("blkio",):
         base = V1 / ctl
         if not (base / "cgroup.procs").exists():
             continue
@@ -171,12 +196,9 @@ def slurm_cluster(n: int, tmp: Path):
         _wait("munged did not start", lambda: (tmp / "munge.sock").exists())
         c.procs["slurmctld"] = subprocess.Popen(["slurmctld", "-D", "-i"], env=env, stdout=log, stderr=log)
         _wait("slurmctld did not answer", lambda: c.run("scontrol", "ping").stdout.count("UP") >= 1)
+        c.log = log
         for nd in nodes:
-            # nsenter, not `ip netns exec`: that mounts a sysfs of its own, without /sys/fs/cgroup
-            p = subprocess.Popen(["nsenter", f"--net=/var/run/netns/{nd}", "unshare", "--uts", "sh", "-c",
-                                  f'hostname {nd} && exec slurmd -D -N {nd}'], env=env, stdout=log, stderr=log)
-            c.procs[nd] = p
-            cgroups += _cgroups(nd, p.pid)
+            cgroups += _cgroups(nd, c.start_node(nd))
         _wait("the nodes did not come up idle", lambda: all(
             c.run("sinfo", "-h", "-n", nd, "-o", "%t").stdout.strip() == "idle" for nd in nodes), timeout=60)
         yield c

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from osmeter.analysis import compare
+from osmeter.analysis import compare, outliers
 from osmeter.analysis.conditions import run_facts
 from osmeter.analysis.formats.latex import path_safe
 from osmeter.analysis.formats.text import method_line
@@ -33,6 +33,7 @@ class FleetComparison:
     ids: list[tuple[str, str]]             # (id, unit) in the baseline's order
     conditions: list[tuple[str, list[str]]]  # key, each host's value
     skipped: list[str]                     # hosts without results, with why
+    outliers: outliers.Outliers | None = None  # the slow-node view (analysis/outliers.py)
 
 
 def compare_fleet(fleet_dir: Path, baseline: str | None = None,
@@ -71,7 +72,8 @@ def compare_fleet(fleet_dir: Path, baseline: str | None = None,
     keys = sorted(set().union(*facts.values()))
     conditions = [(k, [facts[x].get(k, "(none)") for x in order]) for k in keys
                   if len({facts[x].get(k, "(none)") for x in order}) > 1]
-    return FleetComparison(fleet_dir, index, base, order, columns, ids, conditions, skipped)
+    slow = outliers.from_figures({x: outliers.host_figures(runs[x]) for x in order}, min_change)
+    return FleetComparison(fleet_dir, index, base, order, columns, ids, conditions, skipped, slow)
 
 
 def _row(fc: FleetComparison, mid: str):
@@ -118,6 +120,7 @@ def fleet_text(fc: FleetComparison) -> str:
     else:
         head, rows = table(fc)
         out.append(text_table(head, rows))
+        out.append(outliers.text(fc.outliers))
     if fc.conditions:
         out.append("conditions that differ across hosts:")
         out.append(text_table(("condition", *fc.hosts), [(k, *vs) for k, vs in fc.conditions]))
@@ -213,6 +216,7 @@ def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
                 " & ".join(esc(h) for h in head) + r" \\", r"\midrule", r"\endhead"]
         out += [" & ".join(esc(c) for c in row) + r" \\" for row in rows]
         out += [r"\bottomrule", r"\end{longtable}}"]
+        out += _slow_nodes_latex(fc.outliers, figdir, prefix)
     if fc.conditions:
         out += [r"\paragraph{Conditions that differ across hosts.}",
                 r"{\scriptsize\begin{longtable}{@{}p{0.28\linewidth}" + "p{%.2f\\linewidth}" % (0.68 / len(fc.hosts))
@@ -222,3 +226,34 @@ def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
                 for k, vs in fc.conditions]
         out += [r"\bottomrule", r"\end{longtable}}"]
     return "\n".join(out) + "\n"
+
+
+def _slow_nodes_latex(o: outliers.Outliers, figdir: Path, prefix: str) -> list[str]:
+    """The slow-node view: its rule, the hosts named by area, the heat map."""
+    from osmeter.present.plots import plt
+
+    out = [r"\paragraph{The slow node.}"]
+    if o.note:
+        return out + [esc(f"Not judged: {o.note}.")]
+    out.append(esc(outliers.method(o)))
+    if not o.groups:
+        out.append(esc("No host lies outside its siblings' spread."))
+    else:
+        out += [r"\begin{itemize}"]
+        for g in o.groups:
+            out.append(r"\item " + esc(f"{g.host}, {g.area} ({len(g.flags)} ids): ")
+                       + esc("; ".join(outliers.ratio_text(f) for f in g.flags[:8])
+                             + (f"; and {len(g.flags) - 8} more" if len(g.flags) > 8 else "")))
+        out += [r"\end{itemize}"]
+    if o.areas:
+        fig = outliers.heat_figure(o)
+        name = f"{prefix}-heat.pdf"
+        fig.savefig(figdir / name, bbox_inches="tight")
+        plt.close(fig)
+        out += [r"\begin{figure}[H]\centering",
+                f"\\includegraphics[width=0.8\\linewidth,height=0.5\\textheight,keepaspectratio]"
+                f"{{{figdir.name}/{name}}}", r"\caption{" + esc("Each host against its siblings' median, by area: "
+                                                            "the median of log2(host / siblings) over the area's ids, "
+                                                            "worse positive; * where the host is named.") + "}",
+                r"\end{figure}"]
+    return out

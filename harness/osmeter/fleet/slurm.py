@@ -3,8 +3,9 @@ allocation, each reached by srun (remote/slurm.py) as a host over ssh is.
 
 Inside an allocation (salloc, sbatch: SLURM_JOB_ID is set) its nodes are
 used as they are. Outside one, a job is submitted with the user's partition,
-node count, time limit and account (`salloc --no-shell --exclusive`: the
-whole of each node, no shell step), its state shown until it is granted,
+node count, time limit and account (`salloc --no-shell --exclusive
+--no-kill`: the whole of each node, no shell step, and a node that fails
+does not end the job on the others), its state shown until it is granted,
 and it is cancelled when the fleet ends, on success, failure or Ctrl-C.
 Nothing assumes a shared file system: each node gets the source through the
 step's standard input and builds it in its own home, and the results come
@@ -121,7 +122,7 @@ def _squeue_nodes(job: str) -> str:
 def _submit(req: SlurmRequest, say) -> str:
     """salloc --no-shell, its words and the job's state shown as they come;
     returns the job id once granted."""
-    argv = [_tool("salloc"), "--no-shell", "--exclusive", "--job-name=osmeter-fleet",
+    argv = [_tool("salloc"), "--no-shell", "--exclusive", "--no-kill", "--job-name=osmeter-fleet",
             f"--partition={req.partition}", f"--nodes={req.nodes or 1}"]
     argv += [f"--time={req.time_limit}"] if req.time_limit else []
     argv += [f"--account={req.account}"] if req.account else []

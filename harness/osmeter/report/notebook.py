@@ -33,6 +33,7 @@ def _parameters(results: Path, estimates, root: Path) -> str:
         'QUOTE = "mean"  # the measured figure: "mean" (CSE 221) or "median"',
         'COMPARE_A = os.environ.get("OSMETER_COMPARE_A", "")',
         'COMPARE_B = os.environ.get("OSMETER_COMPARE_B", "")',
+        'FLEET = os.environ.get("OSMETER_FLEET", "")  # a fleet directory; by default the one this run is a host of',
     ])
 
 

@@ -1,0 +1,263 @@
+"""The slow node: in a fleet of MIN_HOSTS hosts or more, for each id, the
+hosts that lie outside their siblings' spread, how far, and how sure.
+
+Per id, on the hosts that have it:
+  x   a host's figure: the median of its runs' figures
+  w   the host's own spread: the half-width of its runs' 95% intervals
+      (inside a run), and with two runs or more at least the 95% half-width
+      of the mean of its runs' figures (t x sd / sqrt(runs): between its
+      runs)
+  c   the siblings' centre: the median of every other host's figure (the
+      host judged is left out, so it cannot move what judges it)
+  s   the spread between hosts: 1.4826 x the siblings' median absolute
+      deviation from c (a robust standard deviation), and where the hosts
+      ran several times never less than the spread between one host's runs
+      (the sd of the log of the run figures, pooled over the hosts) x c
+A host is named when its distance d = |x - c| passes three bars at once:
+  - the spread between hosts: d > K s (K = 3.5, Iglewicz and Hoaglin's
+    bar for the robust z-score);
+  - the spread inside hosts: d > w + the siblings' median w (its own runs'
+    and theirs: a node whose runs cannot tell it from the others is not
+    named, whatever the siblings' spread);
+  - the practical floor: d > min_change x |c| (compare's --min-change).
+Its confidence is z = d / s (infinite where the siblings agree exactly),
+and its interval the ratio x / c with x at the ends of its own interval.
+A host is judged on the ids it ran twice or more: with one run, a shift
+that lasted that run (the machine busy then, a placement of its vCPUs)
+cannot be told from the node. Simulated identical hosts with a 3% drift
+between runs had a host named in 70-90% of fleets from one run each, and
+in under 1% from two or three (tests/test_fleet_outliers.py): with one run
+per host the heat map is drawn and nothing is named, and the view says why.
+A host named in several ids of one area (cpu, mem, disk, net, fs, sched,
+...) is named once for the area with its ids grouped. With fewer than
+MIN_HOSTS hosts nothing is said: with two, neither can be told from the
+other.
+
+The heat map is host x area: for each, the median over the area's ids of
+log2(x / c), signed so that a positive value is worse (slower, or fewer
+per second) where the unit has a better direction (core/units.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from osmeter.core.units import better
+from osmeter.results import store
+from osmeter.results.store import load_side
+
+MIN_HOSTS = 3
+K = 3.5
+MAD_SD = 1.4826
+
+
+@dataclass
+class Flag:
+    id: str
+    unit: str
+    host: str
+    value: float
+    centre: float
+    ratio: float                     # value / centre
+    interval: tuple[float, float]    # of the ratio, from the host's own spread
+    z: float                         # distance in the siblings' robust sds
+    worse: bool | None               # None: the unit has no better direction
+
+
+@dataclass
+class HostAreas:
+    host: str
+    area: str
+    flags: list[Flag]
+
+
+@dataclass
+class Outliers:
+    hosts: list[str]
+    ids: int = 0                                  # ids judged (on MIN_HOSTS hosts or more)
+    runs: int = 0                                 # the fewest runs a host had of an id judged
+    groups: list[HostAreas] = field(default_factory=list)
+    heat: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> area -> median signed log2
+    areas: list[str] = field(default_factory=list)
+    min_change: float = 0.02
+    note: str = ""
+
+
+def area_of(mid: str) -> str:
+    return mid.split(".", 1)[0]
+
+
+@dataclass
+class Figure:
+    unit: str
+    x: float              # the host's figure: the median of its runs' figures
+    own: float            # its own half-width (module docstring)
+    runs: int
+    run_sd: float | None  # sd of the log of its runs' figures (two runs or more)
+
+
+def host_figures(runs: list) -> dict[str, Figure]:
+    """id -> Figure of one host's runs."""
+    from osmeter.core.stats import t_quantile
+
+    per: dict[str, list[tuple[str, float, float, float]]] = {}
+    for r in runs:
+        for m in r.doc.get("measurements", []):
+            med = m.get("median")
+            if "refused" in m or not isinstance(med, (int, float)) or not math.isfinite(med):
+                continue
+            lo, hi = (m.get("ci95") or [med, med])[:2]
+            per.setdefault(m["id"], []).append((m.get("unit", ""), float(med), float(lo), float(hi)))
+    out = {}
+    for mid, rows in per.items():
+        figs = np.array([x[1] for x in rows])
+        own = max((x[3] - x[2]) / 2 for x in rows)
+        sd = None
+        if len(figs) >= 2:
+            own = max(own, t_quantile(0.975, len(figs) - 1) * float(np.std(figs, ddof=1)) / math.sqrt(len(figs)))
+            if (figs > 0).all():
+                sd = float(np.std(np.log(figs), ddof=1))
+        out[mid] = Figure(rows[0][0], float(np.median(figs)), float(own), len(figs), sd)
+    return out
+
+
+def judge(values: dict[str, float], own: dict[str, float], min_change: float,
+          run_sd: float | None = None) -> list[tuple[str, float, float, float]]:
+    """(host, centre, z, distance) for each host of one id past the three
+    bars. run_sd: the pooled sd of the log of one host's run figures, where
+    the hosts ran several times: the spread between hosts is never taken
+    below what runs of one host show."""
+    named = []
+    for h, x in values.items():
+        sib = np.array([v for k, v in values.items() if k != h])
+        c = float(np.median(sib))
+        s = MAD_SD * float(np.median(np.abs(sib - c)))
+        if run_sd is not None:
+            s = max(s, run_sd * abs(c))
+        d = abs(x - c)
+        sib_own = float(np.median([own[k] for k in values if k != h]))
+        if d > K * s and d > own[h] + sib_own and d > min_change * abs(c):
+            named.append((h, c, d / s if s > 0 else math.inf, d))
+    return named
+
+
+def pooled_run_sd(figs: list[Figure]) -> float | None:
+    """The sd of a host's run figures (log) pooled over the hosts that ran
+    twice or more; None where none did."""
+    parts = [(f.runs - 1, f.run_sd ** 2) for f in figs if f.run_sd is not None]
+    df = sum(p[0] for p in parts)
+    return math.sqrt(sum(p[0] * p[1] for p in parts) / df) if df else None
+
+
+def find(fleet_dir: Path, hosts: list[str] | None = None, min_change: float = 0.02) -> Outliers:
+    """The outlier view of a fleet directory's hosts with results."""
+    if hosts is None:
+        index = store.read_fleet(fleet_dir)
+        hosts = [h["label"] for h in index["hosts"] if h.get("results") and store.has_run(fleet_dir / h["results"])]
+    figs = {h: host_figures(load_side([fleet_dir / h])) for h in hosts}
+    return from_figures(figs, min_change)
+
+
+def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = 0.02) -> Outliers:
+    hosts = list(figs)
+    out = Outliers(hosts, min_change=min_change)
+    if len(hosts) < MIN_HOSTS:
+        out.note = (f"{len(hosts)} host{'s' if len(hosts) != 1 else ''} with results: the slow-node view needs "
+                    f"{MIN_HOSTS} or more (with two, neither can be told from the other)")
+        return out
+    ids = list(dict.fromkeys(mid for h in hosts for mid in figs[h]))
+    flags: list[Flag] = []
+    logs: dict[str, dict[str, list[float]]] = {h: {} for h in hosts}
+    for mid in ids:
+        have = [h for h in hosts if mid in figs[h]]
+        if len(have) < MIN_HOSTS:
+            continue
+        out.ids += 1
+        unit = figs[have[0]][mid].unit
+        values = {h: figs[h][mid].x for h in have}
+        own = {h: figs[h][mid].own for h in have}
+        run_sd = pooled_run_sd([figs[h][mid] for h in have])
+        out.runs = min(out.runs or 10 ** 9, *(figs[h][mid].runs for h in have))
+        way = better(unit)
+        sign = {"lower": 1.0, "higher": -1.0}.get(way, 0.0)
+        for h in have:
+            c = float(np.median([values[k] for k in have if k != h]))
+            if c > 0 and values[h] > 0 and sign:
+                logs[h].setdefault(area_of(mid), []).append(sign * math.log2(values[h] / c))
+        for h, c, z, _ in judge(values, own, min_change, run_sd):
+            if figs[h][mid].runs < 2:
+                continue  # one run: its shift cannot be told from the host's
+            x, w = values[h], own[h]
+            ratio = x / c if c else math.inf
+            lo, hi = ((x - w) / c, (x + w) / c) if c else (math.inf, math.inf)
+            worse = None if not sign else (x > c) == (sign > 0)
+            flags.append(Flag(mid, unit, h, x, c, ratio, (lo, hi), z, worse))
+    out.areas = sorted({area_of(f) for h in hosts for f in logs[h]} | {area_of(f.id) for f in flags})
+    out.heat = {h: {a: float(np.median(v)) for a, v in logs[h].items()} for h in hosts}
+    by: dict[tuple[str, str], list[Flag]] = {}
+    for f in flags:
+        by.setdefault((f.host, area_of(f.id)), []).append(f)
+    out.groups = sorted((HostAreas(h, a, fl) for (h, a), fl in by.items()),
+                        key=lambda g: (-len(g.flags), g.host, g.area))
+    return out
+
+
+def ratio_text(f: Flag) -> str:
+    way = "" if f.worse is None else (" worse" if f.worse else " better")
+    z = "inf" if math.isinf(f.z) else f"{f.z:.1f}"
+    return f"{f.id} x{f.ratio:.3g} ({f.interval[0]:.3g}..{f.interval[1]:.3g}){way}, z {z}"
+
+
+def method(o: Outliers) -> str:
+    """The rule as this view applied it, from its own parameters."""
+    basis = (f"Every host ran {o.runs} times or more: a host named differs from its siblings beyond run-to-run drift."
+             if o.runs >= 2 else
+             "Hosts of one run are not named: a shift that lasted one run cannot be told from the host (run each "
+             "host with --runs 2 or more; the heat map shows them all).")
+    return (f"Over {o.ids} ids on {len(o.hosts)} hosts, a host is named where its figure lies more than {K} robust "
+            f"standard deviations ({MAD_SD} x the median absolute deviation of the other hosts, never less than "
+            "one host's run-to-run spread where known) from the other hosts' median, further than its own and "
+            f"their runs' spread, and more than {o.min_change:.0%} away; z is that distance in those deviations. "
+            + basis)
+
+
+def text(o: Outliers) -> str:
+    """The outlier view in a few lines: each host and area once."""
+    if o.note:
+        return f"slow-node view: {o.note}"
+    lines = ["slow-node view: " + method(o)]
+    if not o.groups:
+        return "\n".join(lines + ["no host lies outside its siblings' spread"])
+    for g in o.groups:
+        worse = sum(1 for f in g.flags if f.worse)
+        lines.append(f"{g.host}: {g.area}, {len(g.flags)} id{'s' if len(g.flags) != 1 else ''}"
+                     f"{f' ({worse} worse)' if worse else ''}: " + "; ".join(ratio_text(f) for f in g.flags[:6])
+                     + (f"; and {len(g.flags) - 6} more" if len(g.flags) > 6 else ""))
+    return "\n".join(lines)
+
+
+def heat_figure(o: Outliers):
+    """Host x area: the median signed log2 ratio to the siblings (worse is
+    positive, red); each cell's value written in it."""
+    from osmeter.present.plots import plt
+
+    areas = o.areas
+    m = np.array([[o.heat[h].get(a, np.nan) for a in areas] for h in o.hosts])
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(len(areas), 2), 1.0 + 0.45 * len(o.hosts)))
+    lim = max(0.1, float(np.nanmax(np.abs(m))) if np.isfinite(m).any() else 0.1)
+    im = ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+    ax.set_xticks(range(len(areas)), areas)
+    ax.set_yticks(range(len(o.hosts)), o.hosts)
+    named = {(g.host, g.area) for g in o.groups}
+    for i, h in enumerate(o.hosts):
+        for j, a in enumerate(areas):
+            if np.isfinite(m[i, j]):
+                ax.text(j, i, f"{m[i, j]:+.2f}" + (" *" if (h, a) in named else ""), ha="center", va="center",
+                        fontsize=8)
+    fig.colorbar(im, ax=ax, label="log2(host / siblings' median), worse > 0")
+    ax.set_title("each host against its siblings, by area (* named)", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,210 @@
+"""`osmeter fleet run|load --slurm` on a real Slurm cluster made by the test
+(tests/slurmhosts.py: munged, slurmctld, and three slurmd nodes in
+network namespaces with their own host names): inside an allocation and
+from outside one, the slow node planted with a blkio throttle and found by
+`osmeter compare`, nothing named on nodes alike, scancel and a node killed
+mid-run, and the errors a cluster user meets first.
+
+The nodes share this machine's kernel, disk and file system: these tests
+prove Slurm's path (allocation, one step per node, the streams, the job's
+end) and the slow-node view on a real planted slowdown, not several
+machines' figures."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import slurmhosts
+from conftest import ROOT
+from osmeter.results import store
+
+why = slurmhosts.available()
+pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
+PROBES = "cpu.syscall,disk.4k-random-read"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with slurmhosts.slurm_cluster(3, tmp_path_factory.mktemp("slurm")) as c:
+        yield c
+
+
+def osm(c, *args, timeout=900, alloc: int | None = None, env=None) -> subprocess.CompletedProcess:
+    """osmeter as a cluster user runs it: inside `salloc -N alloc --exclusive` when alloc is given."""
+    argv = [str(ROOT / "osmeter"), *args]
+    if alloc:
+        argv = ["salloc", f"--nodes={alloc}", "--exclusive", "--job-name=osmeter-test", *argv]
+    return subprocess.run(argv, env=env or c.env, capture_output=True, text=True, timeout=timeout)
+
+
+def nothing_left(c) -> None:
+    """No job in the queue, and on every node nothing but its slurmd."""
+    assert c.run("squeue", "-h").stdout.strip() == ""
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        extra = {nd: [p for p in c.pids(nd) if p != c.procs[nd].pid] for nd in c.nodes if c.procs[nd].poll() is None}
+        if not any(extra.values()):
+            return
+        time.sleep(0.5)
+    cmds = {nd: [Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")[:80] for p in ps
+                 if Path(f"/proc/{p}").exists()] for nd, ps in extra.items()}
+    raise AssertionError(f"left running: {cmds}")
+
+
+def test_the_errors_a_cluster_user_meets_first(cluster, tmp_path):
+    env = {k: v for k, v in cluster.env.items() if not k.startswith("SLURM_JOB")}
+    r = osm(cluster, "fleet", "run", "--slurm", "--out", str(tmp_path / "a"), env=env)
+    assert r.returncode == 2 and "not inside a Slurm allocation" in r.stderr and "--partition" in r.stderr
+    r = osm(cluster, "fleet", "run", "--slurm", "--hosts", "local", "--out", str(tmp_path / "b"))
+    assert r.returncode == 2 and "one of them" in r.stderr
+    r = osm(cluster, "fleet", "run", "--hosts", "local", "--partition", "osms", "--out", str(tmp_path / "c"))
+    assert r.returncode == 2 and "--partition: for --slurm only" in r.stderr
+    r = osm(cluster, "fleet", "run", "--slurm", "--partition", "osms", "--out", str(tmp_path / "d"), alloc=1)
+    assert r.returncode == 2 and "inside Slurm job" in r.stderr and "--partition" in r.stderr
+    no_slurm = dict(env, PATH=str(Path(sys.executable).parent) + ":/usr/local/sbin:/nonexistent")
+    r = subprocess.run([sys.executable, "-m", "osmeter", "fleet", "run", "--slurm", "--partition", "osms",
+                        "--out", str(tmp_path / "e")], env=dict(no_slurm, OSMETER_ROOT=str(ROOT),
+                                                                 PYTHONPATH=str(ROOT / "harness")),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "srun is not on the PATH" in r.stderr and "slurm-client" in r.stderr
+    assert not any((tmp_path / x).exists() for x in "abcde")
+    nothing_left(cluster)
+
+
+@pytest.fixture(scope="module")
+def alike(cluster, tmp_path_factory):
+    """A fleet run inside an allocation of the three nodes, nothing planted, two runs a node."""
+    out = tmp_path_factory.mktemp("alike") / "fleet"
+    r = osm(cluster, "fleet", "run", "--slurm", "--probes", PROBES, "--preset", "quick", "--runs", "2",
+            "--dirty", "--out", str(out), alloc=3)
+    return out, r
+
+
+def test_inside_an_allocation_each_node_gets_its_directory_and_compare_reads_them(cluster, alike):
+    out, r = alike
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    idx = json.loads((out / store.FLEET).read_text())
+    assert idx["slurm"]["nodes"] == cluster.nodes and idx["slurm"]["submitted_by_osmeter"] is False
+    assert [h["target"] for h in idx["hosts"]] == [f"slurm:{n}" for n in cluster.nodes]
+    assert all(h["status"] == "ok" for h in idx["hosts"])
+    for n in cluster.nodes:  # each node's campaign, measured there
+        runs = store.load_side([out / n])
+        assert len(runs) == 2 and {x.doc["machine"]["hostname"] for x in runs} == {n}
+        assert any(m["id"] == "disk.4k-random-read.iops" for m in runs[0].doc["measurements"])
+    c = subprocess.run([str(ROOT / "osmeter"), "compare", str(out)], capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stderr
+    assert "slow-node view" in c.stdout and "no host lies outside its siblings' spread" in c.stdout, c.stdout
+    nothing_left(cluster)
+
+
+def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, alike, tmp_path):
+    """osms-2's slurmd (and so every step it starts) in a blkio cgroup that
+    allows 2,000 reads and writes a second on the disk under the nodes'
+    trees: the fleet, submitted from outside an allocation, names osms-2
+    for its disk ids and nothing else."""
+    from test_history import whole_disk
+
+    cg = cluster.cgroup("osms-2", "blkio")
+    disk = whole_disk(Path.home())
+    if cg is None or disk is None:
+        pytest.skip("no cgroup v1 blkio here, or the home directory is on no block device")
+    for f in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device"):
+        (cg / f).write_text(f"{disk} 2000")
+    try:
+        out = tmp_path / "fleet"
+        r = osm(cluster, "fleet", "run", "--slurm", "--partition", "osms", "--nodes", "3", "--time-limit", "30",
+                "--probes", PROBES, "--preset", "quick", "--runs", "2", "--dirty", "--out", str(out))
+    finally:
+        for f in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device"):
+            (cg / f).write_text(f"{disk} 0")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "Granted job allocation" in r.stderr and "released (scancel)" in r.stderr
+    idx = json.loads((out / store.FLEET).read_text())
+    assert idx["slurm"]["submitted_by_osmeter"] is True
+    from osmeter.analysis.fleet import compare_fleet
+
+    o = compare_fleet(out).outliers
+    assert {(g.host, g.area) for g in o.groups} == {("osms-2", "disk")}, [(g.host, g.area, [f.id for f in g.flags])
+                                                                          for g in o.groups]
+    ids = {f.id: f for f in o.groups[0].flags}
+    assert "disk.4k-random-read.iops" in ids and ids["disk.4k-random-read.iops"].worse
+    assert ids["disk.4k-random-read.iops"].ratio < 0.5
+    assert o.heat["osms-2"]["disk"] > 1 and abs(o.heat["osms-1"]["disk"]) < 0.5
+    nothing_left(cluster)
+
+
+def _finished_runs(d: Path) -> int:
+    return len(list(d.glob("*/results.json"))) + int((d / store.RESULTS).is_file())
+
+
+def _until(what: str, ok, timeout: float = 300) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if ok():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{what} within {timeout:.0f} s")
+
+
+def test_scancel_mid_run_keeps_what_finished_and_leaves_nothing_running(cluster, tmp_path):
+    """The job osmeter submitted is cancelled (scancel) while osms-1 runs its
+    campaign: osmeter ends non-zero, osms-1's finished runs stay readable,
+    every node is marked with why, and no step or probe is left on a node."""
+    out = tmp_path / "fleet"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--slurm", "--partition", "osms", "--nodes", "3",
+                          "--probes", "cpu.syscall", "--preset", "quick", "--runs", "6", "--dirty", "--out", str(out)],
+                         env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until("osms-1's first run", lambda: _finished_runs(out / "osms-1") >= 1)
+        jobs = cluster.run("squeue", "-h", "-o", "%i").stdout.split()
+        assert len(jobs) == 1
+        assert cluster.run("scancel", jobs[0]).returncode == 0
+        stdout, stderr = p.communicate(timeout=180)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode != 0, stdout[-1500:] + stderr[-1500:]
+    idx = json.loads((out / store.FLEET).read_text())
+    first = idx["hosts"][0]
+    assert first["status"] in ("failed", "interrupted") and first["reason"]
+    assert first["results"] == "osms-1" and 1 <= len(store.load_side([out / "osms-1"])) < 6
+    assert all(h["status"] != "ok" and h["reason"] for h in idx["hosts"][1:]), idx["hosts"]
+    nothing_left(cluster)
+
+
+def test_a_node_killed_mid_run_is_marked_and_the_others_are_kept(cluster, tmp_path):
+    """osms-2 dies (its slurmd, its step and its probes, all at once) while it
+    runs, in an allocation made --no-kill as a cluster user makes one for a
+    node health check: osms-2 is failed with a reason, osms-1 and osms-3
+    finish with their results, nothing is left running; osms-2 is revived
+    for the next test."""
+    out = tmp_path / "fleet"
+    argv = ["salloc", "--nodes=3", "--exclusive", "--no-kill", str(ROOT / "osmeter"), "fleet", "run", "--slurm",
+            "--probes", "cpu.syscall", "--preset", "quick", "--runs", "3", "--dirty", "--out", str(out)]
+    p = subprocess.Popen(argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until("osms-2's first run", lambda: _finished_runs(out / "osms-2") >= 1)
+        cluster.kill_node("osms-2")
+        stdout, stderr = p.communicate(timeout=400)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+        killed = True
+    try:
+        assert p.returncode == 1, stdout[-1500:] + stderr[-1500:]
+        hosts = {h["label"]: h for h in json.loads((out / store.FLEET).read_text())["hosts"]}
+        assert hosts["osms-2"]["status"] == "failed" and hosts["osms-2"]["reason"]
+        assert hosts["osms-1"]["status"] == hosts["osms-3"]["status"] == "ok", hosts
+        assert len(store.load_side([out / "osms-1"])) == len(store.load_side([out / "osms-3"])) == 3
+        nothing_left(cluster)
+    finally:
+        if killed:
+            cluster.revive("osms-2")
