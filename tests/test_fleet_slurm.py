@@ -79,9 +79,10 @@ def test_the_errors_a_cluster_user_meets_first(cluster, tmp_path):
 
 @pytest.fixture(scope="module")
 def alike(cluster, tmp_path_factory):
-    """A fleet run inside an allocation of the three nodes, nothing planted, two runs a node."""
+    """A fleet run inside an allocation of the three nodes, nothing planted, two runs a node (the system
+    calls only: the planted test below runs the disk, and CI's time is kept)."""
     out = tmp_path_factory.mktemp("alike") / "fleet"
-    r = osm(cluster, "fleet", "run", "--slurm", "--probes", PROBES, "--preset", "quick", "--runs", "2",
+    r = osm(cluster, "fleet", "run", "--slurm", "--probes", "cpu.syscall", "--preset", "quick", "--runs", "2",
             "--dirty", "--out", str(out), alloc=3)
     return out, r
 
@@ -96,7 +97,7 @@ def test_inside_an_allocation_each_node_gets_its_directory_and_compare_reads_the
     for n in cluster.nodes:  # each node's campaign, measured there
         runs = store.load_side([out / n])
         assert len(runs) == 2 and {x.doc["machine"]["hostname"] for x in runs} == {n}
-        assert any(m["id"] == "disk.4k-random-read.iops" for m in runs[0].doc["measurements"])
+        assert any(m["id"] == "cpu.syscall.getppid" for m in runs[0].doc["measurements"])
     c = subprocess.run([str(ROOT / "osmeter"), "compare", str(out)], capture_output=True, text=True, timeout=300)
     assert c.returncode == 0, c.stderr
     assert "slow-node view" in c.stdout and "no host lies outside its siblings' spread" in c.stdout, c.stdout
@@ -173,9 +174,9 @@ def test_scancel_mid_run_keeps_what_finished_and_leaves_nothing_running(cluster,
     assert p.returncode != 0, stdout[-1500:] + stderr[-1500:]
     idx = json.loads((out / store.FLEET).read_text())
     first = idx["hosts"][0]
-    assert first["status"] in ("failed", "interrupted") and first["reason"]
+    assert first["status"] in ("failed", "interrupted") and "the job is gone" in first["reason"]
     assert first["results"] == "osms-1" and 1 <= len(store.load_side([out / "osms-1"])) < 6
-    assert all(h["status"] != "ok" and h["reason"] for h in idx["hosts"][1:]), idx["hosts"]
+    assert all(h["status"] != "ok" and "the job is gone" in h["reason"] for h in idx["hosts"][1:]), idx["hosts"]
     nothing_left(cluster)
 
 
@@ -201,7 +202,7 @@ def test_a_node_killed_mid_run_is_marked_and_the_others_are_kept(cluster, tmp_pa
     try:
         assert p.returncode == 1, stdout[-1500:] + stderr[-1500:]
         hosts = {h["label"]: h for h in json.loads((out / store.FLEET).read_text())["hosts"]}
-        assert hosts["osms-2"]["status"] == "failed" and hosts["osms-2"]["reason"]
+        assert hosts["osms-2"]["status"] == "failed" and "the node failed" in hosts["osms-2"]["reason"]
         assert hosts["osms-1"]["status"] == hosts["osms-3"]["status"] == "ok", hosts
         assert len(store.load_side([out / "osms-1"])) == len(store.load_side([out / "osms-3"])) == 3
         nothing_left(cluster)

@@ -34,8 +34,11 @@ MIN_HOSTS hosts nothing is said: with two, neither can be told from the
 other.
 
 The heat map is host x area: for each, the median over the area's ids of
-log2(x / c), signed so that a positive value is worse (slower, or fewer
-per second) where the unit has a better direction (core/units.py).
+log2(x / the median of all the hosts' figures), signed so that a positive
+value is worse (slower, or fewer per second) where the unit has a better
+direction (core/units.py). Its centre keeps the host in: with three hosts
+the median of the other two is their mean, and one slow host would colour
+both of its siblings; the median of all three is one of the two alike.
 """
 from __future__ import annotations
 
@@ -183,8 +186,9 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = 0.02) -
         out.runs = min(out.runs or 10 ** 9, *(figs[h][mid].runs for h in have))
         way = better(unit)
         sign = {"lower": 1.0, "higher": -1.0}.get(way, 0.0)
+        whole = float(np.median(list(values.values())))  # the heat map's centre: every host's median
         for h in have:
-            c = float(np.median([values[k] for k in have if k != h]))
+            c = whole
             if c > 0 and values[h] > 0 and sign:
                 logs[h].setdefault(area_of(mid), []).append(sign * math.log2(values[h] / c))
         for h, c, z, _ in judge(values, own, min_change, run_sd):

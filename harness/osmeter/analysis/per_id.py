@@ -22,8 +22,10 @@ def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
 
 
 def _se(x: np.ndarray, y: np.ndarray) -> float:
-    """The standard error of mean(y) - mean(x), each side's spread taken as at least RUN_SD_FLOOR."""
-    return math.sqrt(sum(max(float(np.var(v, ddof=1)), RUN_SD_FLOOR ** 2) / v.size for v in (x, y)))
+    """The standard error of mean(y) - mean(x), each side's spread taken as at least RUN_SD_FLOOR (a side
+    of one value, whose spread is unknown: RUN_SD_FLOOR)."""
+    return math.sqrt(sum(max(float(np.var(v, ddof=1)) if v.size > 1 else 0.0, RUN_SD_FLOOR ** 2) / v.size
+                         for v in (x, y)))
 
 
 def _processes(run) -> list[np.ndarray]:

@@ -54,10 +54,10 @@ def argv(target: str, command: str) -> list[str]:
             "--quiet", "--kill-on-bad-exit=1", f"--job-name=osmeter-{node_of(target)}", "sh", "-c", command]
 
 
-def failed(stderr: str, returncode: int) -> bool:
-    """True when srun itself failed (not the command it ran)."""
-    if returncode == 0:
-        return False
+def failed(stderr: str, returncode: int | None) -> bool:
+    """True when srun itself failed (not the command it ran): its own error
+    lines, whatever its exit status (a node lost mid-step can leave srun
+    exiting 0 after "Node failure")."""
     lines = [ln for ln in stderr.splitlines() if ln.startswith("srun: error:")]
     return any(not TASK_EXIT.match(ln) for ln in lines)
 
@@ -68,8 +68,10 @@ def reason(stderr: str | bytes) -> str:
         stderr = stderr.decode(errors="replace")
     lines = [ln.strip() for ln in stderr.splitlines() if ln.startswith("srun:") and not TASK_EXIT.match(ln)]
     text = " | ".join(lines[-3:]) or "srun failed without a message"
-    if "Invalid job id" in stderr or "Job has been cancelled" in stderr or "CANCELLED" in stderr:
+    if any(w in stderr for w in ("Invalid job id", "Job has been cancelled", "CANCELLED", "has expired")):
         return f"srun: the job is gone (cancelled, or past its time limit): {text}"
+    if "Node failure" in stderr:
+        return f"srun: the node failed (Slurm found it not answering and marked it down): {text}"
     if "not in job" in stderr.lower() or "Requested node configuration is not available" in stderr:
         return f"srun: that node is not in this allocation: {text}"
     return text

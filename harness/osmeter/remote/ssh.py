@@ -103,7 +103,7 @@ def lost(target: str, stderr: str, returncode: int | None) -> str | None:
     """Why the transport itself failed (ssh's exit 255, srun's own error),
     or None when the command ran and this is its own status."""
     if slurm.is_slurm(target):
-        return slurm.reason(stderr) if returncode is not None and slurm.failed(stderr, returncode) else None
+        return slurm.reason(stderr) if slurm.failed(stderr, returncode) else None
     return reason(stderr) if returncode == 255 else None
 
 
