@@ -123,7 +123,7 @@ def _config(tmp: Path, ctl: str, ctl_addr: str, nodes: list[str], addrs: dict[st
         "ReturnToService=2", "SchedulerType=sched/backfill", "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core", "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none", f"PlugStackConfig={tmp}/plugstack.conf",
-        "SlurmdTimeout=30", "InactiveLimit=0", "KillWait=5", "MessageTimeout=20",
+        "SlurmdTimeout=10", "InactiveLimit=0", "KillWait=5", "MessageTimeout=20",
     ]
     lines += [f"NodeName={n} NodeAddr={addrs[n]} CPUs={cpus} State=UNKNOWN" for n in nodes]
     lines.append(f"PartitionName=osms Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")

@@ -26,7 +26,7 @@ from osmeter.results import store
 
 why = slurmhosts.available()
 pytestmark = pytest.mark.skipif(why is not None, reason=why or "")
-PROBES = "cpu.syscall,disk.4k-random-read"
+PROBES = "cpu.syscall,disk.4k-random-read.iops,disk.4k-random-read.mbps,disk.4k-random-read.lat_mean"
 
 
 @pytest.fixture(scope="module")
@@ -106,8 +106,7 @@ def test_inside_an_allocation_each_node_gets_its_directory_and_compare_reads_the
 
 def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, alike, tmp_path):
     """osms-2's slurmd (and so every step it starts) in a blkio cgroup that
-    allows 2,000 reads and writes a second on the disk under the nodes'
-    trees: the fleet, submitted from outside an allocation, names osms-2
+    allows 2,000 reads a second from the disk under the nodes' trees: the fleet, submitted from outside an allocation, names osms-2
     for its disk ids and nothing else."""
     from test_history import whole_disk
 
@@ -115,15 +114,13 @@ def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, a
     disk = whole_disk(Path.home())
     if cg is None or disk is None:
         pytest.skip("no cgroup v1 blkio here, or the home directory is on no block device")
-    for f in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device"):
-        (cg / f).write_text(f"{disk} 2000")
+    (cg / "blkio.throttle.read_iops_device").write_text(f"{disk} 2000")  # reads: the target's writes go on
     try:
         out = tmp_path / "fleet"
         r = osm(cluster, "fleet", "run", "--slurm", "--partition", "osms", "--nodes", "3", "--time-limit", "30",
                 "--probes", PROBES, "--preset", "quick", "--runs", "2", "--dirty", "--out", str(out))
     finally:
-        for f in ("blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device"):
-            (cg / f).write_text(f"{disk} 0")
+        (cg / "blkio.throttle.read_iops_device").write_text(f"{disk} 0")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "Granted job allocation" in r.stderr and "released (scancel)" in r.stderr
     idx = json.loads((out / store.FLEET).read_text())
@@ -137,6 +134,27 @@ def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, a
     assert "disk.4k-random-read.iops" in ids and ids["disk.4k-random-read.iops"].worse
     assert ids["disk.4k-random-read.iops"].ratio < 0.5
     assert o.heat["osms-2"]["disk"] > 1 and abs(o.heat["osms-1"]["disk"]) < 0.5
+    nothing_left(cluster)
+
+
+def test_fleet_load_starts_on_every_node_at_once_and_streams_its_status(cluster, tmp_path):
+    """iogen on the three nodes of an allocation from one instant (each
+    node's clock offset measured through srun), each node's status streamed
+    meanwhile, the rates added and the targets it made removed."""
+    out = tmp_path / "load"
+    target = tmp_path / "load-{host}.dat"
+    r = osm(cluster, "fleet", "load", "--slurm", "--target", str(target), "--size", "8M", "--time", "2",
+            "--ramp", "0.5", "--interval", "0.5", "--dirty", "--out", str(out), alloc=3, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads((out / "load.json").read_text())
+    assert doc["slurm"]["nodes"] == cluster.nodes
+    assert [h["status"] for h in doc["hosts"]] == ["ok"] * 3
+    assert all(abs(h["clock_offset_s"]) < 0.05 for h in doc["hosts"])  # one kernel: one clock
+    assert doc["start_spread_s"] <= 2 * max(h["clock_uncertainty_s"] for h in doc["hosts"]) + 0.02
+    assert doc["total"]["iops"] == pytest.approx(sum(h["iogen"]["iops"] for h in doc["hosts"]), rel=1e-6)
+    for n in cluster.nodes:
+        assert len((out / n / store.LOAD_STATUS).read_text().splitlines()) >= 2
+        assert not Path(str(target).replace("{host}", n)).exists()
     nothing_left(cluster)
 
 

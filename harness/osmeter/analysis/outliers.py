@@ -4,15 +4,18 @@ hosts that lie outside their siblings' spread, how far, and how sure.
 Per id, on the hosts that have it:
   x   a host's figure: the median of its runs' figures
   w   the host's own spread: the half-width of its runs' 95% intervals
-      (inside a run), and with two runs or more at least the 95% half-width
-      of the mean of its runs' figures (t x sd / sqrt(runs): between its
-      runs)
+      (inside a run), and with two runs or more at least t x the sd of its
+      runs' figures / sqrt(runs) (between its runs), t Student's 97.5%
+      point on the degrees of freedom of every host's runs of the id
+      (with one host's alone, two runs' 12.7 would let a sibling's two
+      runs hide a node that is off by half)
   c   the siblings' centre: the median of every other host's figure (the
       host judged is left out, so it cannot move what judges it)
   s   the spread between hosts: 1.4826 x the siblings' median absolute
       deviation from c (a robust standard deviation), and where the hosts
       ran several times never less than the spread between one host's runs
-      (the sd of the log of the run figures, pooled over the hosts) x c
+      (the sd of the log of the run figures, pooled over the hosts, x c,
+      widened by t / 1.96 for the few runs it is known from)
 A host is named when its distance d = |x - c| passes three bars at once:
   - the spread between hosts: d > K s (K = 3.5, Iglewicz and Hoaglin's
     bar for the robust z-score);
@@ -24,10 +27,12 @@ Its confidence is z = d / s (infinite where the siblings agree exactly),
 and its interval the ratio x / c with x at the ends of its own interval.
 A host is judged on the ids it ran twice or more: with one run, a shift
 that lasted that run (the machine busy then, a placement of its vCPUs)
-cannot be told from the node. Simulated identical hosts with a 3% drift
-between runs had a host named in 70-90% of fleets from one run each, and
-in under 1% from two or three (tests/test_fleet_outliers.py): with one run
-per host the heat map is drawn and nothing is named, and the view says why.
+cannot be told from the node. In simulated fleets of identical hosts whose
+runs drift by 3% (tests/test_fleet_outliers.py), one run each had a host
+named in 70-90% of fleets; two runs each in 4% (3 hosts) to 0.5% (8
+hosts), three in 0.5% or less, while a host 30% slower in an area was
+named in 98% or more. So with one run per host the heat map is drawn,
+nothing is named, and the view says why.
 A host named in several ids of one area (cpu, mem, disk, net, fs, sched,
 ...) is named once for the area with its ids grouped. With fewer than
 MIN_HOSTS hosts nothing is said: with two, neither can be told from the
@@ -48,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
+from osmeter.core.stats import t_quantile
 from osmeter.core.units import better
 from osmeter.results import store
 from osmeter.results.store import load_side
@@ -55,6 +61,7 @@ from osmeter.results.store import load_side
 MIN_HOSTS = 3
 K = 3.5
 MAD_SD = 1.4826
+Z95 = 1.96
 
 
 @dataclass
@@ -97,15 +104,18 @@ def area_of(mid: str) -> str:
 class Figure:
     unit: str
     x: float              # the host's figure: the median of its runs' figures
-    own: float            # its own half-width (module docstring)
+    within: float         # the widest half-width of its runs' 95% intervals
     runs: int
     run_sd: float | None  # sd of the log of its runs' figures (two runs or more)
+    sd: float = 0.0       # sd of its runs' figures (two runs or more)
+
+    def own(self, t: float) -> float:
+        """Its own half-width: inside its runs, and between them with t."""
+        return max(self.within, t * self.sd / math.sqrt(self.runs)) if self.runs > 1 else self.within
 
 
 def host_figures(runs: list) -> dict[str, Figure]:
     """id -> Figure of one host's runs."""
-    from osmeter.core.stats import t_quantile
-
     per: dict[str, list[tuple[str, float, float, float]]] = {}
     for r in runs:
         for m in r.doc.get("measurements", []):
@@ -117,13 +127,11 @@ def host_figures(runs: list) -> dict[str, Figure]:
     out = {}
     for mid, rows in per.items():
         figs = np.array([x[1] for x in rows])
-        own = max((x[3] - x[2]) / 2 for x in rows)
-        sd = None
-        if len(figs) >= 2:
-            own = max(own, t_quantile(0.975, len(figs) - 1) * float(np.std(figs, ddof=1)) / math.sqrt(len(figs)))
-            if (figs > 0).all():
-                sd = float(np.std(np.log(figs), ddof=1))
-        out[mid] = Figure(rows[0][0], float(np.median(figs)), float(own), len(figs), sd)
+        within = max((x[3] - x[2]) / 2 for x in rows)
+        sd, log_sd = (float(np.std(figs, ddof=1)), None) if len(figs) >= 2 else (0.0, None)
+        if len(figs) >= 2 and (figs > 0).all():
+            log_sd = float(np.std(np.log(figs), ddof=1))
+        out[mid] = Figure(rows[0][0], float(np.median(figs)), float(within), len(figs), log_sd, sd)
     return out
 
 
@@ -181,7 +189,9 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = 0.02) -
         out.ids += 1
         unit = figs[have[0]][mid].unit
         values = {h: figs[h][mid].x for h in have}
-        own = {h: figs[h][mid].own for h in have}
+        df = sum(figs[h][mid].runs - 1 for h in have)
+        t = t_quantile(0.975, df) if df else 0.0  # Student's, on the runs of every host of the id
+        own = {h: figs[h][mid].own(t) for h in have}
         run_sd = pooled_run_sd([figs[h][mid] for h in have])
         out.runs = min(out.runs or 10 ** 9, *(figs[h][mid].runs for h in have))
         way = better(unit)
@@ -191,6 +201,8 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = 0.02) -
             c = whole
             if c > 0 and values[h] > 0 and sign:
                 logs[h].setdefault(area_of(mid), []).append(sign * math.log2(values[h] / c))
+        if run_sd is not None:  # an sd from few runs is often too small: widened as Student's t widens
+            run_sd *= t / Z95
         for h, c, z, _ in judge(values, own, min_change, run_sd):
             if figs[h][mid].runs < 2:
                 continue  # one run: its shift cannot be told from the host's
@@ -262,6 +274,5 @@ def heat_figure(o: Outliers):
                 ax.text(j, i, f"{m[i, j]:+.2f}" + (" *" if (h, a) in named else ""), ha="center", va="center",
                         fontsize=8)
     fig.colorbar(im, ax=ax, label="log2(host / siblings' median), worse > 0")
-    ax.set_title("each host against its siblings, by area (* named)", fontsize=9)
-    fig.tight_layout()
+    ax.set_title("each host against the hosts' median, by area (* named)", fontsize=9)
     return fig

@@ -16,6 +16,7 @@ it all, with the seconds each step took.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from osmeter.core.errors import RunError
+from osmeter.fleet.rounds import Rounds
 from osmeter.fleet.host import (FULL_PYTHON, NEEDS, THIN_PYTHON, Driver, Host, HostFailed, build, build_local, check,
                                 last_lines, python_ready, run_on, ship, source_tar, stamp, summary_text, timed)
 from osmeter.remote import ssh
@@ -71,14 +73,21 @@ def _extract_safely(tf: tarfile.TarFile, dest: Path) -> None:
 def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: bool,
               python: str | None, root: Path, launcher: dict | None = None) -> int:
     """`opts`: the run options to pass on, by name (runopts.fleet_values);
-    `launcher`: how the hosts were reached when not over ssh ({"slurm": ...})."""
+    `launcher`: how the hosts were reached when not over ssh ({"slurm": ...}).
+    --runs N on thin hosts and local goes in rounds (rounds.py): run 1 on
+    every host, then run 2 on every host, ..., so that a drift of the
+    machine room (or of the one machine namespace hosts share) falls on
+    every host alike rather than on the host that ran then."""
     out.mkdir(parents=True, exist_ok=True)
     if store.is_fleet(out):
         raise RunError(f"{out} already holds a fleet ({store.FLEET}): give a new --out")
     tar, tree, what = source_tar(root, dirty)
-    args = run_args(opts)
+    rounds = Rounds(out, opts) if (opts.get("runs") or 1) > 1 and not python and len(hosts) > 1 else None
+    args = run_args(dict(opts, runs=None, seed=None) if rounds else opts)
     index = {"kind": "fleet-run", "created_utc": stamp(), "source": what, "tree": tree, "options": opts,
              "osmeter_run_args": args, "parallel": parallel, **(launcher or {}), "hosts": []}
+    if rounds:
+        index["rounds"] = {"runs": rounds.n, "seed": rounds.seed}
     lock = threading.Lock()
 
     def save():
@@ -87,56 +96,93 @@ def fleet_run(hosts: list[Host], out: Path, opts: dict, parallel: bool, dirty: b
             write_json_atomic(out / store.FLEET, index)
 
     print(f"fleet: {len(hosts)} host{'s' if len(hosts) != 1 else ''}, {what}, "
-          f"{'all at once' if parallel else 'one after another'}; results in {out}")
+          f"{'all at once' if parallel else 'one after another'}"
+          + (f", {rounds.n} rounds of one run each" if rounds else "") + f"; results in {out}")
     save()
-    drv = Driver(hosts, parallel, save)
 
-    def one(h: Host):
-        dest = out / h.label
+    def one(h: Host, k: int):
+        first = k <= 1
+        dest = out / h.label / store.run_name(k) if rounds else out / h.label
+        more = ["--seed", str(rounds.seeds[k - 1])] if rounds else []
         if h.local:
-            timed(h, "build", build_local, root)
+            if first:
+                timed(h, "build", build_local, root)
             cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "
-                   + ssh.quote(*args) + f" --no-report --out {ssh.quote(dest)}")
-            timed(h, "run", _run_step, drv, h, cmd)
+                   + ssh.quote(*args, *more) + f" --no-report --out {ssh.quote(dest)}")
+            if rounds:
+                rounds.run(h, k, lambda: _run_step(drv, h, cmd))
+            else:
+                timed(h, "run", _run_step, drv, h, cmd)
             h.results = h.label
             return
-        home = timed(h, "check", check, h, NEEDS, python, FULL_PYTHON if python else THIN_PYTHON)
-        h.tree_dir = timed(h, "ship", ship, h, tar, tree, home)
-        timed(h, "build", build, h, h.tree_dir)
-        agent = f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/remote/agent.py"
-        _clean_stale(h, agent)
+        if first:
+            home = timed(h, "check", check, h, NEEDS, python, FULL_PYTHON if python else THIN_PYTHON)
+            h.tree_dir = timed(h, "ship", ship, h, tar, tree, home)
+            timed(h, "build", build, h, h.tree_dir)
+            _clean_stale(h, f"{ssh.quote(python or 'python3')} {ssh.quote(h.tree_dir)}/harness/osmeter/remote/agent.py")
         if not python:  # a thin host: the harness here, the probes there
             cmd = (f"echo $$; exec env OSMETER_ROOT={ssh.quote(root)} {ssh.quote(sys.executable)} -m osmeter run "
-                   + ssh.quote(*args) + f" --no-report --on {ssh.quote(h.target)} --on-tree {ssh.quote(h.tree_dir)}"
-                   f" --out {ssh.quote(dest)}")
+                   + ssh.quote(*args, *more) + f" --no-report --on {ssh.quote(h.target)} "
+                   f"--on-tree {ssh.quote(h.tree_dir)} --out {ssh.quote(dest)}")
             try:
-                timed(h, "run", _run_step, drv, h, cmd, True)
+                if rounds:
+                    rounds.run(h, k, lambda: _run_step(drv, h, cmd, True))
+                else:
+                    timed(h, "run", _run_step, drv, h, cmd, True)
             finally:
                 if store.has_run(dest):
                     h.results = h.label
             return
-        launcher = timed(h, "setup", python_ready, h, h.tree_dir, python)
-        rres = f"{h.tree_dir}/results/fleet-{stamp()}-{os.getpid()}"
-        cmd = f"exec {agent} hold {ssh.quote(rres)} -- {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
-        failed = None
-        try:
-            timed(h, "run", _run_step, drv, h, cmd)
-        except HostFailed as e:
-            failed = e  # the run's own words stay the reason, whatever the fetch says after
-        try:
-            _fetch_results(h, rres, dest)
-        except HostFailed as e:
-            if failed is None:
-                raise
-            failed = HostFailed(f"{failed}; and {e}")
-        if failed is not None:
-            raise failed
+        _run_python(drv, h, python, args, dest)
 
-    drv.run(one)
+    with contextlib.closing(_drivers(hosts, parallel, save, rounds)) as each:  # closed on Ctrl-C too
+        for drv, k in each:
+            drv.run(lambda h: one(h, k))
     ok = [h for h in hosts if h.status == "ok"]
     print(summary_text(hosts))
     print(f"fleet: {len(ok)} of {len(hosts)} hosts ok; compare them with: osmeter compare {out}")
     return 0 if len(ok) == len(hosts) else 1
+
+
+def _drivers(hosts: list[Host], parallel: bool, save, rounds: Rounds | None):
+    """(Driver, round) for each round: one without rounds; else each round
+    drives the hosts still in it (a host that failed leaves), and their
+    campaigns are closed however the rounds end."""
+    if not rounds:
+        yield Driver(hosts, parallel, save), 0
+        return
+    try:
+        for k in range(1, rounds.n + 1):
+            live = [h for h in hosts if h.status in ("not run", "ok")]
+            if not live:
+                break
+            for h in live:
+                h.status = "not run"
+            yield Driver(live, parallel, save), k
+    finally:
+        rounds.close(hosts)
+        save()
+
+
+def _run_python(drv: Driver, h: Host, python: str, args: list[str], dest: Path) -> None:
+    """--python: the whole of osmeter run there, its results fetched after."""
+    agent = f"{ssh.quote(python)} {ssh.quote(h.tree_dir)}/harness/osmeter/remote/agent.py"
+    launcher = timed(h, "setup", python_ready, h, h.tree_dir, python)
+    rres = f"{h.tree_dir}/results/fleet-{stamp()}-{os.getpid()}"
+    cmd = f"exec {agent} hold {ssh.quote(rres)} -- {launcher} run {ssh.quote(*args)} --no-report --out {ssh.quote(rres)}"
+    failed = None
+    try:
+        timed(h, "run", _run_step, drv, h, cmd)
+    except HostFailed as e:
+        failed = e  # the run's own words stay the reason, whatever the fetch says after
+    try:
+        _fetch_results(h, rres, dest)
+    except HostFailed as e:
+        if failed is None:
+            raise
+        failed = HostFailed(f"{failed}; and {e}")
+    if failed is not None:
+        raise failed
 
 
 def _clean_stale(h: Host, agent: str) -> None:

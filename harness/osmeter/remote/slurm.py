@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 
 from osmeter.core.errors import RunError
 
@@ -62,6 +63,21 @@ def failed(stderr: str, returncode: int | None) -> bool:
     return any(not TASK_EXIT.match(ln) for ln in lines)
 
 
+def job_state() -> str | None:
+    """The current job's state as squeue has it ("" once it left the
+    queue), or None where that cannot be asked."""
+    job, squeue = os.environ.get("SLURM_JOB_ID"), shutil.which("squeue")
+    if not job or not squeue:
+        return None
+    try:
+        r = subprocess.run([squeue, "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0 and "Invalid job id" not in r.stderr:
+        return None
+    return r.stdout.strip()
+
+
 def reason(stderr: str | bytes) -> str:
     """srun's own failure, in words a person acts on."""
     if isinstance(stderr, bytes):
@@ -70,6 +86,9 @@ def reason(stderr: str | bytes) -> str:
     text = " | ".join(lines[-3:]) or "srun failed without a message"
     if any(w in stderr for w in ("Invalid job id", "Job has been cancelled", "CANCELLED", "has expired")):
         return f"srun: the job is gone (cancelled, or past its time limit): {text}"
+    state = job_state()
+    if state is not None and state not in ("RUNNING", "CONFIGURING", "PENDING", "SUSPENDED"):
+        return f"srun: the job is gone ({state.lower() or 'no longer in the queue'}): {text}"
     if "Node failure" in stderr:
         return f"srun: the node failed (Slurm found it not answering and marked it down): {text}"
     if "not in job" in stderr.lower() or "Requested node configuration is not available" in stderr:

@@ -118,7 +118,7 @@ def _run_campaign(p, out: Path, opts: RunOptions, runs: int, seed: int | None) -
             camp.doc["kernel_paths"] = p.extra_conditions["kernel_paths"]
         camp.save()
         claim.release()
-        _write_stability(out)
+        write_stability(out)
     return status
 
 
@@ -131,7 +131,8 @@ def _run_line(run_dir: Path, entry: dict) -> str:
             f"{doc['conditions'].get('wall_s')} s{fails}{drift}")
 
 
-def _write_stability(out: Path) -> None:
+def write_stability(out: Path, quiet: bool = False) -> None:
+    """DIR/stability.txt of a campaign of two runs or more (printed too, unless quiet)."""
     try:
         runs = load_side([out])
     except ValueError:
@@ -142,4 +143,5 @@ def _write_stability(out: Path) -> None:
     for extra in (core_state_table(runs), host_params_table(runs)):
         table += "\n\n" + extra if extra else ""
     (out / store.STABILITY).write_text(STABILITY_HEAD + table + "\n")
-    print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")
+    if not quiet:
+        print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")
