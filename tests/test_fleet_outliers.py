@@ -69,13 +69,13 @@ def test_a_host_faster_is_named_as_better_and_an_unplanted_area_stays_quiet():
 
 
 def test_a_host_whose_own_runs_scatter_is_not_named_for_a_shift_inside_them():
-    """The bar of the spread inside hosts: n03's three runs scatter by 40%,
-    so its 15% offset is inside its own spread, though far beyond the tight
-    siblings' spread."""
+    """The bar of the spread inside hosts: n03's runs' 95% intervals are
+    +-40% wide, so its 15% offset is inside its own spread, though far
+    beyond the tight siblings' spread and its runs' agreement."""
     rng = np.random.default_rng(4)
     f = fleet(rng, 5, 3, run_cv=0.002)
     mid, unit, base = IDS[0]
-    f["n03"][mid] = Figure(unit, base * 1.15, base * 0.4, 3, 0.3, base * 0.3)
+    f["n03"][mid] = Figure(unit, base * 1.15, base * 0.4, 3, 0.003, base * 0.003)  # its runs' intervals wide
     assert all(g.host != "n03" for g in from_figures(f).groups)
     f["n03"][mid] = Figure(unit, base * 1.15, base * 0.01, 3, 0.01, base * 0.01)  # the same offset, runs tight: named
     assert [(g.host, [x.id for x in g.flags]) for g in from_figures(f).groups] == [("n03", [mid])]
@@ -94,12 +94,12 @@ def test_identical_hosts_rarely_name_anything():
     """A/A: hosts alike but for run-level drift (3% a run): over 300 fleets
     of 4 to 8 hosts of 3 runs, and 300 of 3 hosts of 2 runs (the fewest the
     view judges; the sd of so few runs is widened by Student's t), 8 ids
-    each, the share of fleets that name any host stays under 5% and 8%."""
+    each, the share of fleets that name any host stays under 5%."""
     rng = np.random.default_rng(6)
     named = sum(bool(from_figures(fleet(rng, int(rng.integers(4, 9)), 3)).groups) for _ in range(300))
     assert named / 300 < 0.05, named
     named = sum(bool(from_figures(fleet(rng, 3, 2)).groups) for _ in range(300))
-    assert named / 300 < 0.08, named
+    assert named / 300 < 0.05, named  # 2.3% with these seeds; 5.7% were the sd of two runs not widened
 
 
 def test_hosts_of_one_run_are_not_named_but_drawn_and_the_view_says_why():

@@ -88,16 +88,25 @@ def alike(cluster, tmp_path_factory):
 
 
 def test_inside_an_allocation_each_node_gets_its_directory_and_compare_reads_them(cluster, alike):
+    """One results directory per node, each a campaign of the node's two
+    runs made in rounds across the nodes; compare reads the fleet and names
+    no node."""
     out, r = alike
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     idx = json.loads((out / store.FLEET).read_text())
     assert idx["slurm"]["nodes"] == cluster.nodes and idx["slurm"]["submitted_by_osmeter"] is False
     assert [h["target"] for h in idx["hosts"]] == [f"slurm:{n}" for n in cluster.nodes]
     assert all(h["status"] == "ok" for h in idx["hosts"])
+    camps = {}
     for n in cluster.nodes:  # each node's campaign, measured there
         runs = store.load_side([out / n])
         assert len(runs) == 2 and {x.doc["machine"]["hostname"] for x in runs} == {n}
         assert any(m["id"] == "cpu.syscall.getppid" for m in runs[0].doc["measurements"])
+        camps[n] = json.loads((out / n / store.CAMPAIGN).read_text())
+        assert camps[n]["fleet_rounds"] and camps[n]["complete"] and (out / n / store.STABILITY).is_file()
+    # in rounds: every node's first run ended before any node's second began
+    assert max(c["runs"][0]["ended_utc"] for c in camps.values()) <= min(c["runs"][1]["started_utc"]
+                                                                        for c in camps.values())
     c = subprocess.run([str(ROOT / "osmeter"), "compare", str(out)], capture_output=True, text=True, timeout=300)
     assert c.returncode == 0, c.stderr
     assert "slow-node view" in c.stdout and "no host lies outside its siblings' spread" in c.stdout, c.stdout
