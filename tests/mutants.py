@@ -994,7 +994,7 @@ MUTANTS = [
            "        if req.given():\n            raise RunError", "        if False:\n            raise RunError",
            "tests/test_fleet_slurm.py::test_the_errors_a_cluster_user_meets_first", slow=True),
     Mutant("slurm-node-failure-not-named", "harness/osmeter/remote/slurm.py",
-           '    if "Node failure" in stderr:', '    if "Node failure" in "":',
+           'NODE_LOST = "srun: the node"', 'NODE_LOST = "srun:"',
            "tests/test_fleet_slurm.py::test_a_node_killed_mid_run_is_marked_and_the_others_are_kept", slow=True),
     Mutant("slurm-submitted-job-not-released", "harness/osmeter/fleet/slurm.py",
            "        if job:\n            subprocess.run([_tool(\"scancel\"), job], capture_output=True, timeout=30)\n"

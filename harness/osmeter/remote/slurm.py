@@ -23,6 +23,7 @@ import subprocess
 from osmeter.core.errors import RunError
 
 PREFIX = "slurm:"
+NODE_LOST = "srun: the node"  # how a lost node's reasons begin
 NODE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # srun's report of a task that ended non-zero: the command's own status, not a transport failure
 TASK_EXIT = re.compile(r"^srun: error: \S+: tasks? [\d,-]+: (Exited with exit code|Killed)")
@@ -90,7 +91,9 @@ def reason(stderr: str | bytes) -> str:
     if state is not None and state not in ("RUNNING", "CONFIGURING", "PENDING", "SUSPENDED"):
         return f"srun: the job is gone ({state.lower() or 'no longer in the queue'}): {text}"
     if "Node failure" in stderr:
-        return f"srun: the node failed (Slurm found it not answering and marked it down): {text}"
+        return f"{NODE_LOST} failed (Slurm found it not answering and marked it down): {text}"
+    if "Communication connection failure" in stderr or "Task launch for" in stderr:
+        return f"{NODE_LOST} did not take the step (its slurmd down or unreachable): {text}"
     if "not in job" in stderr.lower() or "Requested node configuration is not available" in stderr:
         return f"srun: that node is not in this allocation: {text}"
     return text
