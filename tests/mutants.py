@@ -1000,6 +1000,9 @@ MUTANTS = [
            "        if job:\n            subprocess.run([_tool(\"scancel\"), job], capture_output=True, timeout=30)\n"
            "            say(", "        if False:\n            say(",
            "tests/test_fleet_slurm.py::test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside", slow=True),
+    Mutant("results-one-id-twice-merged", "harness/osmeter/results/store.py",
+           '        if m["id"] in seen:\n            raise ValueError', '        if False:\n            raise ValueError',
+           "tests/test_results.py::test_two_measurements_of_one_id_are_refused_by_every_reader"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -75,6 +75,32 @@ def test_results_from_before_the_id_renames_read_under_the_new_ids(quick_run, tm
     assert "sched.timer.latency" in r.stdout and "only in" not in r.stdout
 
 
+def test_two_measurements_of_one_id_are_refused_by_every_reader(quick_run, tmp_path):
+    """A results.json that holds an id twice (getppid.libc renamed
+    getppid, as a hostile pass did) is refused with both positions named,
+    by compare and by stability, never merged into one figure."""
+    import json
+    import shutil
+    import subprocess
+
+    from conftest import ROOT
+
+    out, _ = quick_run
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    doc = json.loads((bad / "results.json").read_text())
+    ids = [m["id"] for m in doc["measurements"]]
+    k = ids.index("cpu.syscall.getppid.libc")
+    doc["measurements"][k]["id"] = "cpu.syscall.getppid"
+    (bad / "results.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=rf"measurements {ids.index('cpu.syscall.getppid')} and {k} have the same id"):
+        load(bad)
+    for argv in (["compare", str(bad), "--", str(out)], ["stability", str(bad)]):
+        r = subprocess.run([str(ROOT / "osmeter"), *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and "have the same id 'cpu.syscall.getppid'" in r.stderr, (argv, r.stderr[-500:])
+        assert "Traceback" not in r.stderr
+
+
 def test_summarize_matches_numpy():
     x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     s = summarize(x)

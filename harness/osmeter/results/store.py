@@ -162,6 +162,12 @@ def load(path: Path) -> dict:
         m["id"] = current_id(m["id"])
         if isinstance(m.get("probe"), str):
             m["probe"] = RENAMED_PROBES.get(m["probe"], m["probe"])
+    seen: dict[str, int] = {}
+    for k, m in enumerate(doc["measurements"]):  # a reader keyed by id would merge two into one, silently
+        if m["id"] in seen:
+            raise ValueError(f"{p}: measurements {seen[m['id']]} and {k} have the same id {m['id']!r} "
+                             "(an id is one measurement of a run)")
+        seen[m["id"]] = k
     return doc
 
 
