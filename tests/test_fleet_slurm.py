@@ -147,6 +147,23 @@ def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, a
     assert ids["disk.4k-random-read.iops"].ratio < 0.5
     assert o.heat["osms-2"]["disk"] > 1 and abs(o.heat["osms-1"]["disk"]) < 0.5
     nothing_left(cluster)
+    # the report's section and heat map, and the notebook's cell, of a node's run in the fleet
+    rep = subprocess.run([str(ROOT / "osmeter"), "report", str(out), "--no-pdf"], capture_output=True, text=True,
+                         timeout=300)
+    assert rep.returncode == 0, rep.stderr[-1500:]
+    tex = (out / store.FLEET_TEX).read_text()
+    assert "The slow node" in tex and "\\item osms-2, disk" in tex
+    assert "\\item osms-1" not in tex and "\\item osms-3" not in tex
+    assert (out / store.FLEET_FIGURES / "fleet-heat.pdf").stat().st_size > 1000
+    from osmeter.report import notebook
+
+    ok, msg = notebook.execute(out / "osms-2" / "run-01", None, ROOT)
+    assert ok, msg
+    nb = json.loads((out / "osms-2" / "run-01" / store.NOTEBOOK).read_text())
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "compare_fleet" in "".join(c["source"]))
+    printed = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert "osms-2: disk" in printed and "osms-1:" not in printed
+    assert any("image/png" in o.get("data", {}) for o in cell["outputs"])  # the heat map
 
 
 def test_fleet_load_starts_on_every_node_at_once_and_streams_its_status(cluster, tmp_path):

@@ -272,7 +272,7 @@ def heat_figure(o: Outliers):
         for j, a in enumerate(areas):
             if np.isfinite(m[i, j]):
                 ax.text(j, i, f"{m[i, j]:+.2f}" + (" *" if (h, a) in named else ""), ha="center", va="center",
-                        fontsize=8)
-    fig.colorbar(im, ax=ax, label="log2(host / siblings' median), worse > 0")
+                        fontsize=8, color="white" if abs(m[i, j]) > lim / 2 else "black")
+    fig.colorbar(im, ax=ax, label="log2(host / hosts' median)\nworse > 0")
     ax.set_title("each host against the hosts' median, by area (* named)", fontsize=9)
     return fig
