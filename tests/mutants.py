@@ -997,7 +997,7 @@ MUTANTS = [
            'NODE_LOST = "srun: the node"', 'NODE_LOST = "srun:"',
            "tests/test_fleet_slurm.py::test_a_node_killed_mid_run_is_marked_and_the_others_are_kept", slow=True),
     Mutant("slurm-submitted-job-not-released", "harness/osmeter/fleet/slurm.py",
-           "        if job:\n            subprocess.run([_tool(\"scancel\"), job], capture_output=True, timeout=30)\n"
+           "        if job:\n            subprocess.run([slurm.tool(\"scancel\"), job], capture_output=True, timeout=30)\n"
            "            say(", "        if False:\n            say(",
            "tests/test_fleet_slurm.py::test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside", slow=True),
     Mutant("results-one-id-twice-merged", "harness/osmeter/results/store.py",

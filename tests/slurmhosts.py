@@ -130,13 +130,14 @@ def _config(tmp: Path, ctl: str, ctl_addr: str, nodes: list[str], addrs: dict[st
     return "\n".join(lines) + "\n"
 
 
-def _wait(what: str, ok, timeout: float = 30.0) -> None:
+def wait(what: str, ok, timeout: float = 30.0) -> None:
+    """Polls ok() until it holds; AssertionError naming what did not happen otherwise."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if ok():
             return
         time.sleep(0.2)
-    raise RuntimeError(f"the test's Slurm cluster: {what} within {timeout:.0f} s")
+    raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
 def _cgroups(node: str, pid: int) -> list[Path]:
@@ -193,13 +194,13 @@ def slurm_cluster(n: int, tmp: Path):
             ["munged", "-F", "--force", f"--key-file={key}", f"--socket={tmp}/munge.sock",
              f"--pid-file={tmp}/munged.pid", f"--log-file={tmp}/log/munged.log", f"--seed-file={tmp}/munge.seed",
              "--num-threads=4"], stdout=log, stderr=log)
-        _wait("munged did not start", lambda: (tmp / "munge.sock").exists())
+        wait("munged did not start", lambda: (tmp / "munge.sock").exists())
         c.procs["slurmctld"] = subprocess.Popen(["slurmctld", "-D", "-i"], env=env, stdout=log, stderr=log)
-        _wait("slurmctld did not answer", lambda: c.run("scontrol", "ping").stdout.count("UP") >= 1)
+        wait("slurmctld did not answer", lambda: c.run("scontrol", "ping").stdout.count("UP") >= 1)
         c.log = log
         for nd in nodes:
             cgroups += _cgroups(nd, c.start_node(nd))
-        _wait("the nodes did not come up idle", lambda: all(
+        wait("the nodes did not come up idle", lambda: all(
             c.run("sinfo", "-h", "-n", nd, "-o", "%t").stdout.strip() == "idle" for nd in nodes), timeout=60)
         yield c
     finally:

@@ -45,7 +45,7 @@ def osm(c, *args, timeout=900, alloc: int | None = None, env=None) -> subprocess
 
 def nothing_left(c) -> None:
     """No job in the queue (one completing is given 60 s), and on every node nothing but its slurmd."""
-    _until("the queue empty", lambda: c.run("squeue", "-h").stdout.strip() == "", timeout=60)
+    slurmhosts.wait("the queue empty", lambda: c.run("squeue", "-h").stdout.strip() == "", timeout=60)
     end = time.monotonic() + 20
     while time.monotonic() < end:
         extra = {nd: [p for p in c.pids(nd) if p != c.procs[nd].pid] for nd in c.nodes if c.procs[nd].poll() is None}
@@ -200,15 +200,6 @@ def _running(d: Path, k: int) -> bool:
     return len(runs) >= k and runs[k - 1]["status"] == "running"
 
 
-def _until(what: str, ok, timeout: float = 300) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if ok():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
-
-
 def test_scancel_mid_run_keeps_what_finished_and_leaves_nothing_running(cluster, tmp_path):
     """The job osmeter submitted is cancelled (scancel) while osms-1 runs its
     campaign: osmeter ends non-zero, osms-1's finished runs stay readable,
@@ -218,7 +209,7 @@ def test_scancel_mid_run_keeps_what_finished_and_leaves_nothing_running(cluster,
                           "--probes", "cpu.syscall", "--preset", "quick", "--runs", "6", "--dirty", "--out", str(out)],
                          env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _until("osms-1's first run", lambda: _finished_runs(out / "osms-1") >= 1)
+        slurmhosts.wait("osms-1's first run", lambda: _finished_runs(out / "osms-1") >= 1, timeout=300)
         jobs = cluster.run("squeue", "-h", "-o", "%i").stdout.split()
         assert len(jobs) == 1
         assert cluster.run("scancel", jobs[0]).returncode == 0
@@ -247,7 +238,7 @@ def test_a_node_killed_mid_run_is_marked_and_the_others_are_kept(cluster, tmp_pa
             "--probes", "cpu.syscall,cpu.call", "--preset", "quick", "--runs", "3", "--dirty", "--out", str(out)]
     p = subprocess.Popen(argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _until("osms-2's second run under way", lambda: _running(out / "osms-2", 2), timeout=400)
+        slurmhosts.wait("osms-2's second run under way", lambda: _running(out / "osms-2", 2), timeout=400)
         cluster.kill_node("osms-2")
         stdout, stderr = p.communicate(timeout=400)
     finally:

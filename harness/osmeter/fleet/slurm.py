@@ -17,7 +17,6 @@ import contextlib
 import os
 import queue
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -54,30 +53,14 @@ class Allocation:
         return {"job": self.job, "nodes": self.nodes, "submitted_by_osmeter": self.submitted}
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        raise RunError(f"{name} is not on the PATH: --slurm needs Slurm's client commands (Debian: slurm-client), "
-                       "on a machine of the cluster")
-    return path
-
-
 def expand(nodelist: str) -> list[str]:
     """Slurm's compact node list (node[1-3],gpu7) as names, by scontrol."""
-    r = subprocess.run([_tool("scontrol"), "show", "hostnames", nodelist], capture_output=True, text=True,
+    r = subprocess.run([slurm.tool("scontrol"), "show", "hostnames", nodelist], capture_output=True, text=True,
                        timeout=30)
     names = r.stdout.split()
     if r.returncode != 0 or not names:
         raise RunError(f"scontrol could not expand the node list {nodelist!r}: {r.stderr.strip() or 'no names'}")
     return names
-
-
-def job_state(job: str) -> tuple[str, str]:
-    """(state, reason) of a job as squeue sees it; ("", "") once it is gone."""
-    r = subprocess.run([_tool("squeue"), "-h", "-j", job, "-o", "%T|%r"], capture_output=True, text=True,
-                       timeout=30)
-    state, _, why = r.stdout.strip().partition("|")
-    return state, why
 
 
 @contextlib.contextmanager
@@ -108,12 +91,12 @@ def allocation(req: SlurmRequest, say):
     finally:
         os.environ.pop("SLURM_JOB_ID", None)
         if job:
-            subprocess.run([_tool("scancel"), job], capture_output=True, timeout=30)
+            subprocess.run([slurm.tool("scancel"), job], capture_output=True, timeout=30)
             say(f"fleet: Slurm job {job} released (scancel)")
 
 
 def _squeue_nodes(job: str) -> str:
-    r = subprocess.run([_tool("squeue"), "-h", "-j", job, "-o", "%N"], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([slurm.tool("squeue"), "-h", "-j", job, "-o", "%N"], capture_output=True, text=True, timeout=30)
     if r.returncode != 0 or not r.stdout.strip():
         raise RunError(f"Slurm job {job} has no nodes (squeue: {r.stderr.strip() or 'not running'})")
     return r.stdout.strip()
@@ -122,7 +105,7 @@ def _squeue_nodes(job: str) -> str:
 def _submit(req: SlurmRequest, say) -> str:
     """salloc --no-shell, its words and the job's state shown as they come;
     returns the job id once granted."""
-    argv = [_tool("salloc"), "--no-shell", "--exclusive", "--no-kill", "--job-name=osmeter-fleet",
+    argv = [slurm.tool("salloc"), "--no-shell", "--exclusive", "--no-kill", "--job-name=osmeter-fleet",
             f"--partition={req.partition}", f"--nodes={req.nodes or 1}"]
     argv += [f"--time={req.time_limit}"] if req.time_limit else []
     argv += [f"--account={req.account}"] if req.account else []
@@ -145,7 +128,7 @@ def _submit(req: SlurmRequest, say) -> str:
                 job = job or (m.group(1) if m else None)
             if job and time.monotonic() - last_look >= SQUEUE_EVERY:
                 last_look = time.monotonic()
-                state = job_state(job)
+                state = slurm.job_state(job) or ("", "")
                 if state != seen and state[0]:
                     seen = state
                     say(f"fleet: Slurm job {job}: {state[0]}" + (f" ({state[1]})" if state[1] not in ("", "None")
@@ -157,10 +140,10 @@ def _submit(req: SlurmRequest, say) -> str:
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=10)
         if job:
-            subprocess.run([_tool("scancel"), job], capture_output=True, timeout=30)
+            subprocess.run([slurm.tool("scancel"), job], capture_output=True, timeout=30)
         raise
     if rc != 0 or not job or not any("Granted job allocation" in s for s in said):
         if job:
-            subprocess.run([_tool("scancel"), job], capture_output=True, timeout=30)
+            subprocess.run([slurm.tool("scancel"), job], capture_output=True, timeout=30)
         raise RunError(f"salloc could not allocate (exit {rc}): {' | '.join(said[-3:]) or 'no message'}")
     return job

@@ -40,12 +40,17 @@ def node_of(target: str) -> str:
     return node
 
 
-def srun() -> str:
-    path = shutil.which("srun")
+def tool(name: str) -> str:
+    """The path of one of Slurm's client commands (srun, salloc, squeue, ...)."""
+    path = shutil.which(name)
     if not path:
-        raise RunError("srun is not on the PATH: --slurm needs Slurm's client commands (Debian: slurm-client), "
+        raise RunError(f"{name} is not on the PATH: --slurm needs Slurm's client commands (Debian: slurm-client), "
                        "on a machine of the cluster")
     return path
+
+
+def srun() -> str:
+    return tool("srun")
 
 
 def argv(target: str, command: str) -> list[str]:
@@ -64,19 +69,22 @@ def failed(stderr: str, returncode: int | None) -> bool:
     return any(not TASK_EXIT.match(ln) for ln in lines)
 
 
-def job_state() -> str | None:
-    """The current job's state as squeue has it ("" once it left the
-    queue), or None where that cannot be asked."""
-    job, squeue = os.environ.get("SLURM_JOB_ID"), shutil.which("squeue")
+def job_state(job: str | None = None) -> tuple[str, str] | None:
+    """(state, reason) of a job (default the current one, SLURM_JOB_ID) as
+    squeue has it, ("", "") once it left the queue; None where that cannot
+    be asked."""
+    job = job or os.environ.get("SLURM_JOB_ID")
+    squeue = shutil.which("squeue")
     if not job or not squeue:
         return None
     try:
-        r = subprocess.run([squeue, "-h", "-j", job, "-o", "%T"], capture_output=True, text=True, timeout=20)
+        r = subprocess.run([squeue, "-h", "-j", job, "-o", "%T|%r"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if r.returncode != 0 and "Invalid job id" not in r.stderr:
         return None
-    return r.stdout.strip()
+    state, _, why = r.stdout.strip().partition("|")
+    return state, why
 
 
 def reason(stderr: str | bytes) -> str:
@@ -87,7 +95,7 @@ def reason(stderr: str | bytes) -> str:
     text = " | ".join(lines[-3:]) or "srun failed without a message"
     if any(w in stderr for w in ("Invalid job id", "Job has been cancelled", "CANCELLED", "has expired")):
         return f"srun: the job is gone (cancelled, or past its time limit): {text}"
-    state = job_state()
+    state = (job_state() or (None,))[0]
     if state is not None and state not in ("RUNNING", "CONFIGURING", "PENDING", "SUSPENDED"):
         return f"srun: the job is gone ({state.lower() or 'no longer in the queue'}): {text}"
     if "Node failure" in stderr:
