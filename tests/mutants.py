@@ -1003,6 +1003,9 @@ MUTANTS = [
     Mutant("results-one-id-twice-merged", "harness/osmeter/results/store.py",
            '        if m["id"] in seen:\n            raise ValueError', '        if False:\n            raise ValueError',
            "tests/test_results.py::test_two_measurements_of_one_id_are_refused_by_every_reader"),
+    Mutant("mpi-srun-pmix-rank-not-open-mpi", "bench/iotrace/mpiio/launch.c",
+           'getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")', 'getenv("OMPI_COMM_WORLD_SIZE")',
+           "tests/test_iotrace_mpi_slurm.py::test_ranks_started_by_srun_are_recorded_each_with_its_node"),
 ]
 
 # ----------------------------------------------------------------- running

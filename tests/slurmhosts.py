@@ -124,6 +124,9 @@ def _config(tmp: Path, ctl: str, ctl_addr: str, nodes: list[str], addrs: dict[st
         "SelectTypeParameters=CR_Core", "JobAcctGatherType=jobacct_gather/none",
         "AccountingStorageType=accounting_storage/none", f"PlugStackConfig={tmp}/plugstack.conf",
         "SlurmdTimeout=10", "InactiveLimit=0", "KillWait=5", "MessageTimeout=20",
+        # each node's temporary directory its own: the pmix plugin makes a step's directory there, and the
+        # nodes share this machine's /tmp
+        f"TmpFS={tmp}/nodetmp/%n",
     ]
     lines += [f"NodeName={n} NodeAddr={addrs[n]} CPUs={cpus} State=UNKNOWN" for n in nodes]
     lines.append(f"PartitionName=osms Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
@@ -161,12 +164,15 @@ def slurm_cluster(n: int, tmp: Path):
     tmp = Path(tmp)
     for d in ("state", "spool", "log"):
         (tmp / d).mkdir(parents=True, exist_ok=True)
+    nodes = [f"{PREFIX}-{i + 1}" for i in range(n)]
+    for nd in nodes:
+        (tmp / "nodetmp" / nd).mkdir(parents=True, exist_ok=True)
+        (tmp / "spool" / nd).mkdir(parents=True, exist_ok=True)
     tmp.chmod(0o755)
     (tmp / "plugstack.conf").write_text("")
     key = tmp / "munge.key"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
-    nodes = [f"{PREFIX}-{i + 1}" for i in range(n)]
     addrs = {nd: f"10.231.{NET + i}.2" for i, nd in enumerate(nodes)}
     ctl = socket.gethostname().split(".")[0]
     conf = tmp / "slurm.conf"
@@ -177,7 +183,11 @@ def slurm_cluster(n: int, tmp: Path):
     c = Cluster(tmp, nodes, addrs, env, conf)
     cgroups: list[Path] = []
     logs = []
+    # the nodes reach each other through this machine (MPI ranks, the pmix plugin's messages between steps)
+    forward = Path("/proc/sys/net/ipv4/ip_forward")
+    forwarded = forward.read_text()
     try:
+        forward.write_text("1\n")
         for i, nd in enumerate(nodes):
             veth = nd.replace(PREFIX + "-", PREFIX + "v")
             _sh("ip", "netns", "add", nd)
@@ -232,3 +242,4 @@ def slurm_cluster(n: int, tmp: Path):
                     time.sleep(0.1)
         for f in logs:
             f.close()
+        forward.write_text(forwarded)

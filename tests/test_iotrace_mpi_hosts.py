@@ -47,10 +47,13 @@ def launcher(impl: str, hs, which: tuple[int, ...]) -> str:
     return f"mpiexec.mpich -n {len(which)} -hosts {addrs} -launcher ssh -launcher-exec {hs.ssh} -localhost 10.231.1.1"
 
 
-def run(argv: list[str], impl: str, tmp: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    """argv in a session of its own; past the timeout everything in that session is killed (iotrace, its
-    launcher's group) before the test fails, so that a hang does not outlive it."""
+def run(argv: list[str], impl: str, tmp: Path, timeout: float = 120, extra: dict | None = None
+        ) -> subprocess.CompletedProcess:
+    """argv in a session of its own (extra added to its environment); past the timeout everything in that
+    session is killed (iotrace, its launcher's group) before the test fails, so that a hang does not
+    outlive it."""
     env = env_for(impl)
+    env.update(extra or {})
     env["TMPDIR"] = str(tmp)
     p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)

@@ -44,11 +44,13 @@ const char *mpi_check_impl(const char *name)
 }
 
 /* The MPI that started this process, from what its launcher put in the
- * environment: Open MPI's OMPI_COMM_WORLD_SIZE, MPICH's (Hydra's) PMI_RANK
- * or PMI_SIZE. NULL where neither is there. */
+ * environment: Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; srun
+ * --mpi=pmix sets PMIX_RANK, the PMIx client that Debian's Open MPI speaks
+ * (its MPICH speaks PMI-1 only); MPICH's Hydra and srun --mpi=pmi2 set
+ * PMI_RANK or PMI_SIZE. NULL where none is there. */
 static const char *impl_of_env(void)
 {
-    if (getenv("OMPI_COMM_WORLD_SIZE"))
+    if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK"))
         return "openmpi";
     if (getenv("PMI_RANK") || getenv("PMI_SIZE"))
         return "mpich";
@@ -93,8 +95,9 @@ int cmd_rank(int argc, char **argv)
     if (!impl)
         impl = impl_of_env();
     if (!impl)
-        iot_fail(2, "rank: cannot tell which MPI started this process (no OMPI_COMM_WORLD_SIZE, PMI_RANK or "
-                    "PMI_SIZE in its environment): give --mpi openmpi|mpich");
+        iot_fail(2, "rank: cannot tell which MPI started this process (no OMPI_COMM_WORLD_SIZE, PMIX_RANK, "
+                    "PMI_RANK or PMI_SIZE in its environment; under srun, give it --mpi=pmix for Open MPI "
+                    "or --mpi=pmi2 for MPICH): give --mpi openmpi|mpich");
     char lib[PATH_MAX], preload[2 * PATH_MAX + 2];
     mpi_library(impl, lib, sizeof lib);
     const char *old = getenv("LD_PRELOAD");
@@ -307,7 +310,8 @@ int cmd_replay_rank(int argc, char **argv)
     if (!impl)
         impl = impl_of_env();
     if (!impl)
-        iot_fail(2, "replay-rank: cannot tell which MPI started this process: give --mpi openmpi|mpich");
+        iot_fail(2, "replay-rank: cannot tell which MPI started this process (under srun, give it --mpi=pmix "
+                    "for Open MPI or --mpi=pmi2 for MPICH): give --mpi openmpi|mpich");
     char dir[PATH_MAX], prog[PATH_MAX + 64];
     self_dir(dir, sizeof dir);
     snprintf(prog, sizeof prog, "%s/iotrace-mpi-replay-%s", dir, impl);
