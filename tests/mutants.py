@@ -1006,6 +1006,15 @@ MUTANTS = [
     Mutant("mpi-srun-pmix-rank-not-open-mpi", "bench/iotrace/mpiio/launch.c",
            'getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")', 'getenv("OMPI_COMM_WORLD_SIZE")',
            "tests/test_iotrace_mpi_slurm.py::test_ranks_started_by_srun_are_recorded_each_with_its_node"),
+    Mutant("replay-prepare-limit-not-checked", "bench/iotrace/replay/prepare.c",
+           "    if (total > limit)\n", "    if (0)\n", "tests/test_iotrace.py::test_a_replay_never_fills_the_disk_from_a_short_trace"),
+    Mutant("replay-prepare-free-space-not-checked", "bench/iotrace/replay/prepare.c",
+           "if ((long double)total > avail)", "if (0)", "tests/test_iotrace.py::test_a_replay_never_fills_the_disk_from_a_short_trace"),
+    Mutant("replay-furthest-byte-overflows", "bench/iotrace/replay/replay.c",
+           "        if (r->offset > INT64_MAX - r->ret)\n", "        if (0)\n", "tests/test_iotrace.py::test_a_replay_never_fills_the_disk_from_a_short_trace"),
+    Mutant("replay-interrupted-prepare-kept", "bench/iotrace/replay/prepare.c",
+           "static _Noreturn void interrupted(void)\n{\n    remove_made();", "static _Noreturn void interrupted(void)\n{",
+           "tests/test_iotrace.py::test_an_interrupted_preparation_removes_what_it_wrote"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -10,7 +10,9 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
@@ -504,3 +506,63 @@ def test_descriptors_moved_with_dup2_stay_recorded(iotrace_built, tmp_path):
     rep = json.loads(iotrace("replay", trace, "--dir", out).stdout)
     assert rep["calls"]["read"]["count"] == 17 and rep["calls"]["write"]["bytes"] == 1 << 20
     assert rep["mismatch_count"] == 0
+
+
+def one_read_trace(tmp_path: Path, offset: int, nbytes: int) -> Path:
+    """A 3-call trace by hand: open a file the program found there, one pread at offset, close."""
+    head = "# iotrace 1\nseq,pid,tid,call,t_start_ns,t_end_ns,fd,file,path,flags,mode,offset,bytes,ret,errno\n"
+    rows = [f"0,100,100,open,1000,1500,3,f0,in.dat,0x0,0,-1,0,3,0",
+            f"1,100,100,pread,2000,2500,3,f0,in.dat,0x0,0,{offset},{nbytes},{nbytes},0",
+            "2,100,100,close,3000,3500,3,f0,in.dat,0x0,0,-1,0,0,0"]
+    trace = tmp_path / f"read-at-{offset}.trace"
+    trace.write_text(head + "\n".join(rows) + "\n")
+    return trace
+
+
+def test_a_replay_never_fills_the_disk_from_a_short_trace(iotrace_built, tmp_path):
+    """A pread at 100 TiB would have the preparation write 100 TiB: refused
+    over --prepare-limit, and a file larger than DIR's free space (a 1 MiB
+    tmpfs) refused before its first byte, naming the trace's line; a read whose end is past 2^63 is
+    refused, not taken as an empty file. Nothing is written in DIR.
+    Mutants caught: the limit not checked, the free space not checked, the
+    furthest byte's overflow not checked."""
+    out = tmp_path / "out"
+    out.mkdir()
+    far = one_read_trace(tmp_path, 100 << 40, 4096)
+    r = iotrace("replay", far, "--dir", out)
+    assert r.returncode == 2 and f"{far}:4:" in r.stderr and "--prepare-limit" in r.stderr, r.stderr
+    if os.geteuid() == 0:  # DIR on a 1 MiB tmpfs: the mutant that writes anyway stops at its end, not the disk's
+        small = tmp_path / "small"
+        small.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "osmeter-test", str(small)], check=True)
+        try:
+            r = iotrace("replay", one_read_trace(tmp_path, 2 << 20, 4096), "--dir", small)
+            assert r.returncode == 2 and ":4:" in r.stderr and "bytes free" in r.stderr, r.stderr
+            assert list(small.iterdir()) == []
+        finally:
+            subprocess.run(["umount", str(small)], check=True)
+    end = one_read_trace(tmp_path, 2**63 - 1, 1 << 30)
+    r = iotrace("replay", end, "--dir", out)
+    assert r.returncode == 2 and f"{end}:4:" in r.stderr and "beyond the largest file offset" in r.stderr, r.stderr
+    assert list(out.iterdir()) == []
+    ok = one_read_trace(tmp_path, 1 << 20, 4096)
+    r = iotrace("replay", ok, "--dir", out)
+    assert r.returncode == 0, r.stderr
+    assert (out / "f0").stat().st_size == (1 << 20) + 4096
+
+
+def test_an_interrupted_preparation_removes_what_it_wrote(iotrace_built, tmp_path):
+    """SIGTERM while the replay writes a 3 GiB file the program found
+    there: the file is removed, the exit is 128 + 15 and says so. Mutant
+    caught: the prepared files kept."""
+    out = tmp_path / "out"
+    out.mkdir()
+    p = subprocess.Popen([str(IOTRACE), "replay", str(one_read_trace(tmp_path, 3 << 30, 4096)), "--dir", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not ((out / "f0").exists() and (out / "f0").stat().st_size > 0) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM and "removed" in err, (p.returncode, err)
+    assert list(out.iterdir()) == []

@@ -6,6 +6,7 @@
 #include "iotrace.h"
 #include "mpi_launch.h"
 #include "osm.h"
+#include "prepare.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -331,12 +332,13 @@ int cmd_replay_rank(int argc, char **argv)
  * MPI_MODE_CREATE (1 in both Open MPI and MPICH) and read, as large as it
  * was at that open (size_at_open), of random data; every other DIR/f<id>
  * of an MPI file is removed first. Returns the bytes written. */
-long long mpi_prepare(const struct trace *t, const char *dir, long long limit)
+long long mpi_prepare(const char *name, const struct trace *t, const char *dir, long long limit)
 {
     size_t nfiles = 0;
     for (size_t i = 0; i < t->n; i++)
         nfiles = (size_t)t->rec[i].file + 1 > nfiles ? (size_t)t->rec[i].file + 1 : nfiles;
     long long *size = iot_xcalloc(nfiles + 1, sizeof *size), total = 0;
+    const struct trace_rec *most = NULL; /* the open of the largest file found there */
     bool *seen = iot_xcalloc(nfiles + 1, sizeof *seen), *mpi = iot_xcalloc(nfiles + 1, sizeof *mpi);
     for (size_t i = 0; i < t->n; i++) {
         const struct trace_rec *r = &t->rec[i];
@@ -348,43 +350,38 @@ long long mpi_prepare(const struct trace *t, const char *dir, long long limit)
         seen[r->file] = true;
         char v[32];
         trace_arg(r->args, "size_at_open", v, sizeof v);
-        if (r->ret == 0 && !(r->flags & 1) && v[0])
-            size[r->file] = strtoll(v, NULL, 10);
+        if (r->ret == 0 && !(r->flags & 1) && v[0]) {
+            char *end;
+            errno = 0;
+            size[r->file] = strtoll(v, &end, 10);
+            if (errno || *end || size[r->file] < 0)
+                iot_fail(2, "%s:%zu: size_at_open=%s is not a file size", name, line_of(r), v);
+            if (!most || size[r->file] > size[most->file])
+                most = r;
+        }
     }
     for (size_t f = 0; f < nfiles; f++)
-        total += mpi[f] ? size[f] : 0;
-    if (total > limit)
-        iot_fail(2, "the replay would first write %lld bytes of files the program found already there, over the "
-                    "limit of %lld (--prepare-limit)", total, limit);
+        total = mpi[f] && size[f] > LLONG_MAX - total ? LLONG_MAX : total + (mpi[f] ? size[f] : 0);
+    char why[PATH_MAX + 64];
+    snprintf(why, sizeof why, "%s:%zu", name, most ? line_of(most) : (size_t)0);
+    prepare_check(dir, total, limit, most ? why : name);
     char *buf = iot_xcalloc(1, 1 << 20);
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < (1 << 20) / 8; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         memcpy(buf + 8 * i, &s, 8);
     }
+    prepare_begin();
     for (size_t f = 0; f < nfiles; f++) {
         if (!mpi[f])
             continue;
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/f%zu", dir, f);
         unlink(path);
-        if (!size[f])
-            continue;
-        FILE *o = fopen(path, "we");
-        if (!o)
-            iot_fail(1, "cannot make %s: %s", path, strerror(errno));
-        for (long long left = size[f]; left > 0;) {
-            size_t n = left < (1 << 20) ? (size_t)left : (1 << 20);
-            if (fwrite(buf, 1, n, o) != n) {
-                fclose(o);
-                unlink(path);
-                iot_fail(1, "cannot write %s: %s", path, strerror(errno));
-            }
-            left -= (long long)n;
-        }
-        if (fclose(o))
-            iot_fail(1, "cannot write %s: %s", path, strerror(errno));
+        if (size[f])
+            prepare_fill(path, size[f], buf);
     }
+    prepare_end();
     free(buf), free(size), free(seen), free(mpi);
     return total;
 }

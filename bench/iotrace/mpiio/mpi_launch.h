@@ -33,6 +33,6 @@ void mpi_start_timeout_error(const char *launcher, unsigned start_timeout);
 int cmd_rank(int argc, char **argv);
 int cmd_replay_rank(int argc, char **argv);
 /* Before an MPI replay: the files the program found there made again (see launch.c); bytes written. */
-long long mpi_prepare(const struct trace *t, const char *dir, long long limit);
+long long mpi_prepare(const char *name, const struct trace *t, const char *dir, long long limit);
 
 #endif

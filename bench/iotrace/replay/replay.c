@@ -4,6 +4,7 @@
 #include "iotrace.h"
 #include "mpi_launch.h"
 #include "osm.h"
+#include "prepare.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -337,6 +338,7 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
 struct file_need {
     size_t first_open;
     int64_t read_end; /* the largest offset + bytes a read got */
+    size_t read_row;  /* the read that got there */
     bool directory;
 };
 
@@ -360,7 +362,7 @@ static void check_replayable(const char *name, const struct trace *t, const stru
     }
 }
 
-static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
+static struct file_need *file_needs(const char *name, const struct trace *t, size_t *nfiles)
 {
     *nfiles = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -377,8 +379,13 @@ static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
             if (r->ret >= 0 && (r->flags & O_DIRECTORY))
                 fn->directory = true;
         }
-        if (trace_calls[r->call].kind == TK_READ && r->ret > 0 && r->offset >= 0 && r->offset + r->ret > fn->read_end)
-            fn->read_end = r->offset + r->ret;
+        if (trace_calls[r->call].kind != TK_READ || r->ret <= 0 || r->offset < 0)
+            continue;
+        if (r->offset > INT64_MAX - r->ret)
+            iot_fail(2, "%s:%zu: a read of %lld bytes at offset %lld ends beyond the largest file offset", name,
+                     line_of(r), (long long)r->ret, (long long)r->offset);
+        if (r->offset + r->ret > fn->read_end)
+            fn->read_end = r->offset + r->ret, fn->read_row = i;
     }
     return need;
 }
@@ -387,41 +394,60 @@ static struct file_need *file_needs(const struct trace *t, size_t *nfiles)
  * one; random data, up to the end of the furthest read, where the file
  * existed before its first open (no O_CREAT, or O_CREAT without O_EXCL or
  * O_TRUNC and read later); nothing where the first open created it or failed. */
+static int64_t prepared_size(const struct trace *t, const struct file_need *fn)
+{
+    if (fn->first_open == NONE || fn->directory)
+        return -1;
+    const struct trace_rec *o = &t->rec[fn->first_open];
+    int64_t fl = o->flags;
+    bool existed = o->ret >= 0 && !(fl & O_EXCL) && (!(fl & O_CREAT) || (!(fl & O_TRUNC) && fn->read_end > 0));
+    return !existed ? -1 : fl & O_TRUNC ? 0 : fn->read_end;
+}
+
+/* The bytes prepare_files will write, refused over `limit` or DIR's free space, naming the read that
+ * needs the most. */
+static void check_prepare(const char *name, const struct trace *t, const struct file_need *need, size_t nfiles,
+                          long long limit)
+{
+    long long total = 0;
+    size_t most = NONE;
+    for (size_t f = 0; f < nfiles; f++) {
+        int64_t size = prepared_size(t, &need[f]);
+        if (size <= 0)
+            continue;
+        total = size > LLONG_MAX - total ? LLONG_MAX : total + size;
+        if (most == NONE || size > need[most].read_end)
+            most = f;
+    }
+    char why[PATH_MAX + 64];
+    if (most != NONE)
+        snprintf(why, sizeof why, "%s:%zu", name, line_of(&t->rec[need[most].read_row]));
+    else
+        snprintf(why, sizeof why, "%s", name);
+    prepare_check(R.dir, total, limit, why);
+}
+
 static void prepare_files(const struct trace *t, const struct file_need *need, size_t nfiles)
 {
     char path[PATH_MAX], *buf = iot_xcalloc(1, 1 << 20);
     random_fill(buf, 1 << 20, 12345);
+    prepare_begin();
     for (size_t f = 0; f < nfiles; f++) {
         file_path(path, sizeof path, (int64_t)f);
         if (unlink(path) && errno == EISDIR)
             rmdir(path);
         if (need[f].first_open == NONE)
             continue;
-        const struct trace_rec *o = &t->rec[need[f].first_open];
         if (need[f].directory) {
             if (mkdir(path, 0755) && errno != EEXIST)
                 iot_fail(1, "cannot make %s: %s", path, strerror(errno));
             continue;
         }
-        int64_t fl = o->flags;
-        bool existed = o->ret >= 0 && !(fl & O_EXCL) &&
-                       (!(fl & O_CREAT) || (!(fl & O_TRUNC) && need[f].read_end > 0));
-        if (!existed)
-            continue;
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-            iot_fail(1, "cannot create %s: %s", path, strerror(errno));
-        int64_t size = fl & O_TRUNC ? 0 : need[f].read_end;
-        for (int64_t done = 0; done < size;) {
-            size_t n = size - done < (1 << 20) ? (size_t)(size - done) : (1 << 20);
-            ssize_t w = write(fd, buf, n);
-            if (w <= 0)
-                iot_fail(1, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "no progress");
-            done += w;
-        }
-        if (close(fd))
-            iot_fail(1, "cannot write %s: %s", path, strerror(errno));
+        int64_t size = prepared_size(t, &need[f]);
+        if (size >= 0)
+            prepare_fill(path, size, buf);
     }
+    prepare_end();
     free(buf);
 }
 
@@ -519,7 +545,7 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     char apath[PATH_MAX], adir[PATH_MAX];
     if (!realpath(path, apath) || !realpath(dir, adir))
         iot_fail(2, "%s: %s", path, strerror(errno));
-    mpi_prepare(&t, adir, limit);
+    mpi_prepare(path, &t, adir, limit);
     trace_free(&t);
     char mark[PATH_MAX + 64], prefix[64];
     snprintf(prefix, sizeof prefix, ".iotrace-started.%d", (int)getpid());
@@ -565,7 +591,7 @@ static void run_as_an_application(void)
 int cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
-    long long limit = 1ll << 32;
+    long long limit = PREPARE_LIMIT_DEFAULT;
     unsigned start_timeout = MPI_START_TIMEOUT;
     bool timeout_given = false, unpin = false;
     uint64_t want = 0;
@@ -592,7 +618,7 @@ int cmd_replay(int argc, char **argv)
             path = argv[i];
     }
     if (!path || !dir)
-        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] | [--launcher \"MPIRUN ARGS\" "
+        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] | [--launcher \"MPIRUN ARGS\" "
                         "[--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] [--unpin]");
     if ((impl || timing || timeout_given) && !launcher)
         osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
@@ -628,7 +654,8 @@ int cmd_replay(int argc, char **argv)
     R.L = &L;
     R.dir = dir;
     size_t nfiles;
-    struct file_need *need = file_needs(&t, &nfiles);
+    struct file_need *need = file_needs(path, &t, &nfiles);
+    check_prepare(path, &t, need, nfiles, limit);
     prepare_files(&t, need, nfiles);
     assign_slots(&t);
 
