@@ -1015,6 +1015,15 @@ MUTANTS = [
     Mutant("replay-interrupted-prepare-kept", "bench/iotrace/replay/prepare.c",
            "static _Noreturn void interrupted(void)\n{\n    remove_made();", "static _Noreturn void interrupted(void)\n{",
            "tests/test_iotrace.py::test_an_interrupted_preparation_removes_what_it_wrote"),
+    Mutant("notebook-atexit-cleanup-left", "harness/osmeter/report/notebook.py",
+           "    atexit.unregister(client._cleanup_kernel)\n", "", "tests/test_report.py::test_a_notebook_that_cannot_run_does_not_fail_the_run_or_leave_a_kernel"),
+    Mutant("run-fails-by-its-notebook", "harness/osmeter/cli/cmd_run.py",
+           "        if not ok:  # the measurements stand: the run does not fail on its notebook\n",
+           "        if not ok:\n            status = status or 1\n", "tests/test_report.py::test_a_notebook_that_cannot_run_does_not_fail_the_run_or_leave_a_kernel"),
+    Mutant("notebook-kernel-on-tcp", "harness/osmeter/report/notebook.py",
+           'cfg.KernelManager.transport = "ipc"\n        cfg.KernelManager.ip = str(Path(sockets) / "k")\n', "",
+           "tests/test_report.py::test_a_shaped_loopback_does_not_reach_the_notebooks_kernel",
+           slow=True),  # the kernel's start waits out OSMETER_NOTEBOOK_TIMEOUT (60 s)
 ]
 
 # ----------------------------------------------------------------- running

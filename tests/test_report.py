@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -893,3 +895,65 @@ def test_the_notebook_of_a_campaigns_run_shows_the_between_runs_table(tmp_path):
     assert sum("image/png" in o.get("data", {}) for o in cell.outputs) == 1
     shutil.copytree(camp / "run-01", tmp_path / "lone", ignore=shutil.ignore_patterns("notebook.*"))
     assert notebook.between_runs(tmp_path / "lone") == ("", [])
+
+
+def tiny_run(d: Path) -> Path:
+    r = Results(d, {"kernel": "6.1", "cpu_model": "X"}, {"pinned_cpu": 1})
+    r.add_line({"id": "cpu.syscall.getppid", "unit": "ns", "samples": [100.0, 101.0] * 5, "disturbed": []}, "fake",
+               "x")
+    r.save()
+    return d
+
+
+def left(marker: str) -> list[str]:
+    """Processes whose command line holds marker, on this machine."""
+    out = subprocess.run(["pgrep", "-af", marker], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if "pgrep" not in ln]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("unshare"),
+                    reason="a network namespace with a shaped loopback needs root, tc and unshare")
+def test_a_shaped_loopback_does_not_reach_the_notebooks_kernel(tmp_path):
+    """In a network namespace whose loopback is shaped as a before/after
+    user shapes it (tbf 2 mbit, burst 1600: TCP's large segments on lo
+    never pass), `notebook --execute` runs every cell: the kernel talks over
+    Unix sockets. Mutant caught (slow: a minute): the kernel on TCP."""
+    d = tiny_run(tmp_path / "run")
+    shaped = ("ip link set lo up && tc qdisc replace dev lo root tbf rate 2mbit burst 1600 latency 100ms && "
+              f'exec "{ROOT}/osmeter" notebook "{d}" --execute')
+    r = subprocess.run(["unshare", "-n", "sh", "-c", shaped], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OSMETER_NOTEBOOK_TIMEOUT="60"))
+    assert r.returncode == 0 and "notebook.ipynb" in r.stdout, r.stdout + r.stderr
+    import nbformat
+    nb = nbformat.read(d / "notebook.ipynb", as_version=4)
+    assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code")
+
+
+def test_a_notebook_that_cannot_run_does_not_fail_the_run_or_leave_a_kernel(tmp_path):
+    """A kernel that never answers (a python3 kernelspec first on
+    JUPYTER_PATH whose kernel is a sleep; OSMETER_NOTEBOOK_TIMEOUT=1):
+    `notebook --execute` exits 1 with one line and no traceback (nbclient's
+    clean-up at exit failed on it), the kernel is not left running, and a
+    run whose measurements are complete exits 0, saying how to make the
+    notebook again. Mutants caught: the clean-up left registered; the run
+    failed by its notebook."""
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    marker = "4321.5"
+    spec.joinpath("kernel.json").write_text(json.dumps({"argv": ["sh", "-c", f"exec sleep {marker}", "--"], "display_name": "mute",
+                                                        "language": "python"}))
+    env = dict(os.environ, OSMETER_NOTEBOOK_TIMEOUT="1", JUPYTER_PATH=str(tmp_path / "jupyter"))
+    d = tiny_run(tmp_path / "run")
+    r = osmeter("notebook", str(d), "--execute", env=env)
+    assert r.returncode == 1 and "the notebook failed" in r.stderr, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    out = tmp_path / "measured"
+    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--out", str(out), "--no-history", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the notebook failed" in r.stderr and f"./osmeter notebook {out} --execute" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    assert (out / "report" / "report.tex").is_file() and (out / "notebook.ipynb").is_file()
+    time.sleep(0.5)
+    assert left(f"sleep {marker}") == []
+    r = osmeter("notebook", str(d), "--execute", env=dict(os.environ, OSMETER_NOTEBOOK_TIMEOUT="0.5"))
+    assert r.returncode == 2 and "OSMETER_NOTEBOOK_TIMEOUT" in r.stderr, r.stderr

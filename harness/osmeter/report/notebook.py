@@ -5,12 +5,16 @@ browser without starting Jupyter. `osmeter notebook DIR` opens it in
 Jupyter's own front end (notebook 7)."""
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
+from osmeter.core.errors import RunError
 from osmeter.results import store
 from osmeter.results.writer import write_text_atomic
 
@@ -99,14 +103,38 @@ def between_runs(run_dir: Path) -> tuple[str, list]:
             plots.detectable_changes(rows, DESIGNS, DETECT))
 
 
-def execute(run_dir: Path, estimates, root: Path, timeout: float = 600) -> tuple[bool, str]:
+def _end_kernel(client) -> None:
+    """No kernel left and nothing at exit: nbclient registers its clean-up with atexit before the kernel
+    answers, and leaves it there when the kernel never does (the clean-up then fails at exit, its manager
+    gone)."""
+    atexit.unregister(client._cleanup_kernel)
+    if getattr(client, "km", None) is not None:
+        with contextlib.suppress(Exception):
+            client._cleanup_kernel()
+
+
+def kernel_timeout(default: int = 600) -> int:
+    """Seconds the kernel has to start and each cell to run: OSMETER_NOTEBOOK_TIMEOUT, else default."""
+    v = os.environ.get("OSMETER_NOTEBOOK_TIMEOUT", "")
+    if not v:
+        return default
+    if not v.isdigit() or not 0 < int(v) < 10**6:
+        raise RunError(f"OSMETER_NOTEBOOK_TIMEOUT={v!r}: whole seconds, 1 or more")
+    return int(v)
+
+
+def execute(run_dir: Path, estimates, root: Path, timeout: int | None = None) -> tuple[bool, str]:
     """Runs the notebook on run_dir's results and writes notebook.ipynb and
     notebook.html there. (ok, message). A cell that fails still leaves both
-    files, its error shown in its output, and ok False."""
+    files, its error shown in its output, and ok False; so does a kernel that
+    does not answer within the timeout (kernel_timeout()), and no kernel is
+    left."""
+    timeout = timeout or kernel_timeout()
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
 
     run_dir = run_dir.resolve()
     nb = nbformat.read(root / SOURCE, as_version=4)
@@ -115,14 +143,23 @@ def execute(run_dir: Path, estimates, root: Path, timeout: float = 600) -> tuple
         return False, f"{root / SOURCE} has no '# Parameters' cell"
     params.source = _parameters(run_dir, estimates, root.resolve())
     failed = ""
-    try:
-        # (the kernel listens on 127.0.0.1 only; its warning about that is not the user's business)
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"],
-                       resources={"metadata": {"path": str(run_dir)}}).execute()
-    except CellExecutionError as e:
-        failed = str(e).strip().splitlines()[-1] if str(e).strip() else "a cell failed"
-    except Exception as e:  # the kernel would not start, or died: say so, keep the run
-        failed = f"{type(e).__name__}: {e}"
+    with tempfile.TemporaryDirectory(prefix="osmeter-kernel-") as sockets:
+        # the kernel's channels on Unix sockets, not TCP on the loopback: a shaped loopback (tc on lo, as
+        # before/after users set up) does not reach them
+        cfg = Config()
+        cfg.KernelManager.transport = "ipc"
+        cfg.KernelManager.ip = str(Path(sockets) / "k")
+        client = NotebookClient(nb, timeout=timeout, startup_timeout=timeout, kernel_name="python3", config=cfg,
+                                extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                                resources={"metadata": {"path": str(run_dir)}})
+        try:
+            client.execute()
+        except CellExecutionError as e:
+            failed = str(e).strip().splitlines()[-1] if str(e).strip() else "a cell failed"
+        except Exception as e:  # the kernel would not start, or died: say so, keep the run
+            failed = f"{type(e).__name__}: {e}"
+        finally:
+            _end_kernel(client)
     ipynb = run_dir / store.NOTEBOOK
     write_text_atomic(ipynb, nbformat.writes(nb))
     host = ""
