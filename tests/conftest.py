@@ -44,6 +44,22 @@ def run_group(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
+def watchdogs() -> list[int]:
+    """The pids of osmeter's run watchdogs (running/recover.py) on this machine."""
+    out = subprocess.run(["pgrep", "-f", "osmeter.running.recover"], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def kill_run(p: subprocess.Popen, watchdog_too: bool) -> None:
+    """SIGKILL to a run started in a session of its own (its whole group), and first, when watchdog_too, to
+    its watchdog: a machine whose run and watchdog both died (a power cut, an OOM kill of both)."""
+    if watchdog_too:
+        for pid in watchdogs():
+            os.kill(pid, signal.SIGKILL)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.communicate(timeout=60)
+
+
 def probe(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / name), *args], capture_output=True, text=True, timeout=timeout)
 

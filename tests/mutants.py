@@ -924,7 +924,7 @@ MUTANTS = [
            "    bool up = access(mark, F_OK) == 0;\n",
            "tests/test_iotrace_mpi_hosts.py::test_a_trace_from_two_hosts_replays_on_two_hosts_under_each_mpi"),
     Mutant("mpi-prepare-limit-not-checked", "bench/iotrace/mpiio/launch.c",
-           "    if (total > limit)\n", "    if (total > limit && 0)\n",
+           "    prepare_check(dir, total, limit, most ? why : name);\n", "    prepare_check(dir, 0, limit, most ? why : name);\n",
            "tests/test_iotrace_mpi.py::test_a_prepare_over_the_limit_and_options_without_a_launcher_are_refused"),
     Mutant("app-writes-counted-as-reads", "bench/iotrace/format/trace.c",
            "    case TK_WRITE: case TK_MPI_WRITE: return TCL_WRITE;\n",
@@ -1024,6 +1024,18 @@ MUTANTS = [
            'cfg.KernelManager.transport = "ipc"\n        cfg.KernelManager.ip = str(Path(sockets) / "k")\n', "",
            "tests/test_report.py::test_a_shaped_loopback_does_not_reach_the_notebooks_kernel",
            slow=True),  # the kernel's start waits out OSMETER_NOTEBOOK_TIMEOUT (60 s)
+    Mutant("run-without-watchdog", "harness/osmeter/running/runner.py",
+           "with recover.guard(bool(opts.kernel_paths or opts.isolate)):", "with recover.guard(False):",
+           "tests/test_host_isolate.py::test_after_a_sigkill_the_runs_watchdog_puts_the_machine_back"),
+    Mutant("kpaths-without-watchdog", "harness/osmeter/running/recover.py",
+           "    if not active:\n        yield\n        return\n", "    if True:\n        yield\n        return\n",
+           "tests/test_ktrace_kpaths.py::test_a_killed_runs_tracing_is_undone_by_its_watchdog"),
+    Mutant("report-leaves-a-dead-runs-state", "harness/osmeter/cli/__init__.py",
+           'RECOVER_FIRST = ("run", "ab", "fleet", "report", "decide")', 'RECOVER_FIRST = ("run", "ab", "fleet", "decide")',
+           "tests/test_host_isolate.py::test_after_a_sigkill_of_the_run_and_its_watchdog_any_next_command_puts_the_machine_back"),
+    Mutant("isolate-before-out-checked", "harness/osmeter/running/runner.py",
+           "        for f in (store.RESULTS, store.CAMPAIGN):  # before --isolate", "        for f in ():  # before --isolate",
+           "tests/test_host_isolate.py::test_an_out_that_holds_results_is_refused_before_anything_is_isolated"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, osmeter
+from conftest import ROOT, kill_run, osmeter, watchdogs
 from osmeter.host import isolate
 from osmeter.core.errors import Interrupted, RunError, interruptible
 
@@ -327,13 +327,48 @@ def test_ctrl_c_in_an_isolated_run_restores_and_exits_130(tmp_path):
 
 
 @as_root
+def test_after_a_sigkill_the_runs_watchdog_puts_the_machine_back(tmp_path):
+    """SIGKILL to an isolated run's whole process group: its watchdog (a
+    session of its own) restores every mask, IRQ and setting within
+    seconds, this test's own mask with them. Mutant caught: no watchdog."""
+    before = snapshot()
+    cpu = max(os.sched_getaffinity(0))
+    p = start(tmp_path / "r1", "--preset", "full")
+    wait_for(tmp_path / "r1" / "results.json", p)
+    isolated, guards = cpu not in os.sched_getaffinity(0), watchdogs()
+    kill_run(p, watchdog_too=False)
+    assert isolated and len(guards) == 1, guards
+    end = time.monotonic() + 30
+    while (Path("/run/osmeter/isolate.json").exists() or watchdogs()) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert cpu in os.sched_getaffinity(0)
+    same_as(before)
+
+
+@as_root
+def test_after_a_sigkill_of_the_run_and_its_watchdog_any_next_command_puts_the_machine_back(tmp_path):
+    """Run and watchdog both killed: a command that isolates nothing
+    (report) undoes the isolation first and says so. Mutant caught: report
+    not undoing a dead run's state."""
+    before = snapshot()
+    cpu = max(os.sched_getaffinity(0))
+    p = start(tmp_path / "r1", "--preset", "full")
+    wait_for(tmp_path / "r1" / "results.json", p)
+    kill_run(p, watchdog_too=True)
+    assert Path("/run/osmeter/isolate.json").exists()
+    r = osmeter("report", str(tmp_path / "r1"))
+    assert f"a previous isolated run (pid {p.pid}" in r.stderr and "undone now from" in r.stderr, r.stderr
+    assert cpu in os.sched_getaffinity(0)
+    same_as(before)
+
+
+@as_root
 def test_after_a_sigkill_the_next_isolated_run_puts_the_machine_back_first(tmp_path):
     before = snapshot()
     cpu = max(os.sched_getaffinity(0))
     p = start(tmp_path / "r1", "--preset", "full")
     wait_for(tmp_path / "r1" / "results.json", p)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.communicate(timeout=60)
+    kill_run(p, watchdog_too=True)
     assert cpu not in os.sched_getaffinity(0)  # left isolated
     r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r2"))
     assert r.returncode == 0, r.stdout + r.stderr
@@ -343,6 +378,21 @@ def test_after_a_sigkill_the_next_isolated_run_puts_the_machine_back_first(tmp_p
     # the killed run's mask, passed on to the next run by this process, was undone before it chose its CPU
     iso = json.loads((tmp_path / "r2" / "results.json").read_text())["conditions"]["isolation"]
     assert iso["cpu"] == cpu, (iso["cpu"], cpu)
+    same_as(before)
+
+
+@as_root
+def test_an_out_that_holds_results_is_refused_before_anything_is_isolated(tmp_path):
+    """--isolate with an --out that holds a run: exit 2 before a task or
+    IRQ is moved (nothing said of an isolation, no state file ever
+    written). Mutant caught: --out checked only when the run writes."""
+    before = snapshot()
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "results.json").write_text("{}")
+    r = osmeter("run", "--isolate", "--probes", "cpu.syscall", "--no-report", "--out", str(tmp_path / "r"))
+    assert r.returncode == 2 and "already holds a results.json" in r.stderr, r.stdout + r.stderr
+    assert "--isolate CPU" not in r.stdout and "undone" not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert (tmp_path / "r" / "results.json").read_text() == "{}"
     same_as(before)
 
 

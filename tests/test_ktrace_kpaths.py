@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, kill_run, watchdogs
 from osmeter.ktrace import kpaths, ktimers, tracefs
 from osmeter.ktrace.trace import Timelines, parse
 
@@ -399,18 +399,37 @@ def test_tracefs_is_as_it_was_after_a_run_and_after_sigint(tmp_path, own_mount):
     assert tracefs.snapshot() == before and not _ours_left()
 
 
+def test_a_killed_runs_tracing_is_undone_by_its_watchdog(tmp_path):
+    """SIGKILL to a traced run's whole process group in its traced pass: its
+    watchdog (a session of its own) sees the run gone, removes its
+    instances and its mount of tracefs within seconds, and says so on the
+    run's standard error. Mutant caught: no watchdog."""
+    _tracing_or_skip()
+    mounted = tracefs.find_mount()
+    p = _start(tmp_path / "a")
+    _wait_for_traced(p)
+    traced, guards = _ours_left(), watchdogs()
+    kill_run(p, watchdog_too=False)
+    assert traced and len(guards) == 1, (traced, guards)
+    end = time.monotonic() + 30
+    while (_ours_left() or watchdogs()) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not _ours_left() and tracefs.find_mount() == mounted and not watchdogs()
+
+
 def test_a_killed_runs_tracing_is_undone_by_the_next(tmp_path):
-    """SIGKILL in the middle of a traced pass leaves osmeter's instances and
-    its mount of tracefs; the next --kernel-paths run removes them first,
-    says so, and leaves tracefs as it was before the killed run (here: not
-    mounted). Mutant caught: the stale state file ignored."""
+    """SIGKILL to a traced run and to its watchdog leaves osmeter's
+    instances and its mount of tracefs; the next --kernel-paths run removes
+    them first, says so, and leaves tracefs as it was before the killed run
+    (here: not mounted); after a second such kill, a command that traces
+    nothing (report) removes them too. Mutants caught: the stale state file
+    ignored; report not undoing a dead run's state."""
     _tracing_or_skip()
     if tracefs.find_mount():
         pytest.skip("tracefs is mounted here already: this test checks the run's own mount")
     p = _start(tmp_path / "a")
     _wait_for_traced(p)
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait(timeout=60)
+    kill_run(p, watchdog_too=True)
     time.sleep(0.5)
     assert _ours_left(), "the killed run left nothing to repair"
     r = subprocess.run([str(ROOT / "osmeter"), "run", "--kernel-paths", "--no-report", "--out", str(tmp_path / "b"),
@@ -420,6 +439,15 @@ def test_a_killed_runs_tracing_is_undone_by_the_next(tmp_path):
     doc = json.loads((tmp_path / "b" / "results.json").read_text())
     stale = doc["conditions"]["kernel_paths"]["stale"]
     assert any("removed" in x for x in stale["done"]) and not stale["left"], stale
+    assert tracefs.find_mount() is None and not _ours_left()
+    p = _start(tmp_path / "c")
+    _wait_for_traced(p)
+    kill_run(p, watchdog_too=True)
+    time.sleep(0.5)
+    assert _ours_left()
+    r = subprocess.run([str(ROOT / "osmeter"), "report", str(tmp_path / "b")], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0 and "ended without cleaning up" in r.stderr, r.stderr
     assert tracefs.find_mount() is None and not _ours_left()
 
 

@@ -51,4 +51,21 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["compare"]:
         argv = [SIDES if a == "--" else a for a in argv]
     args = build_parser().parse_args(argv)
-    return guarded({command.NAME: command.main for command in COMMANDS}[args.cmd], args)
+    fn = {command.NAME: command.main for command in COMMANDS}[args.cmd]
+    return guarded(_after_dead_runs_undone(fn) if args.cmd in RECOVER_FIRST else fn, args)
+
+
+# the commands that measure, or read runs a dead run's state would have spoilt: what a killed run left on the
+# machine (tracing instances, an isolated CPU) is undone first (running/recover.py)
+RECOVER_FIRST = ("run", "ab", "fleet", "report", "decide")
+
+
+def _after_dead_runs_undone(fn):
+    def go(args):
+        from osmeter.running.recover import undo_dead_runs
+
+        # a run with --isolate or --kernel-paths undoes that kind itself, under its own lock, and records it
+        undo_dead_runs(skip={kind for kind, flag in (("isolate", "isolate"), ("kernel-paths", "kernel_paths"))
+                             if getattr(args, flag, False)})
+        return fn(args)
+    return go

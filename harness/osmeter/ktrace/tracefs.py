@@ -11,9 +11,11 @@ unmounts it after.
 What osmeter made (the mount, the instances) is written to a private state
 file before it is made; the session removes it all at its end, on an
 error, and on SIGINT, SIGTERM or SIGHUP (shielded, as isolate.py's
-restore). A run killed by SIGKILL leaves the state file behind, and the
-next --kernel-paths run removes what it names first and says so. One
-session at a time: a lock held for the run (flock dies with its holder).
+restore). A run killed by SIGKILL leaves the state file behind: the run's
+watchdog (running/recover.py) removes what it names at once, or, when it
+died too, the next session or any command that calls
+recover.undo_dead_runs, and says so. One session at a time: a lock held
+for the run (flock dies with its holder).
 """
 from __future__ import annotations
 
@@ -346,6 +348,30 @@ class Session:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.state)
+
+
+def undo_killed_run(say=print) -> dict | None:
+    """What a killed --kernel-paths run left (its state file, nobody's lock
+    on it), undone and said; None when nothing was left or a traced run is
+    live (its lock held: it is not ours to touch)."""
+    s = Session(say)
+    if not s.state.exists():
+        return None
+    try:
+        s._take_lock()
+    except RunError:
+        return None
+    try:
+        s._undo_stale()
+        mount = find_mount()
+        orphans = sweep_orphans(mount) if mount is not None and (mount / "instances").is_dir() else []
+        if orphans:
+            say(f"osmeter: removed trace instances of osmeter runs that are gone: {', '.join(orphans)}",
+                file=sys.stderr)
+    finally:
+        os.close(s._lock)
+        s._lock = None
+    return s.doc.get("stale")
 
 
 def sweep_orphans(mount: Path) -> list[str]:

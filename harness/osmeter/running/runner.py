@@ -23,10 +23,12 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from osmeter.core.errors import RunError
 from osmeter.host import isolate, machine, nohalt, ramdev
 from osmeter.ktrace import tracefs
 from osmeter.results import store
 from osmeter.results.writer import write_json_atomic
+from osmeter.running import recover
 from osmeter.running.execute import execute
 from osmeter.running.plan import Plan, plan
 from osmeter.running.runopts import RunOptions
@@ -69,10 +71,14 @@ def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
     p = plan(opts, sentinels)
     try:
         out = opts.out or default_out(p.root, suffix)
+        for f in (store.RESULTS, store.CAMPAIGN):  # before --isolate or --kernel-paths change the machine
+            if (out / f).exists():
+                raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
-        yield p, out
+        with recover.guard(bool(opts.kernel_paths or opts.isolate)):
+            yield p, out
     finally:
         p.host.close()
 
