@@ -1036,6 +1036,10 @@ MUTANTS = [
     Mutant("isolate-before-out-checked", "harness/osmeter/running/runner.py",
            "        for f in (store.RESULTS, store.CAMPAIGN):  # before --isolate", "        for f in ():  # before --isolate",
            "tests/test_host_isolate.py::test_an_out_that_holds_results_is_refused_before_anything_is_isolated"),
+    Mutant("ab-command-group-not-ended", "harness/osmeter/running/ab.py",
+           "                    os.killpg(pgid, sig)\n", "                    os.kill(pgid, sig)\n",
+           "tests/test_analysis_compare.py::test_ab_ended_by_a_signal_to_its_pid_ends_its_commands_processes",
+           slow=True),  # the left sleeps hold ab's pipes: the test waits out its minute
 ]
 
 # ----------------------------------------------------------------- running

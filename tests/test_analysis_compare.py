@@ -916,6 +916,39 @@ def test_ab_restores_exactly_once_whatever_signals_come(tmp_path, signals, statu
     assert json.loads((out / "a" / "campaign.json").read_text())["interrupted"]
 
 
+def test_ab_ended_by_a_signal_to_its_pid_ends_its_commands_processes(tmp_path):
+    """SIGTERM to ab's own pid (not its group) while its setup command runs
+    a sleep, and has a sleep of its own in the background: both end with
+    ab, the restore runs, the exit is 143, and a process the command moved
+    to a session of its own (setsid, on purpose) is left to it. Mutant
+    caught: only the shell ended (its children reparented to PID 1)."""
+    out, mark = tmp_path / "ab", tmp_path / "restored"
+    tag = f"{os.getpid() % 1000 + 7000}.{time.monotonic_ns() % 1000}"  # sleeps of this test alone
+    setup = f"sleep 1{tag} & setsid sleep 3{tag} >/dev/null 2>&1 </dev/null & sleep 2{tag}"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "ab", "--a", setup, "--b", "true", "--rounds", "2", "--restore",
+                          f"echo done >> {mark}", "--probes", "cpu.syscall.getppid", "--out", str(out), "--seed", "3"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    def sleeping(n: int) -> list[str]:
+        return subprocess.run(["pgrep", "-f", f"^sleep {n}{tag}"], capture_output=True, text=True).stdout.split()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (sleeping(1) and sleeping(2) and sleeping(3)):
+            time.sleep(0.05)
+        assert sleeping(1) and sleeping(2), "the setup command never ran"
+        os.kill(p.pid, signal.SIGTERM)
+        stdout, stderr = p.communicate(timeout=60)
+        time.sleep(0.3)
+        assert p.returncode == 143, stdout[-2000:] + stderr
+        assert sleeping(1) == [] and sleeping(2) == [], "the command's processes outlived ab"
+        assert sleeping(3), "a process the command put in a session of its own was ended"
+        assert mark.read_text() == "done\n"
+    finally:
+        subprocess.run(["pkill", "-f", f"^sleep [123]{tag}"])
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("runs", ['"run-01"', '{"name": "run-01"}', "3", '[3]', '[{"name": 7}]'])
 def test_a_malformed_campaign_json_is_an_error_not_a_traceback(tmp_path, runs):
     a = make_campaign(tmp_path / "a", 2, 1)

@@ -11,7 +11,9 @@ when SIGINT or SIGTERM stops the rounds.
 """
 from __future__ import annotations
 
+import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -35,17 +37,53 @@ from osmeter.running.runopts import RunOptions
 SETUP_TIMEOUT = 600.0
 
 
-def _shell(what: str, cmd: str) -> None:
-    """Runs a user's setup or restore command; a failure stops the rounds. It
-    runs in a session of its own: a Ctrl-C at the terminal, or the terminal
-    closing, reaches osmeter (which finishes it first), never the command."""
-    print(f"osmeter: {what}: {cmd}", flush=True)
-    try:
-        r = subprocess.run(["/bin/sh", "-c", cmd], timeout=SETUP_TIMEOUT, start_new_session=True)
-    except subprocess.TimeoutExpired:
-        raise RunError(f"{what} command did not finish within {SETUP_TIMEOUT:.0f} s: {cmd}") from None
-    if r.returncode != 0:
-        raise RunError(f"{what} command failed with status {r.returncode}: {cmd}")
+class Commands:
+    """The user's setup and restore commands. Each runs in a session (and
+    process group) of its own: a Ctrl-C at the terminal, or the terminal
+    closing, reaches osmeter (which finishes it first), never the command.
+    When ab ends on a signal, or a command outlives its timeout, the whole
+    group of each command is ended (SIGTERM, then SIGKILL): what a command
+    started in its own group does not outlive ab (what it moved to a
+    session of its own with setsid, on purpose, does)."""
+
+    def __init__(self):
+        self.groups: list[int] = []
+
+    def run(self, what: str, cmd: str) -> None:
+        """A failure stops the rounds (RunError)."""
+        print(f"osmeter: {what}: {cmd}", flush=True)
+        p = subprocess.Popen(["/bin/sh", "-c", cmd], start_new_session=True)
+        self.groups.append(p.pid)
+        try:
+            rc = p.wait(timeout=SETUP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self._end(p.pid, p)
+            raise RunError(f"{what} command did not finish within {SETUP_TIMEOUT:.0f} s: {cmd}") from None
+        except BaseException:
+            self._end(p.pid, p)
+            raise
+        if rc != 0:
+            raise RunError(f"{what} command failed with status {rc}: {cmd}")
+
+    def end_all(self) -> None:
+        """Every command's group that still has a process, ended."""
+        for g in self.groups:
+            self._end(g)
+
+    @staticmethod
+    def _end(pgid: int, leader: subprocess.Popen | None = None) -> None:
+        with shielded():
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                end = time.monotonic() + 2
+                try:
+                    os.killpg(pgid, sig)
+                    while time.monotonic() < end:
+                        if leader is not None:
+                            leader.poll()  # the leader reaped: a zombie would keep its group alive
+                        os.killpg(pgid, 0)
+                        time.sleep(0.02)
+                except ProcessLookupError:
+                    return
 
 
 def decided(c) -> bool:
@@ -106,6 +144,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     looks: list[dict] = []
     alpha = ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
+    cmds = Commands()
     try:
         with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
             p.peer = peer
@@ -116,7 +155,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                 if until_decided and k > 2 and over_budget(started, time.monotonic(), k - 1, max_minutes):
                     stopped_by = f"the budget of {max_minutes:g} minutes (another round would end past it)"
                     break
-                status = _round(p, camps, seeds, k, order, rounds) or status
+                status = _round(p, camps, seeds, k, order, rounds, cmds) or status
                 if until_decided and k >= 2:
                     alpha = look_alpha(k, rounds)
                     look = _look(out, min_change, alpha)
@@ -129,9 +168,10 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
             camp.doc["complete"] = True
     except Interrupted as e:
         first = e
+        cmds.end_all()
         for camp in camps.values():
             camp.doc["interrupted"] = True
-        print("\nosmeter: interrupted; the finished runs are kept")
+        print("\nosmeter: interrupted; the finished runs are kept; the --a/--b commands' processes are ended")
         raise
     finally:
         # the machine first: nothing below (a full disk, a removed directory) may keep it from its restore
@@ -139,7 +179,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
             if restore:
                 with shielded():  # a second Ctrl-C, a SIGTERM or a SIGHUP must not leave it half restored
                     try:
-                        _shell("restore", restore)
+                        cmds.run("restore", restore)
                     except RunError as e:
                         print(f"osmeter: error: {e}", file=sys.stderr)
                         status = 1
@@ -179,12 +219,12 @@ def _claim_sides(out: Path) -> list[ResultsDir]:
     return claims
 
 
-def _round(p, camps: dict, seeds: dict, k: int, order: list[str], rounds: int) -> int:
+def _round(p, camps: dict, seeds: dict, k: int, order: list[str], rounds: int, cmds: Commands) -> int:
     """Round k: each side's setup and run, in the round's order; 1 when a probe failed."""
     status = 0
     for side in order:
         camp = camps[side]
-        _shell(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
+        cmds.run(f"round {k}/{rounds}, {side.upper()} setup", camp.doc["setup_command"])
         run_dir, entry = camp.add_run(k, seeds[side][k - 1], round=k, position=order.index(side) + 1)
         try:
             rc = execute(p, run_dir, order_seed=entry["seed"], sentinels=True,
