@@ -1040,6 +1040,11 @@ MUTANTS = [
            "                    os.killpg(pgid, sig)\n", "                    os.kill(pgid, sig)\n",
            "tests/test_analysis_compare.py::test_ab_ended_by_a_signal_to_its_pid_ends_its_commands_processes",
            slow=True),  # the left sleeps hold ab's pipes: the test waits out its minute
+    Mutant("icf-line-breaks-written", "bench/iogen/spec/spec_icf.c",
+           "        if (iscntrl((unsigned char)*p) && *p != '\\t')\n", "        if (0)\n", "tests/test_iogen.py::test_what_an_icf_cannot_hold_is_refused_and_a_stray_target_line_is_named"),
+    Mutant("icf-stray-target-line-skipped", "bench/iogen/spec/spec_icf.c",
+           "            return rd_fail(r, \"unrecognised line in the target assignments: '%s'\", r->text);\n",
+           "            continue;\n", "tests/test_iogen.py::test_what_an_icf_cannot_hold_is_refused_and_a_stray_target_line_is_named"),
 ]
 
 # ----------------------------------------------------------------- running

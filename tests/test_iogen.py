@@ -1117,6 +1117,29 @@ def test_save_icf_reads_back_unchanged(tmp_path, source):
     assert back == job
 
 
+def test_what_an_icf_cannot_hold_is_refused_and_a_stray_target_line_is_named(tmp_path):
+    """A target name with a line break would be written as two lines and
+    read back cut: --save-icf refuses it (exit 2, no file). Reading, a line
+    inside 'Target assignments that is none of 'Target, 'Target type, their
+    values and the ends is named with its line number, never skipped.
+    Mutants caught: control characters written; stray lines skipped."""
+    out = tmp_path / "t.icf"
+    for name in ("disk\nsecond", "disk\rsecond"):
+        r = iogen("--workload", "4k-random-read", "--target", tmp_path / name, "--size", "1M", "--save-icf", out,
+                  check=False)
+        assert r.returncode == 2 and "line break" in r.stderr and not out.exists(), r.stderr
+    one = tmp_path / "disk one"
+    iogen("--workload", "4k-random-read", "--target", one, "--size", "1M", "--save-icf", out)
+    lines = out.read_text().splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.strip() == str(one))
+    lines.insert(at + 1, "\tsecond\n")  # what a name cut by its newline left
+    bad = tmp_path / "bad.icf"
+    bad.write_text("".join(lines))
+    r = iogen("--engine", "nop", "--icf", bad, "--dump-spec", check=False)
+    assert r.returncode == 2 and f":{at + 2}:" in r.stderr and "unrecognised line" in r.stderr, r.stderr
+    assert "second" in r.stderr
+
+
 # Iometer's results file (Iometer User's Guide, "Results" and the results
 # file's 'Results table): the header every analysis script keys on.
 IOMETER_RESULTS_HEADER = (

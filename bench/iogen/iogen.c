@@ -104,15 +104,29 @@ int main(int argc, char **argv)
     static struct job job;
     options_build_job(&cfg, &job);
     if (cfg.save_icf) {
-        char err[512];
-        FILE *f = open_out(cfg.save_icf, "--save-icf");
-        if (!f)
-            return 2;
-        int rc = icf_write(&job, cfg.ntargets ? cfg.targets : NULL, cfg.ntargets, f, err, sizeof err);
-        if (fclose(f) != 0 && !rc) {
-            snprintf(err, sizeof err, "writing %s: %s", cfg.save_icf, strerror(errno));
-            rc = -1;
+        /* written in memory first: a job the format cannot hold leaves no file, and an old one untouched */
+        char err[512], *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (!m) {
+            fprintf(stderr, "iogen: error: --save-icf: %s\n", strerror(errno));
+            return 1;
         }
+        int rc = icf_write(&job, cfg.ntargets ? cfg.targets : NULL, cfg.ntargets, m, err, sizeof err);
+        fclose(m);
+        FILE *f = rc ? NULL : open_out(cfg.save_icf, "--save-icf");
+        if (!rc && !f) {
+            free(text);
+            return 2;
+        }
+        if (f) {
+            bool short_write = fwrite(text, 1, len, f) != len;
+            if (fclose(f) != 0 || short_write) {
+                snprintf(err, sizeof err, "writing %s: %s", cfg.save_icf, strerror(errno));
+                rc = -1;
+            }
+        }
+        free(text);
         if (rc) {
             fprintf(stderr, "iogen: error: --save-icf: %s\n", err);
             return 2;

@@ -489,6 +489,15 @@ static int icf_targets(struct rd *r, struct worker_cfg *w)
             if (!in_target)
                 return rd_fail(r, "'End target without a 'Target");
             in_target = false;
+        } else if (hdr_is(r->text, "'Target type")) {
+            const char *v;
+            if (!in_target)
+                return rd_fail(r, "'Target type outside a target (no 'Target before it)");
+            if (icf_value(r, S, E, "'Target type", &v))
+                return -1;
+        } else {
+            /* never skipped: a stray line here is a name cut by a newline, or a setting this reader would lose */
+            return rd_fail(r, "unrecognised line in the target assignments: '%s'", r->text);
         }
     }
     return n < 0 ? -1 : truncated(r, S, E);
@@ -696,10 +705,14 @@ void icf_write_spec(FILE *f, const struct spec *s)
     }
 }
 
-/* A name the reader would take for something else: a header ('...), or one with blanks at its ends. */
+/* A name the reader would take for something else: a header ('...), one with blanks at its ends, or one
+ * that a line break or another control character would cut or change. */
 static bool unwritable(const char *name)
 {
     size_t n = strlen(name);
+    for (const char *p = name; *p; p++)
+        if (iscntrl((unsigned char)*p) && *p != '\t')
+            return true;
     return name[0] == '\'' || (n && (isspace((unsigned char)name[0]) || isspace((unsigned char)name[n - 1])));
 }
 
@@ -729,20 +742,20 @@ int icf_write(const struct job *job, const char *const *targets, int ntargets, F
     else if ((job->cycle_workers.on && job->cycle_workers.end && job->cycle_workers.end != (uint64_t)job->nworkers) ||
              (job->cycle_targets.on && job->cycle_targets.end && job->cycle_targets.end != (uint64_t)ntargets))
         why = "an .icf cycles workers and targets up to all there are: give no other end";
-    else if (strchr(job->description, '\n') || unwritable(job->description))
+    else if (unwritable(job->description))
         why = "the description cannot be written as an .icf value line";
     for (int i = 0; !why && i < job->nspecs; i++)
         if (unwritable(job->specs[i].name) || !job->specs[i].name[0])
-            why = "an access specification's name starts with ' or a blank";
+            why = "an access specification's name is empty, starts with ' or a blank, or holds a line break";
     for (int i = 0; !why && i < job->nworkers; i++) {
         const struct worker_cfg *w = &job->workers[i];
         if (unwritable(w->name) || !w->name[0])
-            why = "a worker's name is empty or starts with ' or a blank";
+            why = "a worker's name is empty, starts with ' or a blank, or holds a line break";
         else if (w->max_bytes % 512 || w->start_bytes % 512)
             why = "an .icf counts a worker's region in 512-byte sectors: its size and start must be multiples of 512";
         for (int k = 0; !why && k < (targets ? ntargets : w->ntarget); k++)
             if (unwritable(targets ? targets[k] : w->target[k]))
-                why = "a target's name starts with ' or a blank";
+                why = "a target's name starts with ' or a blank, or holds a line break";
     }
     if (why) {
         snprintf(err, errlen, "%s", why);
