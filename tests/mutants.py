@@ -1045,6 +1045,9 @@ MUTANTS = [
     Mutant("icf-stray-target-line-skipped", "bench/iogen/spec/spec_icf.c",
            "            return rd_fail(r, \"unrecognised line in the target assignments: '%s'\", r->text);\n",
            "            continue;\n", "tests/test_iogen.py::test_what_an_icf_cannot_hold_is_refused_and_a_stray_target_line_is_named"),
+    Mutant("iogen-zones-smaller-than-a-request", "bench/iogen/iogen.c",
+           "                if (zones && sz > len / zones)", "                if (0)",
+           "tests/test_iogen.py::test_zones_bin_a_sequential_run_by_offset"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -1269,6 +1269,15 @@ def test_zones_bin_a_sequential_run_by_offset(tmp_path):
     assert all(z["mbps"] > 0 for z in zones)
     r = iogen("--engine", "nop", "--workload", "4k-random-read", "--zones", 4, check=False)
     assert r.returncode == 2 and "sequential" in r.stderr
+    # zones smaller than a request: no request could start in most of them (each would read 0 MB/s): refused,
+    # with the most zones that fit (mutant caught: the zone's size not checked)
+    r = iogen("--engine", "nop", "--size", "64M", "--workload", "1m-seq-read", "--zones", 100000,
+              "--transactions", 64, check=False)
+    assert r.returncode == 2 and "--zones 100000" in r.stderr and "give --zones 64 or fewer" in r.stderr, r.stderr
+    assert r.stdout == ""
+    (o,) = results(iogen("--engine", "nop", "--size", "64M", "--workload", "1m-seq-read", "--zones", 64,
+                         "--transactions", 640, "--ramp", 0))
+    assert len(o["zones"]) == 64 and all(z["mbps"] > 0 for z in o["zones"])
 
 
 def _pty_run(argv):

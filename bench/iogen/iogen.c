@@ -43,7 +43,7 @@ static bool spec_writes(const struct job *job)
 
 /* Sizes and alignments must suit the target (O_DIRECT needs whole blocks)
  * and fit the region; `size` is a cycled transfer size (0: the lines'). */
-static void check_fit(const struct job *job, const struct target *t, uint64_t size)
+static void check_fit(const struct job *job, const struct target *t, uint64_t size, unsigned zones)
 {
     for (int i = 0; i < job->nworkers; i++) {
         const struct worker_cfg *c = &job->workers[i];
@@ -64,6 +64,11 @@ static void check_fit(const struct job *job, const struct target *t, uint64_t si
                     osm_usage_error("spec '%s' line %d: %llu-byte I/Os do not fit the %llu-byte region (target too "
                                     "small; use a larger --size)",
                                     s->name, k + 1, (unsigned long long)sz, (unsigned long long)len);
+                if (zones && sz > len / zones) /* a zone no request could start in would read as 0 MB/s */
+                    osm_usage_error("--zones %u: a zone of %s's %llu-byte region would be %llu bytes, smaller than "
+                                    "spec '%s' line %d's %llu-byte I/Os: give --zones %llu or fewer", zones, t->path,
+                                    (unsigned long long)len, (unsigned long long)(len / zones), s->name, k + 1,
+                                    (unsigned long long)sz, (unsigned long long)(len / sz));
                 if (t->direct && sz % t->lbs)
                     osm_usage_error("spec '%s' line %d: %llu bytes is not a multiple of the target's %u-byte logical "
                                     "block, which O_DIRECT requires (or use --buffered)",
@@ -167,7 +172,7 @@ int main(int argc, char **argv)
     int nsizes = cycle_values(&job.cycle_size, 0, 0, sizes, 64);
     for (int i = 0; i < nt; i++)
         for (int k = 0; k < nsizes; k++)
-            check_fit(&job, &ts[i], sizes[k]);
+            check_fit(&job, &ts[i], sizes[k], cfg.zones);
     if (cfg.cpu >= 0 && osm_pin(cfg.cpu) != 0)
         osm_die("cannot pin to CPU %d", cfg.cpu);
     osm_timer_setup(OSM_TIMER_TSC); /* the generator's stamps: osm_stamp() */
