@@ -1048,6 +1048,12 @@ MUTANTS = [
     Mutant("iogen-zones-smaller-than-a-request", "bench/iogen/iogen.c",
            "                if (zones && sz > len / zones)", "                if (0)",
            "tests/test_iogen.py::test_zones_bin_a_sequential_run_by_offset"),
+    Mutant("estimates-negative-taken", "harness/osmeter/report/estimates.py",
+           "    if v < 0:\n        raise EstimateError", "    if v < -1e300:\n        raise EstimateError",
+           "tests/test_report.py::test_bad_estimates_are_refused"),
+    Mutant("estimates-implausible-taken", "harness/osmeter/report/estimates.py",
+           "    if v and not PLAUSIBLE[0] <= v <= PLAUSIBLE[1]:", "    if False:",
+           "tests/test_report.py::test_bad_estimates_are_refused"),
 ]
 
 # ----------------------------------------------------------------- running

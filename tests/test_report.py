@@ -68,6 +68,10 @@ def test_the_example_estimates_are_optional_and_each_given_one_fits_its_id(tmp_p
         ('["mem.bw.read"]\nhw = 40000\nsw = 1000\n', "rates do not add"),
         ('["mem.bw.read"]\nunit = "us/IO"\ntotal = 1\n', "use 'MB/s' or 'ns/B'"),
         ('["mem.lat.curve"]\ntotal = 1\n', "is a curve"),
+        # no figure a machine could have (mutants caught: negatives taken, the plausible range unchecked)
+        ('["cpu.syscall.getppid"]\nhw = 50\nsw = -20\n', "sw = -20 is negative"),
+        ('["cpu.syscall.getppid"]\nhw = 1e308\nsw = 1e308\n', "hw = 1e.308 ns is not a plausible figure"),
+        ('["cpu.syscall.getppid"]\ntotal = 1e-300\n', "total = 1e-300 ns is not a plausible figure"),
     ],
 )
 def test_bad_estimates_are_refused(tmp_path, text, words):

@@ -76,11 +76,22 @@ class Source:
         return str(self.path)
 
 
-def _num(path: Path, mid: str, key: str, v) -> float | None:
+# an estimate's plausible values, in its own unit (ns, MB/s, ns/B, cycles ...): 0, or within these. Beyond them a
+# figure is a typo (1e308 made the total overflow to inf, 1e-300 printed 300 digits), not a machine
+PLAUSIBLE = (1e-6, 1e12)
+
+
+def _num(path: Path, mid: str, key: str, v, unit: str) -> float | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise EstimateError(f"{path}: [\"{mid}\"] {key} = {v!r} is not a number")
+    if v < 0:
+        raise EstimateError(f"{path}: [\"{mid}\"] {key} = {v!r} is negative: an estimate is a time or a rate, "
+                            "0 or more")
+    if v and not PLAUSIBLE[0] <= v <= PLAUSIBLE[1]:
+        raise EstimateError(f"{path}: [\"{mid}\"] {key} = {v!r} {unit} is not a plausible figure: 0, or from "
+                            f"{PLAUSIBLE[0]:g} to {PLAUSIBLE[1]:g}")
     return float(v)
 
 
@@ -140,7 +151,7 @@ def load(path: Path, clock_hz: float | None = None) -> dict[str, Estimate]:
                 (" or 'cycles' (core cycles)" if m.unit == "ns" else "")
             raise EstimateError(f"{path}: [\"{mid}\"] unit = {given_unit!r}, but {mid} is measured in {m.unit!r}: "
                                 f"use {allowed}")
-        hw, sw, total = (_num(path, mid, k, t.get(k)) for k in ("hw", "sw", "total"))
+        hw, sw, total = (_num(path, mid, k, t.get(k), given_unit) for k in ("hw", "sw", "total"))
         if hw is None and sw is None and total is None:  # a blank: no estimate yet, its text kept
             out[mid] = Estimate(mid, None, None, None, unit=m.unit, given_unit=given_unit, **text)
             continue
