@@ -1054,6 +1054,10 @@ MUTANTS = [
     Mutant("estimates-implausible-taken", "harness/osmeter/report/estimates.py",
            "    if v and not PLAUSIBLE[0] <= v <= PLAUSIBLE[1]:", "    if False:",
            "tests/test_report.py::test_bad_estimates_are_refused"),
+    Mutant("samples-file-path-taken-as-given", "harness/osmeter/results/store.py",
+           '    if not base or "/" in base or "\\0" in base or base.startswith(".") or not base.endswith(".npz"):\n',
+           "    if False:\n",
+           "tests/test_analysis_compare.py::test_a_samples_file_outside_the_runs_samples_is_refused_without_its_bytes"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -959,6 +959,24 @@ def test_a_malformed_campaign_json_is_an_error_not_a_traceback(tmp_path, runs):
     assert "campaign.json" in r.stderr and "runs" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("name", ["../../../../../../etc/passwd", "/etc/passwd", "samples/../../../../etc/passwd",
+                                  "samples/.hidden.npz", "samples/x.npy"])
+def test_a_samples_file_outside_the_runs_samples_is_refused_without_its_bytes(tmp_path, name):
+    """samples_file is read only from the run's own samples/ directory:
+    any other path is refused by compare and stability (exit 2, the path
+    named), and no byte of the file it names reaches the output. Mutant
+    caught: the path taken as given."""
+    a = make_campaign(tmp_path / "a", 2, 1)
+    b = make_campaign(tmp_path / "b", 2, 2)
+    doc = json.loads((b / "run-02" / "results.json").read_text())
+    next(m for m in doc["measurements"] if m["id"] == "cpu.a")["samples_file"] = name
+    (b / "run-02" / "results.json").write_text(json.dumps(doc))
+    for cmd in (("compare", str(a), str(b)), ("stability", str(b))):
+        r = osmeter(*cmd)
+        assert r.returncode == 2 and "is not a file in the run's samples/ directory" in r.stderr, (cmd, r.stderr)
+        assert "root:" not in r.stdout + r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("damage, words", [
     ("truncated", "not a readable samples file"),
     ("no disturbed", "lacks disturbed"),

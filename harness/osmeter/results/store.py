@@ -121,6 +121,19 @@ def sample_file(mid_name: str) -> str:
     return f"{SAMPLES}/{mid_name}.npz"
 
 
+def samples_path(run_dir: Path, m: dict) -> Path | None:
+    """The file of a measurement's samples_file: only a file in the run's own samples/ directory
+    (samples/NAME.npz, NAME with no '/' and not hidden), never a path that leaves it. None where the
+    measurement names none; ValueError, without the file's bytes, for any other path."""
+    name = m.get("samples_file")
+    if not name:
+        return None
+    base = name[len(SAMPLES) + 1:] if isinstance(name, str) and name.startswith(SAMPLES + "/") else ""
+    if not base or "/" in base or "\0" in base or base.startswith(".") or not base.endswith(".npz"):
+        raise ValueError(f"samples_file {str(name)[:120]!r} is not a file in the run's {SAMPLES}/ directory")
+    return run_dir / SAMPLES / base
+
+
 def kpaths_file(mid_name: str) -> str:
     """An id's kernel-path components, relative to its run."""
     return f"{KPATHS}/{mid_name}.npz"
@@ -193,6 +206,10 @@ def _bad_measurement(m) -> str | None:
                       ("samples_file", str), ("description", str)):
         if m.get(key) is not None and not isinstance(m[key], kind):
             return f"'{key}' is not a {kind.__name__}"
+    try:
+        samples_path(Path("."), m)
+    except ValueError as e:
+        return str(e)
     g = m.get("grid")
     if g is not None:
         if not isinstance(g, dict) or not isinstance(g.get("values"), dict):
@@ -228,8 +245,8 @@ def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
     in set_aside; None where the file is missing."""
     import numpy as np
 
-    f = run_dir / m.get("samples_file", "")
-    if not m.get("samples_file") or not f.is_file():
+    f = samples_path(run_dir, m)
+    if f is None or not f.is_file():
         return None
     try:
         with np.load(f, allow_pickle=False) as z:
@@ -238,8 +255,9 @@ def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
                 raise ValueError(f"lacks {' and '.join(missing)}")
             v, d = z["values"], z["disturbed"]
             proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
-    except (OSError, EOFError, KeyError, zipfile.BadZipFile) as e:  # truncated, or not an .npz
-        raise ValueError(f"{f.name} is not a readable samples file ({e})") from None
+    except (OSError, EOFError, KeyError, TypeError, AttributeError, zipfile.BadZipFile):  # cut short, not an .npz
+        # (an .npy gives an array, no archive): its bytes never quoted
+        raise ValueError(f"{f.name} is not a readable samples file (not an .npz archive, or cut short)") from None
     except ValueError as e:
         raise ValueError(f"{f.name}: {e}") from None
     if v.dtype.kind not in "fiu" or d.dtype.kind != "b" or proc.dtype.kind not in "iu" \
@@ -257,7 +275,7 @@ def process_numbers(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
     """The numbers of the processes kept_by_process gives, in its order."""
     import numpy as np
 
-    with np.load(run_dir / m["samples_file"], allow_pickle=False) as z:
+    with np.load(samples_path(run_dir, m), allow_pickle=False) as z:
         v, d = z["values"], z["disturbed"]
         proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
     keep = ~d & np.isfinite(v)
