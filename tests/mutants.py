@@ -1058,6 +1058,9 @@ MUTANTS = [
            '    if not base or "/" in base or "\\0" in base or base.startswith(".") or not base.endswith(".npz"):\n',
            "    if False:\n",
            "tests/test_analysis_compare.py::test_a_samples_file_outside_the_runs_samples_is_refused_without_its_bytes"),
+    Mutant("results-processes-kind-unchecked", "harness/osmeter/results/store.py",
+           '("description", str), ("processes", dict)):', '("description", str)):',
+           "tests/test_results.py::test_a_processes_record_of_the_wrong_shape_is_refused_by_every_reader"),
 ]
 
 # ----------------------------------------------------------------- running

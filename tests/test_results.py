@@ -101,6 +101,33 @@ def test_two_measurements_of_one_id_are_refused_by_every_reader(quick_run, tmp_p
         assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("processes, words", [([1, 2], "'processes' is not a dict"),
+                                              ({"n": "3"}, "'processes.n' is not a number"),
+                                              ({"n": 2, "core_width": "wide"}, "'processes.core_width' is not a list")])
+def test_a_processes_record_of_the_wrong_shape_is_refused_by_every_reader(quick_run, tmp_path, processes, words):
+    """`processes` as a list (compare and stability died with an
+    AttributeError in shared_processes) or with fields of the wrong kind:
+    refused by the one validator, with the id, exit 2, no traceback. Mutant
+    caught: processes' kind not checked."""
+    import json
+    import shutil
+    import subprocess
+
+    from conftest import ROOT
+
+    out, _ = quick_run
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    doc = json.loads((bad / "results.json").read_text())
+    m = next(m for m in doc["measurements"] if m["id"] == "cpu.syscall.getppid")
+    m["processes"] = processes
+    (bad / "results.json").write_text(json.dumps(doc))
+    for argv in (["compare", str(bad), "--", str(out)], ["stability", str(bad)]):
+        r = subprocess.run([str(ROOT / "osmeter"), *argv], capture_output=True, text=True)
+        assert r.returncode == 2 and words in r.stderr and "cpu.syscall.getppid" in r.stderr, (argv, r.stderr[-500:])
+        assert "Traceback" not in r.stderr
+
+
 def test_summarize_matches_numpy():
     x = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
     s = summarize(x)

@@ -1,6 +1,7 @@
 """A plain mutation fuzzer for the harness's parsers: the estimates TOML and
 the results loader (with what reads a loaded document: the summary, the
-CSV, the estimate rows). Anything but the parser's own error (a message for
+CSV, the estimate rows, and what compare and stability read of each
+measurement: its processes and its samples' path). Anything but the parser's own error (a message for
 the user) is a crash: the input is saved under tests/fuzz/crashes/ and the
 run fails. Replayed by tests/test_tree_fuzz_regress.py from tests/fuzz/regress/.
 
@@ -20,7 +21,7 @@ sys.path.insert(0, str(HERE.parents[1] / "harness"))
 
 from osmeter.report.estimates import EstimateError, load as load_estimates  # noqa: E402
 from osmeter.present.rows import estimate_rows, summary_table, to_csv  # noqa: E402
-from osmeter.results.store import load as load_results  # noqa: E402
+from osmeter.results.store import Run, load as load_results  # noqa: E402
 
 
 def run_estimates(data: bytes, tmp: Path) -> None:
@@ -43,6 +44,14 @@ def run_results(data: bytes, tmp: Path) -> None:
     summary_table(doc)
     to_csv(doc)
     estimate_rows(doc["measurements"], {})
+    run = Run(d, doc)  # what compare and stability read of each measurement: its processes, its samples' path
+    for m in doc["measurements"]:
+        run.shared_processes(m)
+        run.process_widths(m)
+        try:
+            run.by_process(m)
+        except ValueError:
+            pass
 
 
 TARGETS = {"estimates": run_estimates, "results": run_results}

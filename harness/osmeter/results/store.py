@@ -203,9 +203,16 @@ def _bad_measurement(m) -> str | None:
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
         return "'ci95' is not a pair of numbers"
     for key, kind in (("params", dict), ("series", dict), ("cycles", dict), ("timer", dict),
-                      ("samples_file", str), ("description", str)):
+                      ("samples_file", str), ("description", str), ("processes", dict)):
         if m.get(key) is not None and not isinstance(m[key], kind):
             return f"'{key}' is not a {kind.__name__}"
+    ps = m.get("processes") or {}
+    if ps.get("n") is not None and not _number(ps["n"]):
+        return "'processes.n' is not a number"
+    for key in ("kept", "core_width"):
+        if ps.get(key) is not None and not (isinstance(ps[key], list)
+                                            and all(v is None or _number(v) for v in ps[key])):
+            return f"'processes.{key}' is not a list of numbers"
     try:
         samples_path(Path("."), m)
     except ValueError as e:
@@ -248,6 +255,17 @@ def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
     f = samples_path(run_dir, m)
     if f is None or not f.is_file():
         return None
+    v, d, proc = _arrays(f)
+    keep = ~d & np.isfinite(v)
+    if set_aside:
+        keep &= ~np.isin(proc, sorted(set_aside))
+    return split_by_process(v, keep, proc)[2] or [v[:0]]
+
+
+def _arrays(f: Path):
+    """(values, disturbed, process) of a samples file; ValueError, never its bytes, for one that cannot be read."""
+    import numpy as np
+
     try:
         with np.load(f, allow_pickle=False) as z:
             missing = [k for k in ("values", "disturbed") if k not in z.files]
@@ -265,19 +283,17 @@ def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
         raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "
                          f"integers of one length (found {v.dtype}{list(v.shape)}, {d.dtype}{list(d.shape)}, "
                          f"{proc.dtype}{list(proc.shape)})")
-    keep = ~d & np.isfinite(v)
-    if set_aside:
-        keep &= ~np.isin(proc, sorted(set_aside))
-    return split_by_process(v, keep, proc)[2] or [v[:0]]
+    return v, d, proc
 
 
 def process_numbers(run_dir: Path, m: dict, set_aside: frozenset[int] = frozenset()) -> list[int]:
     """The numbers of the processes kept_by_process gives, in its order."""
     import numpy as np
 
-    with np.load(samples_path(run_dir, m), allow_pickle=False) as z:
-        v, d = z["values"], z["disturbed"]
-        proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
+    f = samples_path(run_dir, m)
+    if f is None or not f.is_file():
+        raise ValueError(f"no samples file for {m.get('id')}")
+    v, d, proc = _arrays(f)
     keep = ~d & np.isfinite(v)
     if set_aside:
         keep &= ~np.isin(proc, sorted(set_aside))
