@@ -1061,6 +1061,14 @@ MUTANTS = [
     Mutant("results-processes-kind-unchecked", "harness/osmeter/results/store.py",
            '("description", str), ("processes", dict)):', '("description", str)):',
            "tests/test_results.py::test_a_processes_record_of_the_wrong_shape_is_refused_by_every_reader"),
+    Mutant("ktimers-unknown-syscall-let-through", "harness/osmeter/ktrace/ktimers.py",
+           'return [t.spec for t in timers if t.kind == "syscall" and known and t.name not in known]', "return []",
+           "tests/test_ktrace_kpaths.py::test_the_ktimers_command_names_what_it_cannot_use"),
+    Mutant("ktrace-tick-width-unchecked", "harness/osmeter/ktrace/trace.py",
+           "            if len(ts) > 19 or int(ts) >= 2**63 or len(pid) > 10 or len(cpu) > 10:", "            if False:",
+           "tests/test_ktrace_kpaths.py::test_the_ktimers_command_names_what_it_cannot_use"),
+    Mutant("ktimers-pair-of-one-tracepoint", "harness/osmeter/ktrace/ktimers.py",
+           "        if a == b:\n", "        if False:\n", "tests/test_ktrace_kpaths.py::test_the_ktimers_command_names_what_it_cannot_use"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -179,9 +179,54 @@ def test_the_ktimers_command_reads_a_runs_traces(tmp_path):
     r = osmeter("ktimers", str(run), "--timer", "syscall:read")
     assert r.returncode == 0, r.stderr
     row = next(ln.split() for ln in r.stdout.splitlines() if ln.startswith("syscall:read"))
-    assert row[1:4] == ["1", "350", "150"], r.stdout
+    assert row[1:4] == ["1", "350.0", "150.0"], r.stdout
     r = osmeter("ktimers", str(run), "--probe", "nope")
     assert r.returncode == 2 and "not traced in this run" in r.stderr, r.stderr
+
+
+def test_the_ktimers_command_names_what_it_cannot_use(tmp_path):
+    """A trace cut short (EOFError) or with a tick beyond 64 bits
+    (OverflowError): exit 2 naming the trace, no traceback. --timer
+    syscall:NOSUCH is refused (it exited 0 with no rows); a pair of one
+    tracepoint is refused; a real timer that did not run is a row of count
+    0; totals and means are printed to the same tenth (a mean of 7734.5
+    had a total of 7734). Mutants caught: the unknown system call let
+    through; the tick's width unchecked."""
+    import gzip
+
+    from conftest import osmeter
+    from osmeter.results import store
+    from osmeter.results.writer import Results
+
+    def run_with(task_text: bytes) -> Path:
+        run = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+        res = Results(run, {"hostname": "h"}, {"preset": "quick"})
+        m = res.add_line({"id": "t.id", "unit": "ns", "samples": [800.0] * 3, "params": {}}, "t", "t.id")
+        m["tsc_hz"] = HZ
+        res.save()
+        (run / store.RAW).mkdir(exist_ok=True)
+        (run / store.RAW / store.trace_file("t", "task")).write_bytes(task_text)
+        with gzip.open(run / store.RAW / store.trace_file("t", "cpu"), "wt") as f:
+            f.write("\n".join(CPU) + "\n")
+        return run
+
+    good = gzip.compress(("\n".join(TASK) + "\n").encode())
+    for data, words in ((good[:len(good) // 2], "cut short"),
+                        (gzip.compress(("\n".join(TASK) + "\n" + TASK[-1].replace(
+                            TASK[-1].split(": ")[0].split()[-1], "9" * 25) + "\n").encode()), "beyond 64 bits")):
+        r = osmeter("ktimers", str(run_with(data)), "--timer", "syscalls")
+        assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, r.stderr
+    run = run_with(good)
+    for spec, words in (("syscall:nosuch", "no system call of that name"),
+                        ("sys_enter..sys_enter", "one tracepoint")):
+        r = osmeter("ktimers", str(run), "--timer", spec)
+        assert r.returncode == 2 and words in r.stderr, r.stderr
+    r = osmeter("ktimers", str(run), "--timer", "syscall:getppid", "--timer", "syscall:openat")
+    assert r.returncode == 0, r.stderr
+    rows = {ln.split()[0]: ln.split()[1:] for ln in r.stdout.splitlines() if ln.startswith("syscall:")}
+    assert rows["syscall:openat"] == ["0", "0.0", "0.0", "-", "-"]
+    n, p, v, pm, vm = rows["syscall:getppid"]
+    assert float(p) == pytest.approx(float(pm) * int(n), abs=0.05)  # one rounding for totals and means
 
 
 def test_only_a_time_is_traced():

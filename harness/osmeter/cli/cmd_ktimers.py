@@ -31,9 +31,17 @@ def main(args) -> int:
     hz = _tsc_hz(args.dir)
     sections = []
     for name in traced:
-        tl = kpaths.load_timelines(args.dir / store.RAW, name, repo_root())
+        try:
+            tl = kpaths.load_timelines(args.dir / store.RAW, name, repo_root())
+        except (ValueError, OSError) as e:
+            raise RunError(f"{args.dir}: the trace of {name} cannot be read: {e}") from None
+        unknown = ktimers.unknown_syscalls(tl, timers)
+        if unknown:
+            raise RunError(f"--timer {', '.join(unknown)}: no system call of that name on this machine "
+                           "(names as in the kernel's table, e.g. syscall:getppid)")
         tids = sorted(tl.threads)
-        sections.append((name, ktimers.rows(tl, timers or ktimers.default_timers(tl, tids), tids, hz)))
+        sections.append((name, ktimers.rows(tl, timers or ktimers.default_timers(tl, tids), tids, hz,
+                                            keep_idle=bool(timers))))
     sys.stdout.write(ktimers.table(sections))
     return 0
 

@@ -82,6 +82,9 @@ def parse_spec(spec: str) -> KTimer:
         for e in (a, b):
             if e not in EVENT_NAMES:
                 raise ValueError(f"kernel timer {spec!r}: {e!r} is not a traced tracepoint ({', '.join(EVENT_NAMES)})")
+        if a == b:
+            raise ValueError(f"kernel timer {spec!r}: its start and stop are one tracepoint (each would stop the "
+                             "timer the one before started): give two")
         return KTimer(s, "pair", start=a, stop=b)
     raise ValueError(f"kernel timer {spec!r}: expected syscall:NAME, syscalls, fault, or EV1..EV2")
 
@@ -136,13 +139,22 @@ def default_timers(tl: Timelines, tids) -> list[KTimer]:
 HEAD = ("timer", "count", "physical_ns", "virtual_ns", "physical_mean_ns", "virtual_mean_ns")
 
 
-def rows(tl: Timelines, timers: list[KTimer], tids, hz: float) -> list[tuple]:
-    """One row per timer that ran: (spec, count, physical ns, virtual ns, means)."""
+def unknown_syscalls(tl: Timelines, timers: list[KTimer]) -> list[str]:
+    """The syscall:NAME timers whose NAME is no system call of the build's table."""
+    known = set(tl.names.values())
+    return [t.spec for t in timers if t.kind == "syscall" and known and t.name not in known]
+
+
+def rows(tl: Timelines, timers: list[KTimer], tids, hz: float, keep_idle: bool = False) -> list[tuple]:
+    """One row per timer that ran: (spec, count, physical ns, virtual ns, means); with keep_idle, also
+    the timers that did not run (count 0, no means)."""
     out = []
     for t in timers:
         n, p, v = measure(tl, t, tids)
         if n:
             out.append((t.spec, n, p * 1e9 / hz, v * 1e9 / hz, p * 1e9 / hz / n, v * 1e9 / hz / n))
+        elif keep_idle:
+            out.append((t.spec, 0, 0.0, 0.0, None, None))
     return out
 
 
@@ -154,8 +166,9 @@ def table(sections: list[tuple[str, list[tuple]]]) -> str:
     width = max((len(r[0]) for _, rs in sections for r in rs), default=8)
     for title, rs in sections:
         out.append(f"[{title}]")
-        for spec, n, p, v, pm, vm in rs:
-            out.append(f"{spec:<{width}} {n:>9d} {p:>14.0f} {v:>14.0f} {pm:>12.1f} {vm:>12.1f}")
+        for spec, n, p, v, pm, vm in rs:  # totals and means to the same tenth of a ns
+            means = f"{pm:>12.1f} {vm:>12.1f}" if n else f"{'-':>12} {'-':>12}"
+            out.append(f"{spec:<{width}} {n:>9d} {p:>14.1f} {v:>14.1f} {means}")
     return "\n".join(out) + "\n"
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import gzip
 import heapq
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,19 +108,25 @@ class Event:
 def parse(text: str) -> list[Event]:
     """The events of a tracefs `trace` text, in its order (time order)."""
     out = []
-    for line in text.splitlines():
+    for k, line in enumerate(text.splitlines(), 1):
         if not line or line[0] == "#":
             continue
         mo = LINE.match(line)
         if mo:
             comm, pid, cpu, flags, ts, name, rest = mo.groups()
+            if len(ts) > 19 or int(ts) >= 2**63 or len(pid) > 10 or len(cpu) > 10:  # a tick, a pid, a CPU
+                raise ValueError(f"trace line {k}: a timestamp, pid or CPU beyond 64 bits ({line[:100]!r})")
             out.append(Event(int(ts), int(cpu), int(pid), comm, flags, name, rest))
     return out
 
 
 def read_text(path: Path) -> str:
-    with gzip.open(path, "rt", errors="replace") if path.suffix == ".gz" else open(path, errors="replace") as f:
-        return f.read()
+    """A trace's text; ValueError for one cut short or not what its name says."""
+    try:
+        with gzip.open(path, "rt", errors="replace") if path.suffix == ".gz" else open(path, errors="replace") as f:
+            return f.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise ValueError(f"{path.name}: cut short or not a gzip file ({type(e).__name__})") from None
 
 
 @dataclass
