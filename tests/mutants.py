@@ -1069,6 +1069,9 @@ MUTANTS = [
            "tests/test_ktrace_kpaths.py::test_the_ktimers_command_names_what_it_cannot_use"),
     Mutant("ktimers-pair-of-one-tracepoint", "harness/osmeter/ktrace/ktimers.py",
            "        if a == b:\n", "        if False:\n", "tests/test_ktrace_kpaths.py::test_the_ktimers_command_names_what_it_cannot_use"),
+    Mutant("replay-threads-let-go-before-their-need", "bench/iotrace/replay/order.c",
+           "        O.need[h] = lo;\n", "        O.need[h] = 0;\n",
+           "tests/test_iotrace.py::test_a_long_chain_of_processes_or_threads_replays_in_order"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -566,3 +566,45 @@ def test_an_interrupted_preparation_removes_what_it_wrote(iotrace_built, tmp_pat
     _, err = p.communicate(timeout=30)
     assert p.returncode == 128 + signal.SIGTERM and "removed" in err, (p.returncode, err)
     assert list(out.iterdir()) == []
+
+
+def chain_trace(tmp_path: Path, n: int, threads: bool) -> Path:
+    """n processes (or n threads of one) in a chain: each opens, without
+    O_CREAT, the file the one before it created and closed, then creates its
+    own. Replayed out of order, an open finds no file: a mismatch."""
+    head = "# iotrace 1\nseq,pid,tid,call,t_start_ns,t_end_ns,fd,file,path,flags,mode,offset,bytes,ret,errno\n"
+    rows = []
+    for k in range(n):
+        pid, tid = (100, 1000 + k) if threads else (1000 + k, 1000 + k)
+        t = 10 * k + 10
+        if k:
+            rows.append((pid, tid, "open", t - 5, t - 4, 4, k - 1, "0x0", 4))
+            rows.append((pid, tid, "close", t - 3, t - 2, 4, k - 1, "0x0", 0))
+        rows.append((pid, tid, "open", t, t + 1, 3, k, "0x41", 3))
+        rows.append((pid, tid, "close", t + 2, t + 3, 3, k, "0x0", 0))
+    rows.sort(key=lambda r: r[3])
+    text = head + "".join(f"{i},{pid},{tid},{call},{a},{b},{fd},f{f},c{f},{fl},0644,-1,0,{ret},0\n"
+                          for i, (pid, tid, call, a, b, fd, f, fl, ret) in enumerate(rows))
+    trace = tmp_path / ("threads" if threads else "procs") / "chain.trace"
+    trace.parent.mkdir()
+    trace.write_text(text)
+    return trace
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_a_long_chain_of_processes_or_threads_replays_in_order(iotrace_built, tmp_path, threads):
+    """1,000 processes (or threads), each needing the file the one before it
+    made: every open finds its file (no mismatch), so each started only
+    after the calls that ended before its first one had been replayed. (The
+    start order is near-linear in the number of threads: benchmark in
+    docs/notes/2026-11-29-iotrace-replay-scale.md.) Mutant caught: threads
+    let go before their need."""
+    trace = chain_trace(tmp_path, 1000, threads)
+    out = trace.parent / "out"
+    out.mkdir()
+    r = iotrace("replay", trace, "--dir", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["processes"], doc["threads"]) == ((1, 1000) if threads else (1000, 1000))
+    assert doc["mismatch_count"] == 0, doc["mismatches"][:3]
+    assert doc["calls"]["open"]["count"] == 1999 and len(list(out.iterdir())) == 1000

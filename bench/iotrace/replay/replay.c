@@ -3,6 +3,7 @@
 #include "hist.h"
 #include "iotrace.h"
 #include "mpi_launch.h"
+#include "order.h"
 #include "osm.h"
 #include "prepare.h"
 
@@ -48,19 +49,17 @@ struct mismatch {
 };
 
 struct shared { /* between the replaying processes and the parent (MAP_SHARED) */
-    pthread_mutex_t lock; /* process-shared: start waits */
-    pthread_cond_t cond;
-    atomic_int waiters;
     atomic_ulong nmismatch;
     struct mismatch mismatch[MAX_MISMATCHES];
-    struct tally calls[]; /* [process][call], then struct hist [process][class] (shared_hist) */
+    pthread_mutex_t lock;          /* process-shared: each process adds its threads' figures at its end */
+    struct tally calls[TC_NCALLS]; /* every process's, added */
+    struct hist cls[TCL_N];        /* each call's replayed time by class, every process's merged */
 };
 
 static struct {
     const struct trace *t;
     const struct layout *L;
     const char *dir;
-    atomic_long *done; /* rows replayed, per thread of the layout (MAP_SHARED) */
     struct slot *slots;
     size_t *row_slot;
     struct shared *sh;
@@ -80,11 +79,6 @@ struct worker {
 };
 
 /* Process pi's histograms by class, after every process's tallies in the shared region. */
-static struct hist *shared_hist(size_t pi)
-{
-    return (struct hist *)&R.sh->calls[R.L->nprocs * TC_NCALLS] + pi * TCL_N;
-}
-
 /* The replay's name for a recorded file: DIR/f<id>, never anything else. */
 static void file_path(char *out, size_t n, int64_t file) { snprintf(out, n, "%s/f%lld", R.dir, (long long)file); }
 
@@ -233,62 +227,14 @@ static void random_fill(char *buf, size_t n, uint64_t seed)
     }
 }
 
-/* How many of thread h's calls ended before time t (a thread's calls do not overlap). */
-static long ended_before(const struct thread_rows *h, uint64_t t)
-{
-    size_t lo = 0, hi = h->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (R.t->rec[h->rows[mid]].t_end < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (long)lo;
-}
-
-static bool may_start(uint64_t t)
-{
-    for (size_t h = 0; h < R.L->nthreads; h++)
-        if (atomic_load(&R.done[h]) < ended_before(&R.L->threads[h], t))
-            return false;
-    return true;
-}
-
-/* A thread starts when every call of the other threads, in any process,
- * that ended before its first call began has been replayed: the data a
- * forked child or a new thread found is there, whatever the scheduler does. */
-static void wait_to_start(const struct worker *w)
-{
-    uint64_t t = R.t->rec[w->rows->rows[0]].t_start;
-    if (may_start(t))
-        return;
-    pthread_mutex_lock(&R.sh->lock);
-    atomic_fetch_add(&R.sh->waiters, 1);
-    while (!may_start(t))
-        pthread_cond_wait(&R.sh->cond, &R.sh->lock);
-    atomic_fetch_sub(&R.sh->waiters, 1);
-    pthread_mutex_unlock(&R.sh->lock);
-}
-
-static void replayed_one(const struct worker *w)
-{
-    atomic_fetch_add(&R.done[w->g], 1);
-    if (atomic_load(&R.sh->waiters)) {
-        pthread_mutex_lock(&R.sh->lock);
-        pthread_cond_broadcast(&R.sh->cond);
-        pthread_mutex_unlock(&R.sh->lock);
-    }
-}
-
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     pthread_barrier_wait(&R.start);
-    wait_to_start(w);
+    order_wait(w->g);
     for (size_t k = 0; k < w->rows->n; k++) {
         replay_row(w, w->rows->rows[k]);
-        replayed_one(w);
+        order_done(w->rows->rows[k]);
     }
     return NULL;
 }
@@ -307,8 +253,8 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
         size_t size = ((size_t)most + 4095) & ~(size_t)4095; /* aligned, for O_DIRECT */
         w[k].rows = &p->threads[k];
         w[k].g = (size_t)(&p->threads[k] - R.L->threads);
-        for (int c = 0; c < TCL_N; c++)
-            hist_clear(&w[k].cls[c]);
+        for (int c = 0; c < TCL_N; c++) /* calloc's zeros are a cleared histogram's but its min: the pages of */
+            w[k].cls[c].min = UINT64_MAX; /* buckets no call reaches are never touched (10,000 threads) */
         if (posix_memalign((void **)&w[k].buf, 4096, size))
             iot_fail(1, "cannot allocate %zu bytes for a replay thread", size);
         random_fill(w[k].buf, size, pi * 1000 + k + 1);
@@ -319,17 +265,20 @@ static _Noreturn void replay_process(const struct proc_rows *p, size_t pi, int r
     if (write(ready, &c, 1) != 1 || read(go, &c, 1) < 0)
         iot_fail(1, "lost the replay's parent");
     pthread_barrier_wait(&R.start);
-    struct tally *out = &R.sh->calls[pi * TC_NCALLS];
-    for (size_t k = 0; k < p->nthreads; k++) {
+    for (size_t k = 0; k < p->nthreads; k++)
         pthread_join(w[k].th, NULL);
+    pthread_mutex_lock(&R.sh->lock); /* one set for all processes: memory that does not grow with them */
+    for (size_t k = 0; k < p->nthreads; k++) {
         for (int j = 0; j < TC_NCALLS; j++) {
             const struct tally *x = &w[k].calls[j];
-            out[j].count += x->count, out[j].bytes += x->bytes, out[j].rec_ns += x->rec_ns;
-            out[j].rep_ns += x->rep_ns, out[j].done_rec += x->done_rec, out[j].done_rep += x->done_rep;
+            struct tally *out = &R.sh->calls[j];
+            out->count += x->count, out->bytes += x->bytes, out->rec_ns += x->rec_ns;
+            out->rep_ns += x->rep_ns, out->done_rec += x->done_rec, out->done_rep += x->done_rep;
         }
         for (int c = 0; c < TCL_N; c++)
-            hist_merge(&shared_hist(pi)[c], &w[k].cls[c]);
+            hist_merge(&R.sh->cls[c], &w[k].cls[c]);
     }
+    pthread_mutex_unlock(&R.sh->lock);
     fflush(NULL);
     _exit(0);
 }
@@ -659,23 +608,16 @@ int cmd_replay(int argc, char **argv)
     prepare_files(&t, need, nfiles);
     assign_slots(&t);
 
-    size_t shsize = sizeof(struct shared) + (L.nprocs ? L.nprocs : 1) * (TC_NCALLS * sizeof(struct tally) +
-                                                                          TCL_N * sizeof(struct hist));
-    R.sh = mmap(NULL, shsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    R.done = mmap(NULL, (L.nthreads + 1) * sizeof *R.done, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (R.sh == MAP_FAILED || R.done == MAP_FAILED)
+    R.sh = mmap(NULL, sizeof *R.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (R.sh == MAP_FAILED)
         iot_fail(1, "mmap: %s", strerror(errno));
-    for (size_t p = 0; p < L.nprocs; p++)
-        for (int c = 0; c < TCL_N; c++)
-            hist_clear(&shared_hist(p)[c]);
     pthread_mutexattr_t ma;
-    pthread_condattr_t ca;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
     pthread_mutex_init(&R.sh->lock, &ma);
-    pthread_cond_init(&R.sh->cond, &ca);
+    for (int c = 0; c < TCL_N; c++)
+        hist_clear(&R.sh->cls[c]);
+    order_init(&t, &L);
     int ready[2], go[2];
     if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
         iot_fail(1, "pipe: %s", strerror(errno));
@@ -720,16 +662,12 @@ int cmd_replay(int argc, char **argv)
     if (failed)
         iot_fail(1, "a replaying process failed");
 
-    struct tally calls[TC_NCALLS] = {{0}}, total = {0};
-    for (size_t p = 0; p < L.nprocs; p++)
-        for (int j = 0; j < TC_NCALLS; j++) {
-            const struct tally *x = &R.sh->calls[p * TC_NCALLS + j];
-            struct tally *y[2] = {&calls[j], &total};
-            for (int k = 0; k < 2; k++) {
-                y[k]->count += x->count, y[k]->bytes += x->bytes, y[k]->rec_ns += x->rec_ns;
-                y[k]->rep_ns += x->rep_ns, y[k]->done_rec += x->done_rec, y[k]->done_rep += x->done_rep;
-            }
-        }
+    struct tally *calls = R.sh->calls, total = {0};
+    for (int j = 0; j < TC_NCALLS; j++) {
+        const struct tally *x = &calls[j];
+        total.count += x->count, total.bytes += x->bytes, total.rec_ns += x->rec_ns;
+        total.rep_ns += x->rep_ns, total.done_rec += x->done_rec, total.done_rep += x->done_rep;
+    }
     uint64_t rec_wall = 0;
     for (size_t i = 0; i < t.n; i++)
         rec_wall = t.rec[i].t_end - t.rec[0].t_start > rec_wall ? t.rec[i].t_end - t.rec[0].t_start : rec_wall;
@@ -753,13 +691,7 @@ int cmd_replay(int argc, char **argv)
     json_obj_end(&j);
     json_key(&j, "total");
     json_tally(&j, &total);
-    struct hist cls[TCL_N];
-    for (int c = 0; c < TCL_N; c++) {
-        hist_clear(&cls[c]);
-        for (size_t p = 0; p < L.nprocs; p++)
-            hist_merge(&cls[c], &shared_hist(p)[c]);
-    }
-    json_classes(&j, cls, calls);
+    json_classes(&j, R.sh->cls, calls);
     unsigned long nmis = atomic_load(&R.sh->nmismatch);
     size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
     qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);
