@@ -127,9 +127,6 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
     rng = random.Random(seed)
     orders = [rng.sample(("a", "b"), 2) for _ in range(rounds)]
     seeds = dict(zip("ab", (run_seeds(s, rounds) for s in (rng.getrandbits(31), rng.getrandbits(31)))))
-    for f in (store.RESULTS, store.CAMPAIGN):  # a run or a campaign is not the home of an ab
-        if (out / f).exists():
-            raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
     claims, camps = _claim_sides(out), {}
     for side, cmd in (("a", a_cmd), ("b", b_cmd)):
         camps[side] = Campaign(out / side, opts, seed, rounds, side=side, setup_command=cmd, restore_command=restore,

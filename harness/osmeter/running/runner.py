@@ -71,7 +71,9 @@ def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
     p = plan(opts, sentinels)
     try:
         out = opts.out or default_out(p.root, suffix)
-        for f in (store.RESULTS, store.CAMPAIGN):  # before --isolate or --kernel-paths change the machine
+        # a run, a campaign or an ab's home holds no other results; checked before --isolate or --kernel-paths
+        # change the machine
+        for f in (store.RESULTS, store.CAMPAIGN):
             if (out / f).exists():
                 raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
         clean_stale(out, opts)
