@@ -1073,6 +1073,12 @@ MUTANTS = [
     Mutant("replay-threads-let-go-before-their-need", "bench/iotrace/replay/order.c",
            "        O.need[h] = lo;\n", "        O.need[h] = 0;\n",
            "tests/test_iotrace.py::test_a_long_chain_of_processes_or_threads_replays_in_order"),
+    Mutant("latex-aux-files-kept", "harness/osmeter/report/latex.py",
+           "    for f in cwd.glob(f\"{job}.*\"):", "    for f in ():",
+           "tests/test_report.py::test_report_builds_the_pdf_by_default"),
+    Mutant("lock-file-kept-after-release", "harness/osmeter/host/cleanup.py",
+           "    with contextlib.suppress(OSError):\n        os.unlink(directory / name)\n", "",
+           "tests/test_host_isolate.py::test_a_released_lock_leaves_nothing_but_a_state_file_a_later_run_must_find"),
 ]
 
 # ----------------------------------------------------------------- running

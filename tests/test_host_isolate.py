@@ -410,3 +410,31 @@ def test_a_campaign_is_isolated_once_around_all_its_runs(tmp_path):
         iso = json.loads((tmp_path / "c" / run / "results.json").read_text())["conditions"]["isolation"]
         assert (iso["pid"], iso["started_utc"]) == (camp["isolation"]["pid"], camp["isolation"]["started_utc"])
     same_as(before)
+
+
+def test_a_released_lock_leaves_nothing_but_a_state_file_a_later_run_must_find(tmp_path):
+    """private_lock's file and directory are removed at its release (a run
+    left /run/osmeter and its lock files behind for good); a state file in
+    the directory keeps both the file and the directory; a lock whose file
+    was removed under it is taken again on the new file, so two holders
+    never think they hold it. Mutant caught: the lock file kept."""
+    from osmeter.host import cleanup
+
+    d = tmp_path / "state"
+    fd = cleanup.private_lock(d, "x.lock", "busy {pid}")
+    assert (d / "x.lock").read_text() == f"{os.getpid()}\n"
+    with pytest.raises(RunError, match=f"busy {os.getpid()}"):
+        cleanup.private_lock(d, "x.lock", "busy {pid}")
+    cleanup.release_lock(d, "x.lock", fd)
+    assert not d.exists()
+    fd = cleanup.private_lock(d, "x.lock", "busy {pid}")
+    (d / "x.json").write_text("{}")
+    cleanup.release_lock(d, "x.lock", fd)
+    assert sorted(p.name for p in d.iterdir()) == ["x.json"]
+    # held, then its file removed (as a release does) before another takes it: the other locks the new file
+    fd = cleanup.private_lock(d, "x.lock", "busy {pid}")
+    os.unlink(d / "x.lock")
+    other = cleanup.private_lock(d, "x.lock", "busy {pid}")
+    assert os.fstat(other).st_ino == os.stat(d / "x.lock").st_ino != os.fstat(fd).st_ino
+    os.close(fd)
+    cleanup.release_lock(d, "x.lock", other)

@@ -326,6 +326,8 @@ def test_report_builds_the_pdf_by_default(quick_run, tmp_path):
     r = osmeter("report", str(run))
     assert r.returncode == 0, r.stderr
     assert (run / "report" / "report.pdf").stat().st_size > 10_000 and "PDF:" in r.stdout
+    # LaTeX's own files of a whole build are gone (mutant caught: report-partial.aux and .log kept)
+    assert not [p.name for p in (run / "report").rglob("*-partial*")], list((run / "report").rglob("*"))
     # without LaTeX on PATH: the .tex, one line saying how to get the PDF, and success
     (run / "report" / "report.pdf").unlink()
     env = dict(os.environ, PATH=str(tmp_path / "empty"), OSMETER_ROOT=str(ROOT))

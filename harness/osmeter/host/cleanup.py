@@ -32,25 +32,54 @@ def private_lock(directory: Path, name: str, busy: str) -> int:
     user (made mode 0700 when missing, refused otherwise), flocked for as
     long as the returned descriptor stays open (the lock dies with its
     holder, even by SIGKILL), the holder's pid written in it. Held by
-    another: RunError(busy, with {pid} the holder's)."""
+    another: RunError(busy, with {pid} the holder's). release_lock removes
+    the file (and the directory, when nothing else is left in it): a lock
+    taken on a file that was removed meanwhile is taken again on the new one."""
     from osmeter.core.errors import RunError
 
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(directory, 0o700)
-    st = os.lstat(directory)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise RunError(f"{directory} is not a private directory of this user's (mode 0700); remove it and run again")
-    fd = os.open(directory / name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise RunError(busy.format(pid=holder)) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
+    path = directory / name
+    for _ in range(20):
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+        try:
+            st = os.lstat(directory)
+        except FileNotFoundError:  # removed by a release between the two: again
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise RunError(f"{directory} is not a private directory of this user's (mode 0700); remove it and run "
+                           "again")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RunError(busy.format(pid=holder)) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:  # its holder released it (and removed it) between our open and our lock
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
+    raise RunError(f"{path}: could not take the lock (it kept being removed); run again")
+
+
+def release_lock(directory: Path, name: str, fd: int) -> None:
+    """A private_lock's end: its file removed while still held, the descriptor closed, and the directory
+    removed when nothing else is in it (a state file a later run must find stays, and so does it)."""
+    with contextlib.suppress(OSError):
+        os.unlink(directory / name)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
 
 
 def _ours(p: Path) -> bool:

@@ -343,7 +343,7 @@ class Isolation:
                          + (f"; left as others changed them: {'; '.join(x['why'] for x in left)}" if left else ""))
                 self.state.unlink(missing_ok=True)
             finally:
-                os.close(self._lock)
+                cleanup.release_lock(self.dir, "isolate.lock", self._lock)
 
     def _undo(self, changes: list[dict], seen: set | None, own: bool = False) -> dict:
         """Each change back where it still holds osmeter's value; then the
@@ -413,7 +413,7 @@ class Isolation:
         except FileNotFoundError:
             return
         except OSError as e:
-            os.close(self._lock)
+            cleanup.release_lock(self.dir, "isolate.lock", self._lock)
             self._lock = None
             raise RunError(f"{self.state}: cannot open it ({e.strerror}); look at it and remove it") from None
         try:
@@ -421,7 +421,7 @@ class Isolation:
                 old = json.load(f)
             changes = old["changes"]
         except (ValueError, KeyError, TypeError, OSError):
-            os.close(self._lock)
+            cleanup.release_lock(self.dir, "isolate.lock", self._lock)
             self._lock = None
             raise RunError(f"{self.state} is left by an isolated run that did not finish, and it is unreadable: "
                            "put back by hand what it changed (boost, SMT, IRQ and task affinity), then remove "
@@ -460,7 +460,7 @@ def undo_killed_run(root: Path | str = "/", say=print) -> dict | None:
         iso._undo_stale()
     finally:
         if iso._lock is not None:
-            os.close(iso._lock)
+            cleanup.release_lock(iso.dir, "isolate.lock", iso._lock)
     return iso.doc.get("stale")
 
 

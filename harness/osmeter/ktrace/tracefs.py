@@ -291,7 +291,7 @@ class Session:
             else:
                 self.state.unlink(missing_ok=True)
         finally:
-            os.close(self._lock)
+            cleanup.release_lock(self.dir, "kpaths.lock", self._lock)
             self._lock = None
 
     # ------------------------------------------------- state and lock
@@ -369,7 +369,7 @@ def undo_killed_run(say=print) -> dict | None:
             say(f"osmeter: removed trace instances of osmeter runs that are gone: {', '.join(orphans)}",
                 file=sys.stderr)
     finally:
-        os.close(s._lock)
+        cleanup.release_lock(s.dir, "kpaths.lock", s._lock)
         s._lock = None
     return s.doc.get("stale")
 

@@ -377,7 +377,8 @@ def build_pdf(tex: Path) -> tuple[Path | None, str]:
     """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths).
     LaTeX writes under a job name of its own (<stem>-partial) and the PDF
     takes its name only once whole: an interrupted or failed build leaves no
-    half-written PDF (and the previous one, if any, as it was)."""
+    half-written PDF (and the previous one, if any, as it was; a failed one
+    its log). A whole one leaves only the PDF beside the .tex."""
     cwd = tex.parent
     job = f"{tex.stem}-partial"
     if shutil.which("latexmk"):
@@ -397,4 +398,6 @@ def build_pdf(tex: Path) -> tuple[Path | None, str]:
         os.replace(partial, pdf)
     finally:
         partial.unlink(missing_ok=True)
+    for f in cwd.glob(f"{job}.*"):  # LaTeX's own files (aux, log, fls ...): kept only when it failed
+        f.unlink(missing_ok=True)
     return pdf, f"PDF: {pdf}"
