@@ -1079,6 +1079,9 @@ MUTANTS = [
     Mutant("lock-file-kept-after-release", "harness/osmeter/host/cleanup.py",
            "    with contextlib.suppress(OSError):\n        os.unlink(directory / name)\n", "",
            "tests/test_host_isolate.py::test_a_released_lock_leaves_nothing_but_a_state_file_a_later_run_must_find"),
+    Mutant("launcher-venv-owner-unchecked", "osmeter",
+           '    if [ -e "$venv" ] && [ ! -w "$venv" ]; then', '    if false; then',
+           "tests/test_cli.py::test_a_venv_of_another_user_is_named_not_rebuilt"),
 ]
 
 # ----------------------------------------------------------------- running

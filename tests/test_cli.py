@@ -378,3 +378,30 @@ def test_ab_refused_for_its_b_side_leaves_no_a_side(tmp_path):
     assert r.returncode == 2 and "already holds" in r.stderr, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["b"]
     assert sorted(p.name for p in (out / "b").iterdir()) == ["campaign.json"]
+
+
+def test_a_venv_of_another_user_is_named_not_rebuilt(tmp_path):
+    """The launcher run by a user who cannot use the checkout's .venv (its
+    Python is root's, outside their reach): one message naming the owner
+    and what to do, exit 1; no attempt to make the .venv again (it had
+    failed with 'Permission denied ... pyvenv.cfg' and advice to install
+    python3-venv). Mutant caught: the owner's check left out."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root (to become nobody) and setpriv")
+    tree = Path(tempfile.mkdtemp(prefix="osmeter-other-"))
+    try:
+        tree.chmod(0o755)
+        shutil.copy(ROOT / "osmeter", tree / "osmeter")
+        shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+        (tree / ".venv" / "bin").mkdir(parents=True)
+        (tree / ".venv" / "bin" / "python").symlink_to("/root/.osmeter-test-no-such-python")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(tree / "osmeter"),
+                            "list"], capture_output=True, text=True, timeout=60, cwd="/")
+        assert r.returncode == 1, r.stderr
+        assert f"{tree}/.venv belongs to root" in r.stderr and "Run osmeter as root" in r.stderr, r.stderr
+        assert "setting up" not in r.stderr and "python3-venv" not in r.stderr, r.stderr
+    finally:
+        shutil.rmtree(tree)
