@@ -135,8 +135,8 @@ MUTANTS = [
            "        os.killpg(p.pid, signal.SIGKILL)\n        p.wait()\n", "        p.wait()\n",
            "tests/test_tools_compare_lmbench.py -k sigterm", slow=True),
     Mutant("compare-lmbench-ratio-inverted", "tools/compare-lmbench",
-           "rounds = [(x / y, sl) for x, y, sl in zip(o, lv, slow) if y > 0]",
-           "rounds = [(y / x, sl) for x, y, sl in zip(o, lv, slow) if y > 0]",
+           "rounds = [(x / y, sl) for x, y, sl in zip(o, lv, slow) if y is not None and y > 0]",
+           "rounds = [(y / x, sl) for x, y, sl in zip(o, lv, slow) if y is not None and y > 0]",
            "tests/test_tools_compare_lmbench.py -k figure_is_read"),
     Mutant("stride-walk-runs-16-counts-100", "bench/mem/lat.c",
            "osm_body body = sequential ? chase_body100 : chase_body;",
@@ -1082,6 +1082,17 @@ MUTANTS = [
     Mutant("launcher-venv-owner-unchecked", "osmeter",
            '    if [ -e "$venv" ] && [ ! -w "$venv" ]; then', '    if false; then',
            "tests/test_cli.py::test_a_venv_of_another_user_is_named_not_rebuilt"),
+    Mutant("compare-lmbench-missing-figure-ends-it", "tools/compare-lmbench",
+           "                if out is not None and not found:  # a figure lmbench did not print: the row says so, the rest go on\n",
+           "                if out is not None and not found:\n                    raise SystemExit('no figure')\n"
+           "                if out is not None and not found:\n", "tests/test_tools_compare_lmbench.py -k no_figure_for"),
+    Mutant("compare-lmbench-table-only-at-the-end", "tools/compare-lmbench",
+           "        print(\"  \".join(str(c).ljust(w) for c, w in zip(cells, self.widths + [0])).rstrip(), flush=True)",
+           "        print(\"  \".join(str(c).ljust(w) for c, w in zip(cells, self.widths + [0])).rstrip(), flush=False)",
+           "tests/test_tools_compare_lmbench.py -k no_figure_for"),
+    Mutant("compare-lmbench-hello-unchecked", "tools/compare-lmbench",
+           'if any("/tmp/hello" in r[2][1] for r in rows) and', 'if False and',
+           "tests/test_tools_compare_lmbench.py -k missing_hello"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -126,3 +126,48 @@ def test_sigterm_removes_its_files_and_the_program_it_started(tmp_path):
     assert "stopped by signal" in err, err
     assert not kept and not hello_kept, (kept, hello_kept)
     assert not left.strip(), f"the lmbench program outlived the tool: {left}"
+
+
+def test_a_row_lmbench_printed_no_figure_for_is_marked_and_the_table_streams(tmp_path):
+    """lat_syscall prints its null figure but nothing for read (on one guest
+    lat_ops printed no "integer mul" line and the whole 13-minute comparison
+    stopped with no table): every row is printed, the one without a figure
+    marked, exit 0; and each row is printed as it finishes, while the
+    next row's program still runs. Mutants caught: a missing figure ending
+    the comparison; the table printed only at the end."""
+    body = ('case "$*" in *null*) echo "Simple syscall: 0.2000 microseconds" >&2;; '
+            '*write*) sleep 4; echo "Simple write: 0.3000 microseconds" >&2;; *) echo "nothing here" >&2;; esac\n')
+    lmb = stand_in(tmp_path / "lmb", body)
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # its stdout a pipe, as in `| tee`
+    p = subprocess.Popen([sys.executable, str(TOOL), str(lmb), "--cpu", "0", "--rounds", "1", "--only", "null"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = ""
+    while "null I/O: read" not in first:
+        line = p.stdout.readline()
+        assert line, p.stderr.read()
+        first += line
+    assert p.poll() is None, "the rows before the last were held back until the end"
+    out, err = p.communicate(timeout=120)
+    out = first + out
+    assert p.returncode == 0, err
+    assert "  null call  " in out and re.search(r"null call\s.*\(lat_syscall -P 1 null\)\s+[\d.]+ \(", out), out
+    line = row(out, "null I/O: read")
+    assert "no figure in its output in 1 of 1 rounds" in line and line.rstrip().endswith("-"), line
+    assert "no 'null I/O: read' figure in its output" in err, err
+    assert re.search(r"null I/O: write\s.*\s[\d.]+ \(", out), out
+
+
+def test_a_missing_hello_is_named_as_lmbenchs(tmp_path):
+    lmb = stand_in(tmp_path / "lmb", "true\n")
+    (lmb / "hello").unlink()
+    for f in ("lat_proc",):
+        (lmb / f).write_text("#!/bin/sh\ntrue\n")
+        (lmb / f).chmod(0o755)
+    if Path("/tmp/hello").exists():
+        import pytest
+        pytest.skip("/tmp/hello exists on this machine: the tool would use it")
+    r = subprocess.run([sys.executable, str(TOOL), str(lmb), "--cpu", "0", "--rounds", "1", "--only", "exec proc"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and f"lmbench's hello is not in {lmb}" in r.stderr, r.stderr
