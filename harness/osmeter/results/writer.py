@@ -404,6 +404,27 @@ def run_figure(per_process: list[np.ndarray]) -> float:
     return float(np.median(meds))
 
 
+def refuse_taken(out: Path) -> None:
+    """Before anything else, an --out that cannot take a run: RunError when a live run is writing it (its
+    lock held) or it already holds results. Nothing is made or locked (ResultsDir claims it later)."""
+    try:
+        fd = os.open(out / store.LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        fd = None
+    if fd is not None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except BlockingIOError:
+            raise RunError(f"{out} is being written by another osmeter run (pid {_read_pid(out / store.LOCK)}); "
+                           "choose another --out") from None
+        finally:
+            os.close(fd)
+    for f in (store.RESULTS, store.CAMPAIGN):  # a run, a campaign or an ab's home holds no other results
+        if (out / f).exists():
+            raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
+
+
 class ResultsDir:
     """An exclusive claim on a results directory for the length of a run:
     a second run given the same --out is refused, not interleaved."""

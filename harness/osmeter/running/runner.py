@@ -23,11 +23,10 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from osmeter.core.errors import RunError
 from osmeter.host import isolate, machine, nohalt, ramdev
 from osmeter.ktrace import tracefs
 from osmeter.results import store
-from osmeter.results.writer import write_json_atomic
+from osmeter.results.writer import refuse_taken, write_json_atomic
 from osmeter.running import recover
 from osmeter.running.execute import execute
 from osmeter.running.plan import Plan, plan
@@ -71,11 +70,7 @@ def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
     p = plan(opts, sentinels)
     try:
         out = opts.out or default_out(p.root, suffix)
-        # a run, a campaign or an ab's home holds no other results; checked before --isolate or --kernel-paths
-        # change the machine
-        for f in (store.RESULTS, store.CAMPAIGN):
-            if (out / f).exists():
-                raise RunError(f"{out} already holds a {f}; choose another --out (nothing was overwritten)")
+        refuse_taken(out)  # before --isolate or --kernel-paths change the machine
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
