@@ -1092,6 +1092,9 @@ MUTANTS = [
     Mutant("compare-lmbench-hello-unchecked", "tools/compare-lmbench",
            'if any("/tmp/hello" in r[2][1] for r in rows) and', 'if False and',
            "tests/test_tools_compare_lmbench.py -k missing_hello"),
+    Mutant("results-csv-from-the-unsaved-document", "harness/osmeter/running/finish.py",
+           "to_csv(as_saved(results.doc))", "to_csv(results.doc)",
+           "tests/test_results.py::test_results_csv_is_what_export_gives_even_for_a_figure_that_is_not_a_number"),
 ]
 
 # ----------------------------------------------------------------- running

@@ -262,3 +262,27 @@ def test_a_series_x_whose_trials_were_all_disturbed_has_no_median_and_no_warning
     r.save()
     (m,) = json.loads((tmp_path / "run" / "results.json").read_text())["measurements"]
     assert m["series"]["median"] == [2.0, None] and m["series"]["dropped_disturbed"] == 3
+
+
+def test_results_csv_is_what_export_gives_even_for_a_figure_that_is_not_a_number(tmp_path):
+    """A measurement whose tail has a NaN (a run can give one): results.csv,
+    written at the run's end from the document in memory, equals `osmeter
+    export` of the results.json saved beside it (an empty cell, not 'nan';
+    test_export_csv saw them differ once). Mutant caught: the CSV written
+    from the document before it is made JSON's."""
+    import math
+
+    from osmeter.present.rows import to_csv
+    from osmeter.results.store import load
+    from osmeter.results.writer import Results
+    from osmeter.running.finish import finish
+
+    d = tmp_path / "run"
+    r = Results(d, {"kernel": "6.1", "cpu_model": "X"}, {"pinned_cpu": 1})
+    m = r.add_line({"id": "cpu.syscall.getppid", "unit": "ns", "samples": [100.0, 101.0] * 5, "disturbed": []},
+                   "fake", "x")
+    m["tail"] = {"p90": 101.0, "p99": math.nan, "p99.9": math.nan, "max": 101.0}
+    r.save()
+    finish(r, d, quiet=True)
+    assert (d / "results.csv").read_bytes().decode() == to_csv(load(d))
+    assert "nan" not in (d / "results.csv").read_text()

@@ -207,6 +207,12 @@ def grid_summary(mid: str, grid: dict) -> tuple[dict, dict[str, np.ndarray]]:
     return out, arrays
 
 
+def as_saved(doc: dict) -> dict:
+    """A document as results.json holds it (and every reader loads it): what is written beside it from
+    the document in memory (results.csv) is written from this, so that the two agree."""
+    return _finite(doc)
+
+
 def _finite(x):
     """JSON has no NaN: None instead."""
     if isinstance(x, float) and not math.isfinite(x):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from osmeter.present.rows import summary_table, to_csv
 from osmeter.results import store
-from osmeter.results.writer import Results, write_text_atomic
+from osmeter.results.writer import Results, as_saved, write_text_atomic
 
 
 def deschedule_check(results: Results, host) -> dict:
@@ -40,7 +40,7 @@ def _ids_text(ids: list[str]) -> str:
 def finish(results: Results, out: Path, quiet: bool = False) -> None:
     table = summary_table(results.doc)
     write_text_atomic(out / store.SUMMARY, table + "\n")
-    write_text_atomic(out / store.CSV, to_csv(results.doc))
+    write_text_atomic(out / store.CSV, to_csv(as_saved(results.doc)))  # a NaN as results.json has it: empty
     if quiet:
         return
     print()
