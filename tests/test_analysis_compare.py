@@ -672,9 +672,9 @@ def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_n
     """A host made noisy on purpose (tests/noise.py: a memory-bandwidth hog
     on the other CPU, stopped and continued at random phases of 0.3-2 s,
     which on both guests of this kind raises the memory latency by up to
-    about twice while it runs): an A/A of mem.lat flags nothing, calls
-    neither the DRAM latency nor the curve '=' at 5% (three runs a side
-    of that spread cannot show it) but says what would decide them, and
+    about twice while it runs): an A/A of mem.lat flags nothing; the DRAM
+    latency and the curve are '=' at 5% or, as the noise mostly makes them,
+    undecided with what would decide them said; and
     `osmeter stability` puts their variance between processes and runs,
     not in the samples of a process. Mutant caught: the samples of a run
     pooled as if one process (the split then calls the noise the samples')."""
@@ -694,8 +694,12 @@ def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_n
     rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
         ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
     for mid in ("mem.lat.dram", "mem.lat.curve"):
-        assert rows[mid]["verdict"] == "too few runs" and float(rows[mid]["detectable"]) > 0.05, rows[mid]
-        assert not rows[mid]["runs_needed"] or int(rows[mid]["runs_needed"]) > 3, rows[mid]  # blank: over 200
+        # an A/A: '=' where the noise happened to stay low (a fresh CI once saw it), else undecided, and then
+        # saying what would decide it; never a change
+        assert rows[mid]["verdict"] in ("=", "too few runs"), rows[mid]
+        if rows[mid]["verdict"] == "too few runs":
+            assert float(rows[mid]["detectable"]) > 0.05, rows[mid]
+            assert not rows[mid]["runs_needed"] or int(rows[mid]["runs_needed"]) > 3, rows[mid]  # blank: over 200
     split = {x["id"]: x["split"] for x in stability_rows(load_side([out / "a", out / "b"]))}
     # the curve and the huge-page DRAM latency run in several processes a run (the levels are read off
     # the curve, its processes merged)
