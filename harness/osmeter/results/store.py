@@ -203,7 +203,7 @@ def _bad_measurement(m) -> str | None:
     if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
         return "'ci95' is not a pair of numbers"
     for key, kind in (("params", dict), ("series", dict), ("cycles", dict), ("timer", dict),
-                      ("samples_file", str), ("description", str), ("processes", dict)):
+                      ("samples_file", str), ("description", str), ("processes", dict), ("tail", dict)):
         if m.get(key) is not None and not isinstance(m[key], kind):
             return f"'{key}' is not a {kind.__name__}"
     ps = m.get("processes") or {}
