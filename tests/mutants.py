@@ -1059,7 +1059,7 @@ MUTANTS = [
            "    if False:\n",
            "tests/test_analysis_compare.py::test_a_samples_file_outside_the_runs_samples_is_refused_without_its_bytes"),
     Mutant("results-processes-kind-unchecked", "harness/osmeter/results/store.py",
-           '("description", str), ("processes", dict)):', '("description", str)):',
+           '("processes", dict), ("tail", dict)):', '("tail", dict)):',
            "tests/test_results.py::test_a_processes_record_of_the_wrong_shape_is_refused_by_every_reader"),
     Mutant("ktimers-unknown-syscall-let-through", "harness/osmeter/ktrace/ktimers.py",
            'return [t.spec for t in timers if t.kind == "syscall" and known and t.name not in known]', "return []",
@@ -1095,6 +1095,15 @@ MUTANTS = [
     Mutant("results-csv-from-the-unsaved-document", "harness/osmeter/running/finish.py",
            "to_csv(as_saved(results.doc))", "to_csv(results.doc)",
            "tests/test_results.py::test_results_csv_is_what_export_gives_even_for_a_figure_that_is_not_a_number"),
+    Mutant("clock-slope-unbounded", "harness/osmeter/core/inference.py",
+           "slope = min(max(sxy / sxx, -max_slope), max_slope)", "slope = sxy / sxx",
+           "tests/test_analysis_compare.py::test_the_clock_slope_is_taken_at_most_at_its_physical_bound"),
+    Mutant("clock-slope-bounded-residuals-of-the-fit", "harness/osmeter/core/inference.py",
+           "s2 = max((syy - 2 * slope * sxy + slope * slope * sxx) / df", "s2 = max((syy - slope * sxy) / df",
+           "tests/test_analysis_compare.py::test_the_clock_slope_is_taken_at_most_at_its_physical_bound"),
+    Mutant("compare-clock-slope-bound-not-passed", "harness/osmeter/analysis/per_id.py",
+           "RUN_SD_FLOOR,\n                       CLOCK_MAX_SLOPE)", "RUN_SD_FLOOR)",
+           "tests/test_analysis_compare.py::test_the_clock_slope_is_taken_at_most_at_its_physical_bound"),
 ]
 
 # ----------------------------------------------------------------- running

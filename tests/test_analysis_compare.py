@@ -684,13 +684,19 @@ def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_n
 
     if (os.cpu_count() or 1) < 2:
         pytest.skip("the planted noise needs a CPU beside the probe's")
-    out = tmp_path / "noisy"
-    with planted_noise(cpu=0) as phases:
-        r = osmeter("ab", "--a", "true", "--b", "true", "--rounds", "3", "--min-change", "0.05",
-                    "--probes", "mem.lat", "--out", str(out), timeout=900)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    assert phases["on"] >= 5 and phases["off"] >= 5, phases
-    assert _flagged(out)[0] == []
+    tries = []
+    for k in range(2):  # once more before failing, as the quiet A/A: three runs a side of a noise that is
+        #                 on or off for seconds can all land on one side (about 3% of A/As an id)
+        out = tmp_path / f"noisy{k}"
+        with planted_noise(cpu=0, seed=44 + k) as phases:
+            r = osmeter("ab", "--a", "true", "--b", "true", "--rounds", "3", "--min-change", "0.05",
+                        "--probes", "mem.lat", "--out", str(out), timeout=900)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+        assert phases["on"] >= 5 and phases["off"] >= 5, phases
+        tries.append(_flagged(out)[0])
+        if not tries[-1]:
+            break
+    assert tries[-1] == [], tries
     rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
         ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
     for mid in ("mem.lat.dram", "mem.lat.curve"):
@@ -783,6 +789,21 @@ SHAPE = "tc qdisc replace dev lo root tbf rate 1gbit burst 256kb latency 50ms"
 UNSHAPE = "tc qdisc del dev lo root 2>/dev/null || true"
 
 
+def _geometric_ratio_and_clock_gap(out: Path, mid: str) -> tuple[float, float]:
+    """An ab's B/A of the geometric means of an id's run figures, and the gap between the sides' mean
+    log core clocks of its processes (interference.measurement_clock)."""
+    from osmeter.results.readings import measurement_clock
+    from osmeter.results.store import load_side
+    from osmeter.results.writer import run_figure
+
+    logs, clocks = [], []
+    for side in ("a", "b"):
+        runs = [r for r in load_side([out / side]) if mid in r.measurements]
+        logs.append(np.mean([math.log(run_figure(r.by_process(r.measurements[mid]))) for r in runs]))
+        clocks.append(np.mean([math.log(measurement_clock(r.doc, r.measurements[mid])) for r in runs]))
+    return math.exp(logs[1] - logs[0]), abs(clocks[1] - clocks[0])
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"),
                     reason="needs root, ip and tc")
 def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
@@ -808,12 +829,16 @@ def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
         assert bw["verdict"] == "slower", bw
         # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload
         assert float(bw["median_b"]) == pytest.approx(125.0, rel=0.05), bw
-        # B/A of the medians, or at equal core clock where the runs had one (within a few percent of it)
-        # (or at equal width, where the processes' figures followed the core's width within runs: a
-        # common slope moves the shaped side's figures too, by under a tenth here)
-        exact = not bw["clock_slope"] and bw["width_applied"] != "1"
-        assert float(bw["ratio"]) == pytest.approx(float(bw["median_b"]) / float(bw["median_a"]),
-                                                   rel=1e-6 if exact else 0.1)
+        # B/A of the medians; or at equal core clock where the runs had one: B/A of the runs' geometric
+        # means moved by the clock's slope, at most 1, times the sides' clock gap (a CI saw a fitted slope
+        # move it 12%); or at equal width, where the processes' figures followed the core's width within
+        # runs: a common slope moves the shaped side's figures too, by under a tenth here
+        if not bw["clock_slope"] and bw["width_applied"] != "1":
+            assert float(bw["ratio"]) == pytest.approx(float(bw["median_b"]) / float(bw["median_a"]), rel=1e-6)
+        else:
+            geo, gap = _geometric_ratio_and_clock_gap(out, "net.bw.tcp.loopback")
+            off = abs(math.log(float(bw["ratio"]) / geo))
+            assert off <= gap + (0.1 if bw["width_applied"] == "1" else 0.01), (bw, geo, gap)
         cpu = [f"{i} {row['verdict']}" for i, row in rows.items() if i.startswith("cpu.") and row["verdict"] in FLAGGED]
         assert cpu == [], cpu
         assert "conditions.qdisc.lo" in (out / "compare.txt").read_text()
@@ -1196,6 +1221,36 @@ def test_the_covariance_test_keeps_its_size():
         parts = ancova_parts(-xa + rng.normal(0, 0.01, 4), xa, -xb + rng.normal(0, 0.01, 4), xb)
         hits += t_test(parts)[2] < 0.05
     assert 0.035 <= hits / 4000 <= 0.06, hits / 4000
+
+
+def test_the_clock_slope_is_taken_at_most_at_its_physical_bound():
+    """A figure follows its core's clock at most in proportion. Runs whose figures moved tenfold the
+    clock's few tenths of a percent (a noisy neighbour moves both) are compared at a slope of 1, not
+    10: B/A moved by the clock gap, not ten times it; the residuals those of the bounded slope. Over
+    20,000 A/As of three runs a side whose figures are bimodal (a neighbour on or off for the whole
+    run, as tests/noise.py makes them) and whose clocks barely move, the test flags under 5% (the
+    unbounded fit: about 6%, and half of them changes beyond x1.5). Mutants caught: the bound not
+    applied; compare not passing it."""
+    from osmeter.analysis.per_id import compare_id
+    from osmeter.core.inference import ancova_parts, t_test
+
+    ya, xa = np.array([0.0, 0.1, -0.1]), np.array([0.0, 0.01, -0.01])
+    yb, xb = ya + 0.05, xa + 0.02
+    diff, se2, df, slope, sd = ancova_parts(ya, xa, yb, xb, 0.0, 1.0)
+    assert (slope, df) == (1.0, 3.0) and diff == pytest.approx(0.03)
+    assert sd == pytest.approx(math.sqrt(2 * 2 * 0.09 ** 2 / 3))
+    assert ancova_parts(ya, xa, yb, xb)[0] == pytest.approx(0.05 - 10 * 0.02)  # unbounded: slope 10
+    row = compare_id("x.lat", "ns", [np.exp(y) * np.ones(5) for y in ya], [np.exp(y) * np.ones(5) for y in yb],
+                     "x", clocks=([3600 * math.exp(x) for x in xa], [3600 * math.exp(x) for x in xb]))
+    assert row.clock_slope == 1.0 and row.ratio == pytest.approx(math.exp(0.03)), row
+    rng = np.random.default_rng(11)
+    hits = 0
+    for _ in range(20000):
+        y = [np.log(np.where(rng.random(3) < 0.5, rng.uniform(1.2, 2.0, 3), 1.0) * np.exp(rng.normal(0, 0.05, 3)))
+             for _ in "ab"]
+        x = [np.log(3700 - np.abs(rng.normal(0, 40, 3))) for _ in "ab"]
+        hits += t_test(ancova_parts(y[0], x[0], y[1], x[1], 0.01, 1.0)[:3])[2] < 0.05
+    assert hits / 20000 < 0.045, hits / 20000
 
 
 def _clock_run(path: Path, clock: float, args0_ns: float, disk_iops: float) -> None:

@@ -26,6 +26,12 @@ DESIGNS = (4, 8)  # the runs a side each row also states its smallest detectable
 # logs on their width's logs, within runs, is this significant, on this many degrees of freedom or more
 WIDTH_P = 0.01
 WIDTH_MIN_DF = 6
+# the clock's slope in compare's analysis of covariance (clock_adjust) is bounded to +-this: a figure
+# follows its core's clock at most in proportion (a time in ns all in core cycles: -1; a rate, or a
+# time in cycles spent off the core: +1). A steeper fit is the clock moving with something else in a
+# handful of runs (a neighbour that slows both), and extrapolated over the sides' clock gap it makes a
+# change of nothing.
+CLOCK_MAX_SLOPE = 1.0
 # a run whose host-mode param (Probe.host_mode) lies this many times above the least of the
 # compared runs' was measured in another state of the host (the vCPUs on two dies, not one)
 HOST_MODE_FACTOR = 2.0

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from osmeter.analysis.model import FAR_PROCESS, RUN_SD_FLOOR, WIDTH_MIN_DF, WIDTH_P, Row, area_of
+from osmeter.analysis.model import CLOCK_MAX_SLOPE, FAR_PROCESS, RUN_SD_FLOOR, WIDTH_MIN_DF, WIDTH_P, Row, area_of
 from osmeter.core.inference import (ancova_parts, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
                                     t_test, welch, welch_parts, within_slope)
 from osmeter.core.stats import t_quantile
@@ -155,11 +155,12 @@ def clock_adjust(row: Row, la: np.ndarray, ca: list, lb: np.ndarray, cb: list, i
     into work done by the core. The row's ratio and interval become B/A at
     equal clock; a change of the clock itself shows in the clock's own id
     (cpu.clock). Applied whatever the fitted slope (the choice does not look
-    at the data, so the test keeps its size); it costs one degree of
-    freedom."""
+    at the data, so the test keeps its size), within +-CLOCK_MAX_SLOPE; it
+    costs one degree of freedom."""
     if not all(isinstance(c, (int, float)) and c > 0 for c in list(ca) + list(cb)):
         return
-    got = ancova_parts(la, np.log(np.asarray(ca, float)), lb, np.log(np.asarray(cb, float)), RUN_SD_FLOOR)
+    got = ancova_parts(la, np.log(np.asarray(ca, float)), lb, np.log(np.asarray(cb, float)), RUN_SD_FLOOR,
+                       CLOCK_MAX_SLOPE)
     if got is None:
         return
     diff, se2, df, slope, resid_sd = got

@@ -128,7 +128,8 @@ def welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
     return diff, se2, float(df)
 
 
-def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0) -> tuple[float, float, float, float, float] | None:
+def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0, max_slope: float = math.inf
+                 ) -> tuple[float, float, float, float, float] | None:
     """Analysis of covariance of two sides with one covariate measured beside
     each value (y: the logs of the run figures, x: the logs of the core
     clock each run ran at): the model y = side mean + slope * x + error, the
@@ -137,7 +138,10 @@ def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0) -> tuple[float, float, f
     of freedom n - 3, slope, residual standard deviation), the residual standard deviation taken
     as at least sd_floor; None where the covariate does not vary inside the
     sides or there are too few values to fit a slope and leave a degree of
-    freedom."""
+    freedom. A fitted slope beyond +-max_slope is taken at that bound (least
+    squares under the bound: the residuals and the difference are those of
+    the bounded slope; the degrees of freedom and the slope's share of the
+    standard error stay those of a fitted one)."""
     ya, xa, yb, xb = (np.asarray(v, float) for v in (ya, xa, yb, xb))
     na, nb = ya.size, yb.size
     if na < 1 or nb < 1 or xa.size != na or xb.size != nb or na + nb < 4:
@@ -149,9 +153,9 @@ def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0) -> tuple[float, float, f
         return None
     sxy = float(dxa @ dya + dxb @ dyb)
     syy = float(dya @ dya + dyb @ dyb)
-    slope = sxy / sxx
+    slope = min(max(sxy / sxx, -max_slope), max_slope)
     df = na + nb - 3
-    s2 = max((syy - slope * sxy) / df, sd_floor * sd_floor, 0.0)
+    s2 = max((syy - 2 * slope * sxy + slope * slope * sxx) / df, sd_floor * sd_floor, 0.0)
     gap = float(xb.mean() - xa.mean())
     diff = float(yb.mean() - ya.mean()) - slope * gap
     return diff, s2 * (1 / na + 1 / nb + gap * gap / sxx), float(df), slope, math.sqrt(s2)
