@@ -78,6 +78,37 @@ void *iot_xcalloc(size_t n, size_t size)
     return p;
 }
 
+pid_t iot_spawn(char **argv, void (*in_child)(void *), void *arg)
+{
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC))
+        iot_fail(1, "pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        iot_fail(1, "fork: %s", strerror(errno));
+    if (child == 0) {
+        if (in_child)
+            in_child(arg);
+        execvp(argv[0], argv);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    close(errpipe[1]);
+    int exec_err = 0;
+    ssize_t got;
+    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
+        ;
+    close(errpipe[0]);
+    if (got != (ssize_t)sizeof exec_err)
+        return child; /* the pipe closed on exec: it runs */
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return -exec_err;
+}
+
 void iot_load_trace(const char *path, struct trace *t)
 {
     char err[512];

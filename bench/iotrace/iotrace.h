@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define REPLAY_MAX_BYTES (1ll << 30) /* one call's transfer */
 #define REPLAY_MAX_FD (1 << 20)
@@ -45,6 +46,10 @@ _Noreturn void iot_fail(int status, const char *fmt, ...) __attribute__((format(
 uint64_t iot_now_ns(void);                  /* CLOCK_MONOTONIC, the recorder's clock */
 void *iot_xcalloc(size_t n, size_t size);   /* calloc, or iot_fail(1) */
 void iot_load_trace(const char *path, struct trace *t); /* a merged trace, or iot_fail(2) */
+/* Forks and runs argv (PATH searched) after in_child(arg), where given, in the child. Returns the
+ * child's pid once it runs the program, or -errno where the program could not be run (the child
+ * reaped). */
+pid_t iot_spawn(char **argv, void (*in_child)(void *), void *arg);
 /* Rows of a merged trace are on line seq + 3 (version line, header row). */
 size_t line_of(const struct trace_rec *r);
 /* The trace's rows by process and thread. */

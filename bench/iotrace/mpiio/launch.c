@@ -179,34 +179,23 @@ static double mono(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* In the launcher's child: a process group of its own (ended as one), the terminal's signals as default. */
+static void launcher_group(void *unused)
+{
+    (void)unused;
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+}
+
 int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, unsigned start_timeout,
                      bool *timed_out)
 {
     *timed_out = false;
-    int errpipe[2];
-    if (pipe2(errpipe, O_CLOEXEC))
-        iot_fail(1, "pipe: %s", strerror(errno));
-    fflush(NULL);
-    pid_t child = fork();
+    pid_t child = iot_spawn(lv, launcher_group, NULL);
     if (child < 0)
-        iot_fail(1, "fork: %s", strerror(errno));
-    if (child == 0) {
-        setpgid(0, 0);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        execvp(lv[0], lv);
-        int e = errno;
-        if (write(errpipe[1], &e, sizeof e) < 0)
-            _exit(127);
-        _exit(127);
-    }
-    setpgid(child, child);
-    close(errpipe[1]);
-    int exec_err = 0;
-    ssize_t got;
-    while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
-        ;
-    close(errpipe[0]);
+        return child;
+    setpgid(child, child); /* as the child does: whichever runs first */
     struct sigaction sa = {.sa_handler = take}, old[3];
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int k = 0; k < 3; k++)
@@ -238,8 +227,6 @@ int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, u
     kill(-child, SIGKILL); /* whatever the launcher left in its group */
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &old[k], NULL);
-    if (got == (ssize_t)sizeof exec_err)
-        return -exec_err;
     return status;
 }
 

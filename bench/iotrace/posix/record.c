@@ -99,6 +99,21 @@ static int merge_dir(const char *dir, struct trace *out)
     return rc;
 }
 
+struct preload {
+    const char *lib, *dir;
+};
+
+/* In the recorded program's child: the recorder preloaded before what LD_PRELOAD had, its files' directory. */
+static void preloaded(void *arg)
+{
+    const struct preload *p = arg;
+    char preload[2 * PATH_MAX + 2];
+    const char *old = getenv("LD_PRELOAD");
+    snprintf(preload, sizeof preload, "%s%s%s", p->lib, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("LD_PRELOAD", preload, 1);
+    setenv("IOTRACE_DIR", p->dir, 1);
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *out = NULL, *launcher = NULL, *impl = NULL;
@@ -168,36 +183,15 @@ int cmd_record(int argc, char **argv)
             return 1;
         }
     } else {
-        int errpipe[2];
-        if (pipe2(errpipe, O_CLOEXEC))
-            iot_fail(1, "pipe: %s", strerror(errno));
-        fflush(NULL);
-        pid_t child = fork();
+        pid_t child = iot_spawn(cmd, preloaded, &(struct preload){lib, dir});
         if (child < 0)
-            iot_fail(1, "fork: %s", strerror(errno));
-        if (child == 0) {
-            char preload[2 * PATH_MAX + 2];
-            const char *old = getenv("LD_PRELOAD");
-            snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-            setenv("LD_PRELOAD", preload, 1);
-            setenv("IOTRACE_DIR", dir, 1);
-            execvp(cmd[0], cmd);
-            int e = errno;
-            if (write(errpipe[1], &e, sizeof e) < 0)
-                _exit(127);
-            _exit(127);
+            exec_err = -child;
+        else {
+            signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
+            signal(SIGQUIT, SIG_IGN);
+            while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+                ;
         }
-        signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
-        signal(SIGQUIT, SIG_IGN);
-        close(errpipe[1]);
-        ssize_t got;
-        while ((got = read(errpipe[0], &exec_err, sizeof exec_err)) < 0 && errno == EINTR)
-            ;
-        close(errpipe[0]);
-        if (got != (ssize_t)sizeof exec_err)
-            exec_err = 0;
-        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-            ;
         while (wait(NULL) > 0 || errno == EINTR)
             ;
     }
