@@ -1266,6 +1266,27 @@ def _clock_run(path: Path, clock: float, args0_ns: float, disk_iops: float) -> N
     res.save()
 
 
+def test_stability_sees_the_clock_as_compare_does_at_most_in_proportion(tmp_path):
+    """stability's run-to-run CV at equal clock is the spread compare's test sees, so it takes the
+    clock's slope within the same bound: runs whose figure moved as the clock's tenth power are left
+    with the residuals of slope -1 (the fit alone: slope -10, nothing left). Mutant caught: stability
+    fitting the slope unbounded."""
+    from osmeter.analysis.stability import stability_rows
+    from osmeter.core.inference import covariate_fit
+    from osmeter.results.store import load_side
+
+    clocks = [4000, 4300, 4150, 4400, 4250]
+    for k, c in enumerate(clocks, 1):
+        _clock_run(tmp_path / f"run-{k:02d}", c, (c / 4200) ** -10, 70_000)
+    y, x = np.log([(c / 4200) ** -10 for c in clocks]), np.log(clocks)
+    assert covariate_fit(y, x)[:2] == pytest.approx((-10, 0), abs=1e-6)
+    slope, left, share = covariate_fit(y, x, 1.0)
+    resid = (y - y.mean()) + (x - x.mean())
+    assert slope == -1 and left == pytest.approx(math.sqrt(resid @ resid / 3)) and 0 < share < 1
+    st = {r["id"]: r for r in stability_rows(load_side([tmp_path / f"run-{k:02d}" for k in range(1, 6)]))}
+    assert st["cpu.call.args0"]["clock_cv"] == pytest.approx(left), st["cpu.call.args0"]
+
+
 def test_compare_and_stability_take_each_runs_clock_from_its_probes(tmp_path):
     """Through compare_sides and stability: cpu.call.args0 exactly 0.954 ns at 4,200 MHz, scaled
     by each run's clock (spread 4,000-4,400 MHz), is compared at equal clock ('run, equal clock',

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from osmeter.analysis.model import ALPHA, DESIGNS, POWER, RUN_SD_FLOOR
+from osmeter.analysis.model import ALPHA, CLOCK_MAX_SLOPE, DESIGNS, POWER, RUN_SD_FLOOR
 from osmeter.analysis.per_id import width_adjust
 from osmeter.core.inference import covariate_fit, runs_to_decide, smallest_change_at, variance_split
 from osmeter.probes import registry
@@ -84,7 +84,7 @@ def stability_rows(runs: list[Run]) -> list[dict]:
         width_cv = (float(np.std(np.log(figs), ddof=1)) if positive and figs.size > 1 and width
                     and width["applied"] else None)
         split = variance_split(rs) if positive else None
-        fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)))
+        fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)), CLOCK_MAX_SLOPE)
                if positive and all(isinstance(c, float) and c > 0 for c in clk) else None)
         # the spread compare's test sees: at equal clock where every run has one (compare.clock_adjust), and
         # at least its floor

@@ -161,11 +161,12 @@ def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0, max_slope: float = math.
     return diff, s2 * (1 / na + 1 / nb + gap * gap / sxx), float(df), slope, math.sqrt(s2)
 
 
-def covariate_fit(y, x) -> tuple[float, float, float] | None:
+def covariate_fit(y, x, max_slope: float = math.inf) -> tuple[float, float, float] | None:
     """Least squares of y on one covariate x (the logs of run figures on the
     logs of their core clocks): (slope, the residual standard deviation on
     n - 2 degrees of freedom, the share of y's variance x explains); None
-    with fewer than four values or an x that does not vary."""
+    with fewer than four values or an x that does not vary. A slope beyond
+    +-max_slope is taken at the bound, as ancova_parts takes it."""
     y, x = np.asarray(y, float), np.asarray(x, float)
     if y.size < 4 or x.size != y.size:
         return None
@@ -173,8 +174,9 @@ def covariate_fit(y, x) -> tuple[float, float, float] | None:
     sxx, syy = float(dx @ dx), float(dy @ dy)
     if not sxx > 0:
         return None
-    slope = float(dx @ dy) / sxx
-    sse = max(syy - slope * float(dx @ dy), 0.0)
+    sxy = float(dx @ dy)
+    slope = min(max(sxy / sxx, -max_slope), max_slope)
+    sse = max(syy - 2 * slope * sxy + slope * slope * sxx, 0.0)
     return slope, math.sqrt(sse / (y.size - 2)), (1 - sse / syy) if syy > 0 else 0.0
 
 
