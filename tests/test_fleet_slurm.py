@@ -119,7 +119,9 @@ def test_inside_an_allocation_each_node_gets_its_directory_and_compare_reads_the
 def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, alike, tmp_path):
     """osms-2's slurmd (and so every step it starts) in a blkio cgroup that
     allows 2,000 reads a second from the disk under the nodes' trees: the fleet, submitted from outside an allocation, names osms-2
-    for its disk ids and nothing else."""
+    for its disk ids and nothing else. Three runs a node, as the alike fleet: with two, the outlier rule
+    names one of three identical hosts in about 4% of fleets (analysis/outliers.py), and a CI saw this
+    guest's two-level system calls line up on osms-2 and named its cpu area."""
     from test_history import whole_disk
 
     cg = cluster.cgroup("osms-2", "blkio")
@@ -130,7 +132,7 @@ def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, a
     try:
         out = tmp_path / "fleet"
         r = osm(cluster, "fleet", "run", "--slurm", "--partition", "osms", "--nodes", "3", "--time-limit", "30",
-                "--probes", PROBES, "--preset", "quick", "--runs", "2", "--dirty", "--out", str(out))
+                "--probes", PROBES, "--preset", "quick", "--runs", "3", "--dirty", "--out", str(out))
     finally:
         (cg / "blkio.throttle.read_iops_device").write_text(f"{disk} 0")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
