@@ -128,6 +128,14 @@ def welch_parts(x, y, sd_floor: float) -> tuple[float, float, float] | None:
     return diff, se2, float(df)
 
 
+def bounded_slope(sxx: float, sxy: float, syy: float, max_slope: float) -> tuple[float, float]:
+    """Least squares of a slope from centred sums (sxx > 0), the slope taken
+    at +-max_slope where the fit lies beyond: (slope, the residual sum of
+    squares at that slope)."""
+    slope = min(max(sxy / sxx, -max_slope), max_slope)
+    return slope, max(syy - 2 * slope * sxy + slope * slope * sxx, 0.0)
+
+
 def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0, max_slope: float = math.inf
                  ) -> tuple[float, float, float, float, float] | None:
     """Analysis of covariance of two sides with one covariate measured beside
@@ -153,9 +161,9 @@ def ancova_parts(ya, xa, yb, xb, sd_floor: float = 0.0, max_slope: float = math.
         return None
     sxy = float(dxa @ dya + dxb @ dyb)
     syy = float(dya @ dya + dyb @ dyb)
-    slope = min(max(sxy / sxx, -max_slope), max_slope)
+    slope, sse = bounded_slope(sxx, sxy, syy, max_slope)
     df = na + nb - 3
-    s2 = max((syy - 2 * slope * sxy + slope * slope * sxx) / df, sd_floor * sd_floor, 0.0)
+    s2 = max(sse / df, sd_floor * sd_floor)
     gap = float(xb.mean() - xa.mean())
     diff = float(yb.mean() - ya.mean()) - slope * gap
     return diff, s2 * (1 / na + 1 / nb + gap * gap / sxx), float(df), slope, math.sqrt(s2)
@@ -174,9 +182,7 @@ def covariate_fit(y, x, max_slope: float = math.inf) -> tuple[float, float, floa
     sxx, syy = float(dx @ dx), float(dy @ dy)
     if not sxx > 0:
         return None
-    sxy = float(dx @ dy)
-    slope = min(max(sxy / sxx, -max_slope), max_slope)
-    sse = max(syy - 2 * slope * sxy + slope * slope * sxx, 0.0)
+    slope, sse = bounded_slope(sxx, float(dx @ dy), syy, max_slope)
     return slope, math.sqrt(sse / (y.size - 2)), (1 - sse / syy) if syy > 0 else 0.0
 
 

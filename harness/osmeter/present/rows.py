@@ -25,7 +25,8 @@ def summary_table(doc: dict) -> str:
         t = m.get("tail") or {}
         p99 = fmt_value(t.get("p99"), unit) if t.get("p99") is not None else ("n<1k" if t else "")
         short = short or (bool(t) and t.get("p99") is None)
-        body.append((m["id"], fmt_value(m.get(QUOTED), unit), p99, fmt_value(t["max"], unit) if t.get("max") is not None else "",
+        top = fmt_value(t["max"], unit) if t.get("max") is not None else ""
+        body.append((m["id"], fmt_value(m.get(QUOTED), unit), p99, top,
                      f"{cyc:.4g}" if isinstance(cyc, (int, float)) else "-",
                      fmt_value(m.get("std"), unit), f"{fmt_value(lo, unit)} .. {fmt_value(hi, unit)}",
                      str(m.get("n")), str(m.get("dropped_disturbed", 0))))
