@@ -56,6 +56,8 @@ IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
 # (their ABIs differ), each by that MPI's own compiler wrapper; none where no MPI is installed
 MPI_IMPLS := $(foreach m,openmpi mpich,$(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m)))
 MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,record.c complete.c describe.c start.c)
+# the MPI-IO replayer's parts (bench/iotrace/mpiio/replayer.h), an MPI program of its own
+MPI_REPLAYER_SRC := $(addprefix bench/iotrace/mpiio/,replay.c rebuild.c watch.c report.c)
 MPI_RECORDERS := $(MPI_IMPLS:%=$(BUILD)/lib/libiotrace-mpi-%.so) $(MPI_IMPLS:%=$(BIN)/iotrace-mpi-replay-%)
 
 all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so $(MPI_RECORDERS)) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
@@ -102,7 +104,7 @@ $(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
-$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c $(MPI_REC_SRC) bench/iotrace/mpiio/replay.c,$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c $(MPI_REC_SRC) $(MPI_REPLAYER_SRC),$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(IOTRACE_INC) $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
 
@@ -115,8 +117,9 @@ $(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) $(IOTRACE_HD
 	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -fPIC -shared -o $@ $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) -ldl
 
 # the MPI-IO replayer, an MPI program, one per MPI (iotrace replay --launcher starts it)
-MPI_REPLAY_SRC := bench/iotrace/mpiio/replay.c bench/iotrace/format/trace.c bench/common/hist.c bench/common/json.c
-$(BIN)/iotrace-mpi-replay-%: $(MPI_REPLAY_SRC) $(IOTRACE_HDR) bench/common/hist.h bench/common/json.h
+MPI_REPLAY_SRC := $(MPI_REPLAYER_SRC) bench/iotrace/format/trace.c bench/common/hist.c bench/common/json.c \
+                  bench/common/confine.c
+$(BIN)/iotrace-mpi-replay-%: $(MPI_REPLAY_SRC) $(IOTRACE_HDR) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)
 	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -o $@ $(MPI_REPLAY_SRC) -lm
 

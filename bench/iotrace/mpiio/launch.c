@@ -189,9 +189,9 @@ static void launcher_group(void *unused)
 }
 
 int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, unsigned start_timeout,
-                     bool *timed_out)
+                     unsigned run_timeout, enum launch_end *end)
 {
-    *timed_out = false;
+    *end = LAUNCH_ENDED;
     pid_t child = iot_spawn(lv, launcher_group, NULL);
     if (child < 0)
         return child;
@@ -200,8 +200,10 @@ int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, u
     const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &sa, &old[k]);
-    double t0 = mono(), term_at = 0;
+    double t0 = mono(), up_at = 0, term_at = 0;
     bool up = start_timeout == 0;
+    if (up)
+        up_at = t0;
     int status = 0;
     for (;;) {
         pid_t w = waitpid(child, &status, WNOHANG);
@@ -214,13 +216,14 @@ int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, u
             pending = 0;
         }
         if (!up && started(mark_dir, mark_prefix))
-            up = true;
-        if (!up && !*timed_out && mono() - t0 > start_timeout) {
-            *timed_out = true;
+            up = true, up_at = mono();
+        if (*end == LAUNCH_ENDED && ((!up && mono() - t0 > start_timeout) ||
+                                     (up && run_timeout && mono() - up_at > run_timeout))) {
+            *end = up ? LAUNCH_RUN_TIMEOUT : LAUNCH_START_TIMEOUT;
             term_at = mono();
             kill(-child, SIGTERM);
         }
-        if (*timed_out && mono() - term_at > 5)
+        if (*end != LAUNCH_ENDED && mono() - term_at > 5)
             kill(-child, SIGKILL);
         nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
     }
@@ -319,7 +322,7 @@ int cmd_replay_rank(int argc, char **argv)
  * MPI_MODE_CREATE (1 in both Open MPI and MPICH) and read, as large as it
  * was at that open (size_at_open), of random data; every other DIR/f<id>
  * of an MPI file is removed first. Returns the bytes written. */
-long long mpi_prepare(const char *name, const struct trace *t, const char *dir, long long limit)
+long long mpi_prepare(const char *name, const struct trace *t, int dirfd, const char *dir, long long limit)
 {
     size_t nfiles = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -358,15 +361,15 @@ long long mpi_prepare(const char *name, const struct trace *t, const char *dir, 
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         memcpy(buf + 8 * i, &s, 8);
     }
-    prepare_begin();
+    prepare_begin(dirfd);
     for (size_t f = 0; f < nfiles; f++) {
         if (!mpi[f])
             continue;
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/f%zu", dir, f);
-        unlink(path);
+        char name[32];
+        snprintf(name, sizeof name, "f%zu", f);
+        unlinkat(dirfd, name, 0);
         if (size[f])
-            prepare_fill(path, size[f], buf);
+            prepare_fill(name, size[f], buf);
     }
     prepare_end();
     free(buf), free(size), free(seen), free(mpi);

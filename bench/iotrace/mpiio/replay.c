@@ -1,42 +1,41 @@
 /*
  * replay.c - iotrace-mpi-replay-<mpi>: an MPI program that replays a trace
  * recorded under MPI (docs/iotrace.md, "Replaying MPI-IO"). `iotrace
- * replay --launcher` starts it under the launcher, one build per MPI.
+ * replay --launcher` starts it under the launcher, one build per MPI; its
+ * parts are replayer.h's.
  *
  * Rank 0 reads the trace and broadcasts it, so other hosts need not see it.
  * Every rank takes its own rows: its MPI-IO calls, their completions, and
  * the POSIX calls it made itself (not those the MPI library made inside an
- * MPI-IO call: the library makes them again). Datatypes are rebuilt from
- * the MPI_Type rows (their combiners and MPI_Type_get_contents' arrays) and
- * checked against the recorded size; communicators from the MPI_Comm rows
- * (MPI_Comm_create_group over their world ranks); views, hints and the
- * requests of nonblocking calls as recorded. Files are DIR/f<id>. Each call
- * is timed alone; --timing recorded keeps the recorded gap between a
- * rank's calls. Rank 0 gathers the tallies and prints one JSON object.
+ * MPI-IO call: the library makes them again). Before anything is timed,
+ * every row is checked: ranks the trace has, datatypes rebuilt (rebuild.c),
+ * counts, buffers and sizes within bounds. Files are DIR/f<id>, opened only
+ * inside DIR (osmconfine.h). Each call is timed alone; --timing recorded
+ * keeps the recorded gap between a rank's calls; --timeout bounds the whole
+ * replay (watch.c). Rank 0 gathers the tallies and prints one JSON object
+ * (report.c).
  *
- * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded] [--started FILE]
+ * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded] [--started NAME]
+ *        [--timeout S] [--prepare-limit BYTES]
  */
-#include "hist.h"
-#include "trace.h"
+#include "osmconfine.h"
+#include "replayer.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BUF (1ll << 30)
-#define MAX_LISTED 100
-
-static int me, nranks;
+int me, nranks;
 static const char *dir;
+static int dirfd_ = -1;
 static struct trace T;
 
 static uint64_t now(void)
@@ -46,11 +45,9 @@ static uint64_t now(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* An error every rank agrees on: printed by the rank that found it (rank 0
- * prints its own), then all finalize and exit with status 2. */
-static char problem[1024];
+char problem[1024];
 
-__attribute__((format(printf, 1, 2))) static void found(const char *fmt, ...)
+void found(const char *fmt, ...)
 {
     if (problem[0])
         return;
@@ -60,7 +57,7 @@ __attribute__((format(printf, 1, 2))) static void found(const char *fmt, ...)
     va_end(ap);
 }
 
-static void agree_or_exit(void)
+void agree_or_exit(void)
 {
     int bad = problem[0] != '\0', any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -68,359 +65,50 @@ static void agree_or_exit(void)
         return;
     if (bad)
         fprintf(stderr, "iotrace: error: %s\n", problem);
+    free_rebuilt();
     MPI_Finalize();
     exit(2);
 }
 
-/* ----------------------------------------------------- args and lists */
-
-static int unhex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
-
-static void unescape(char *dst, size_t n, const char *src);
-
-/* The value of key, %XX unescaped. */
-static const char *arg(const struct trace_rec *r, const char *key, char *buf, size_t n)
-{
-    char raw[TRACE_ARGS_MAX];
-    trace_arg(r->args, key, raw, sizeof raw);
-    unescape(buf, n, raw);
-    return buf;
-}
-
-static long long arg_int(const struct trace_rec *r, const char *key, long long dflt)
-{
-    char v[64];
-    trace_arg(r->args, key, v, sizeof v);
-    if (!v[0])
-        return dflt;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    return *end ? dflt : x;
-}
-
-/* "t3" / "c1" / "r5" -> 3, or -1. */
-static long long arg_id(const struct trace_rec *r, const char *key, char prefix)
-{
-    char v[64];
-    trace_arg(r->args, key, v, sizeof v);
-    if (v[0] != prefix || !v[1])
-        return -1;
-    char *end;
-    long long x = strtoll(v + 1, &end, 10);
-    return *end || x < 0 ? -1 : x;
-}
-
-/* Space-separated integers into a new array; *n their number. */
-static long long *ints_of(const char *s, int *n)
-{
-    int cap = 8, k = 0;
-    long long *v = malloc((size_t)cap * sizeof *v);
-    for (const char *p = s; v && *p;) {
-        while (*p == ' ')
-            p++;
-        if (!*p)
-            break;
-        char *end;
-        long long x = strtoll(p, &end, 10);
-        if (end == p) {
-            free(v);
-            return NULL;
-        }
-        if (k == cap)
-            v = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-        if (v)
-            v[k++] = x;
-        p = end;
-    }
-    *n = k;
-    return v;
-}
-
-/* ------------------------------------------------------- datatypes */
-
-struct id_map {
-    long long *ids;
-    void *h; /* handles */
-    size_t n, cap, size;
-};
-
-static void *map_get(struct id_map *m, long long id)
-{
-    for (size_t i = 0; i < m->n; i++)
-        if (m->ids[i] == id)
-            return (char *)m->h + i * m->size;
-    return NULL;
-}
-
-static void *map_put(struct id_map *m, long long id)
-{
-    void *old = map_get(m, id);
-    if (old)
-        return old;
-    if (m->n == m->cap) {
-        m->cap = m->cap ? 2 * m->cap : 16;
-        m->ids = realloc(m->ids, m->cap * sizeof *m->ids);
-        m->h = realloc(m->h, m->cap * m->size);
-        if (!m->ids || !m->h) {
-            fprintf(stderr, "iotrace: error: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    m->ids[m->n] = id;
-    return (char *)m->h + m->n++ * m->size;
-}
-
-static struct id_map types = {.size = sizeof(MPI_Datatype)}, comms = {.size = sizeof(MPI_Comm)},
-                     files = {.size = sizeof(MPI_File)}, reqs = {.size = sizeof(MPI_Request)},
+static struct id_map files = {.size = sizeof(MPI_File)}, reqs = {.size = sizeof(MPI_Request)},
                      rbufs = {.size = sizeof(char *)}, rtypes = {.size = sizeof(MPI_Datatype)},
                      early = {.size = sizeof(MPI_Status)}, /* requests a done=0 test completed early */
-                     rclass = {.size = sizeof(int)};       /* the class of the call that started a request */
+                     rclass = {.size = sizeof(int)},       /* the class of the call that started a request */
+                     rbases = {.size = sizeof(char *)};    /* the allocation each held buffer is in */
 
-/* The derived datatypes rebuilt, freed before MPI_Finalize (MPICH names the ones left). */
-static void free_types(void)
+/* DIR/f<id>'s name inside DIR, checked for MPI_File_open (which opens by path): absent, or a regular
+ * file of one link. Its full path in path. */
+static bool mpi_file_path(const struct trace_rec *r, char *path, size_t n)
 {
-    for (size_t i = 0; i < types.n; i++) {
-        MPI_Datatype *t = (MPI_Datatype *)((char *)types.h + i * types.size);
-        int ni, na, nd, comb;
-        if (MPI_Type_get_envelope(*t, &ni, &na, &nd, &comb) == MPI_SUCCESS && comb != MPI_COMBINER_NAMED)
-            MPI_Type_free(t);
+    char name[32];
+    snprintf(name, sizeof name, "f%lld", (long long)r->file);
+    snprintf(path, n, "%s/%s", dir, name);
+    if (osm_confined_check(dirfd_, name)) {
+        found("line %zu: %s: %s", (size_t)r->seq + 3, path, osm_confined_why(errno));
+        return false;
     }
+    return true;
 }
 
-static MPI_Datatype named(const char *name)
-{
-#define N(t) {#t, t}
-    static const struct {
-        const char *name;
-        MPI_Datatype t;
-    } tab[] = {
-        N(MPI_CHAR), N(MPI_SIGNED_CHAR), N(MPI_UNSIGNED_CHAR), N(MPI_BYTE), N(MPI_SHORT), N(MPI_UNSIGNED_SHORT),
-        N(MPI_INT), N(MPI_UNSIGNED), N(MPI_LONG), N(MPI_UNSIGNED_LONG), N(MPI_LONG_LONG_INT), N(MPI_LONG_LONG),
-        N(MPI_UNSIGNED_LONG_LONG), N(MPI_FLOAT), N(MPI_DOUBLE), N(MPI_LONG_DOUBLE), N(MPI_WCHAR), N(MPI_C_BOOL),
-        N(MPI_INT8_T), N(MPI_INT16_T), N(MPI_INT32_T), N(MPI_INT64_T), N(MPI_UINT8_T), N(MPI_UINT16_T),
-        N(MPI_UINT32_T), N(MPI_UINT64_T), N(MPI_C_FLOAT_COMPLEX), N(MPI_C_DOUBLE_COMPLEX), N(MPI_AINT),
-        N(MPI_OFFSET), N(MPI_COUNT), N(MPI_PACKED), N(MPI_FLOAT_INT), N(MPI_DOUBLE_INT), N(MPI_LONG_INT),
-        N(MPI_2INT), N(MPI_SHORT_INT), N(MPI_LONG_DOUBLE_INT), N(MPI_CHARACTER), N(MPI_INTEGER), N(MPI_REAL),
-        N(MPI_DOUBLE_PRECISION), N(MPI_LOGICAL), N(MPI_COMPLEX), N(MPI_DOUBLE_COMPLEX),
-    };
-#undef N
-    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (!strcmp(tab[i].name, name))
-            return tab[i].t;
-    return MPI_DATATYPE_NULL;
-}
-
-static int to_order(long long v) { return v == 1 ? MPI_ORDER_FORTRAN : MPI_ORDER_C; }
-static int to_dist(long long v)
-{
-    return v == 1 ? MPI_DISTRIBUTE_CYCLIC : v == 2 ? MPI_DISTRIBUTE_NONE : MPI_DISTRIBUTE_BLOCK;
-}
-
-/* An MPI_Type row rebuilt; a problem found where it cannot be. */
-static void define_type(const struct trace_rec *r)
-{
-    long long id = arg_id(r, "id", 't'), want = arg_int(r, "size", -1);
-    char comb[64], name[128], buf[TRACE_ARGS_MAX];
-    arg(r, "comb", comb, sizeof comb);
-    arg(r, "named", name, sizeof name);
-    MPI_Datatype t = MPI_DATATYPE_NULL;
-    int rc = MPI_SUCCESS;
-    if (id < 0)
-        return found("line %zu: an MPI_Type row without its id", (size_t)r->seq + 3);
-    if (name[0]) {
-        t = named(name);
-        if (t == MPI_DATATYPE_NULL && want > 0) /* a predefined type this MPI lacks: its bytes */
-            rc = MPI_Type_contiguous((int)want, MPI_BYTE, &t);
-        else if (t == MPI_DATATYPE_NULL)
-            return found("line %zu: datatype t%lld: the predefined type %s is not in this MPI", (size_t)r->seq + 3,
-                         id, name);
-        *(MPI_Datatype *)map_put(&types, id) = t;
-        if (t != named(name))
-            MPI_Type_commit((MPI_Datatype *)map_get(&types, id));
-        return;
-    }
-    int ni = 0, na = 0, nd = 0;
-    long long *iv = ints_of(arg(r, "ints", buf, sizeof buf), &ni);
-    long long *av = ints_of(arg(r, "addrs", buf, sizeof buf), &na);
-    arg(r, "types", buf, sizeof buf);
-    MPI_Datatype dv[64];
-    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && nd < 64; w = strtok_r(NULL, " ", &save)) {
-        MPI_Datatype *x = w[0] == 't' ? map_get(&types, strtoll(w + 1, NULL, 10)) : NULL;
-        if (!x) {
-            free(iv), free(av);
-            return found("line %zu: datatype t%lld names %s, which no earlier MPI_Type row defines",
-                         (size_t)r->seq + 3, id, w);
-        }
-        dv[nd++] = *x;
-    }
-    int *I = malloc((size_t)(ni + 1) * sizeof *I);
-    MPI_Aint *A = malloc((size_t)(na + 1) * sizeof *A);
-    for (int i = 0; I && i < ni; i++)
-        I[i] = (int)iv[i];
-    for (int i = 0; A && i < na; i++)
-        A[i] = (MPI_Aint)av[i];
-    bool ok = iv && av && I && A && nd >= 1;
-#define NEED(ni_, na_) (ok && ni >= (ni_) && na >= (na_))
-    if (!strcmp(comb, "dup") && ok)
-        rc = MPI_Type_dup(dv[0], &t);
-    else if (!strcmp(comb, "contiguous") && NEED(1, 0))
-        rc = MPI_Type_contiguous(I[0], dv[0], &t);
-    else if (!strcmp(comb, "vector") && NEED(3, 0))
-        rc = MPI_Type_vector(I[0], I[1], I[2], dv[0], &t);
-    else if (!strcmp(comb, "hvector") && NEED(2, 1))
-        rc = MPI_Type_create_hvector(I[0], I[1], A[0], dv[0], &t);
-    else if (!strcmp(comb, "indexed") && NEED(1, 0) && ni >= 1 + 2 * I[0])
-        rc = MPI_Type_indexed(I[0], I + 1, I + 1 + I[0], dv[0], &t);
-    else if (!strcmp(comb, "hindexed") && NEED(1, 0) && ni >= 1 + I[0] && na >= I[0])
-        rc = MPI_Type_create_hindexed(I[0], I + 1, A, dv[0], &t);
-    else if (!strcmp(comb, "indexed_block") && NEED(2, 0) && ni >= 2 + I[0])
-        rc = MPI_Type_create_indexed_block(I[0], I[1], I + 2, dv[0], &t);
-    else if (!strcmp(comb, "hindexed_block") && NEED(2, 0) && na >= I[0])
-        rc = MPI_Type_create_hindexed_block(I[0], I[1], A, dv[0], &t);
-    else if (!strcmp(comb, "struct") && NEED(1, 0) && ni >= 1 + I[0] && na >= I[0] && nd >= I[0])
-        rc = MPI_Type_create_struct(I[0], I + 1, A, dv, &t);
-    else if (!strcmp(comb, "subarray") && NEED(1, 0) && ni >= 2 + 3 * I[0])
-        rc = MPI_Type_create_subarray(I[0], I + 1, I + 1 + I[0], I + 1 + 2 * I[0], to_order(I[1 + 3 * I[0]]), dv[0],
-                                      &t);
-    else if (!strcmp(comb, "darray") && NEED(3, 0) && ni >= 4 + 4 * I[2]) {
-        int nd_ = I[2];
-        for (int d = 0; d < nd_; d++) {
-            I[3 + nd_ + d] = to_dist(I[3 + nd_ + d]);
-            if (I[3 + 2 * nd_ + d] == -1)
-                I[3 + 2 * nd_ + d] = MPI_DISTRIBUTE_DFLT_DARG;
-        }
-        rc = MPI_Type_create_darray(I[0], I[1], nd_, I + 3, I + 3 + nd_, I + 3 + 2 * nd_, I + 3 + 3 * nd_,
-                                    to_order(I[3 + 4 * nd_]), dv[0], &t);
-    } else if (!strcmp(comb, "resized") && NEED(0, 2))
-        rc = MPI_Type_create_resized(dv[0], A[0], A[1], &t);
-    else
-        rc = MPI_ERR_TYPE;
-#undef NEED
-    free(iv), free(av), free(I), free(A);
-    int size = -1;
-    if (rc == MPI_SUCCESS && t != MPI_DATATYPE_NULL)
-        rc = MPI_Type_commit(&t);
-    if (rc == MPI_SUCCESS)
-        MPI_Type_size(t, &size);
-    if (rc != MPI_SUCCESS || t == MPI_DATATYPE_NULL)
-        return found("line %zu: datatype t%lld (%s) cannot be rebuilt from its row", (size_t)r->seq + 3, id,
-                     comb[0] ? comb : "no combiner");
-    if (want >= 0 && size != want)
-        return found("line %zu: datatype t%lld (%s) rebuilt has %d bytes, the recorded one %lld", (size_t)r->seq + 3,
-                     id, comb, size, want);
-    *(MPI_Datatype *)map_put(&types, id) = t;
-}
-
-static MPI_Datatype type_of(const struct trace_rec *r, const char *key)
-{
-    long long id = arg_id(r, key, 't');
-    MPI_Datatype *t = id >= 0 ? map_get(&types, id) : NULL;
-    return t ? *t : MPI_DATATYPE_NULL;
-}
-
-/* --------------------------------------------------------- the rest */
-
-static void define_comm(const struct trace_rec *r)
-{
-    long long id = arg_id(r, "id", 'c');
-    char buf[TRACE_ARGS_MAX];
-    arg(r, "ranks", buf, sizeof buf);
-    int *ranks = malloc(((size_t)nranks + 1) * sizeof *ranks), n = 0;
-    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w && ranks; w = strtok_r(NULL, " ", &save)) {
-        long a = strtol(w, NULL, 10), b = a;
-        char *dash = strchr(w, '-');
-        if (dash)
-            b = strtol(dash + 1, NULL, 10);
-        for (long x = a; x <= b && n < nranks; x++)
-            ranks[n++] = (int)x;
-    }
-    MPI_Group world, g;
-    MPI_Comm c = MPI_COMM_NULL;
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    MPI_Group_incl(world, n, ranks, &g);
-    if (MPI_Comm_create_group(MPI_COMM_WORLD, g, (int)(id & 0x7fff), &c) != MPI_SUCCESS)
-        found("line %zu: communicator c%lld could not be made again", (size_t)r->seq + 3, id);
-    MPI_Group_free(&g);
-    MPI_Group_free(&world);
-    free(ranks);
-    *(MPI_Comm *)map_put(&comms, id) = c;
-}
-
-/* src with its %XX escapes undone, into dst (n bytes). */
-static void unescape(char *dst, size_t n, const char *src)
-{
-    size_t k = 0;
-    for (size_t i = 0; src[i] && k + 1 < n; i++) {
-        if (src[i] == '%' && unhex(src[i + 1]) >= 0 && unhex(src[i + 2]) >= 0) {
-            dst[k++] = (char)(unhex(src[i + 1]) << 4 | unhex(src[i + 2]));
-            i += 2;
-        } else {
-            dst[k++] = src[i];
-        }
-    }
-    dst[k] = '\0';
-}
-
-/* Hints as recorded: key:value|key:value, each escaped. */
-static MPI_Info info_of(const struct trace_rec *r, const char *key)
-{
-    char raw[TRACE_ARGS_MAX];
-    trace_arg(r->args, key, raw, sizeof raw);
-    if (!raw[0])
-        return MPI_INFO_NULL;
-    MPI_Info info;
-    MPI_Info_create(&info);
-    for (char *save = NULL, *kv = strtok_r(raw, "|", &save); kv; kv = strtok_r(NULL, "|", &save)) {
-        char *colon = strchr(kv, ':');
-        if (!colon)
-            continue;
-        *colon = '\0';
-        char k[MPI_MAX_INFO_KEY + 1], v[MPI_MAX_INFO_VAL + 1];
-        unescape(k, sizeof k, kv);
-        unescape(v, sizeof v, colon + 1);
-        MPI_Info_set(info, k, v);
-    }
-    return info;
-}
-
-struct tally {
-    unsigned long long count, bytes, moved_rec, moved_rep, rec_ns, rep_ns;
-};
-
-struct mismatch {
-    long long seq;
-    int rank;
-    long long moved_rec, moved_rep;
-    int ret_rec, ret_rep;
-};
-
-static struct tally tally[TC_NCALLS];
-static struct hist cls[TCL_N]; /* each call's replayed time, by class (a completion: its request's) */
-static unsigned long long cls_moved[TCL_N]; /* bytes moved, by class */
-static struct mismatch mism[MAX_LISTED];
-static long long nmism;
-/* per collective call type, the ranks' time in it, for the slowest rank of each */
-static double *coll_ns; /* [TC_NCALLS] this rank's total */
-
-/* A call's buffer: count x the datatype's extent (or the bytes, if more), filled with the rank's byte.
- * Blocking calls share one buffer, grown and filled only when a call needs more, so the replay does
- * not spend its time between calls filling memory; a nonblocking or split call has its own until its
- * completion (own: set when the caller must free it). */
-static char *buffer(long long bytes, MPI_Datatype t, int count, bool keep, bool *own)
+/* A call's buffer: what count items of the datatype span, from its true lower bound (type_span; the
+ * recorded bytes, if more), filled with the rank's byte. Blocking calls share one buffer, grown and filled
+ * only when a call needs more, so the replay does not spend its time between calls filling memory; a
+ * nonblocking or split call has its own until its completion (own: set when the caller must free it).
+ * *base is the allocation (to free), the return value where the call's pointer goes; NULL over MAX_BUF. */
+static char *buffer(long long bytes, MPI_Datatype t, long long count, bool keep, bool *own, char **base)
 {
     static char *shared;
     static long long shared_size;
-    MPI_Aint lb = 0, extent = 0;
-    if (t != MPI_DATATYPE_NULL)
-        MPI_Type_get_extent(t, &lb, &extent);
-    long long need = (long long)count * (extent > 0 ? (long long)extent : 1) + (lb > 0 ? lb : 0);
+    long long at = 0, need = type_span(t, count, &at);
+    if (need < 0)
+        return NULL;
     if (need < bytes)
         need = bytes;
     if (need > MAX_BUF)
         return NULL;
     *own = keep;
     if (!keep && need <= shared_size)
-        return shared;
+        return *base = shared, shared + at;
     char *b = malloc((size_t)need + 1);
     if (b)
         memset(b, 0x5a ^ me, (size_t)need + 1);
@@ -428,7 +116,8 @@ static char *buffer(long long bytes, MPI_Datatype t, int count, bool keep, bool 
         free(shared);
         shared = b, shared_size = need;
     }
-    return b;
+    *base = b;
+    return b ? b + at : NULL;
 }
 
 static void mismatch(const struct trace_rec *r, int ret, long long moved)
@@ -458,11 +147,11 @@ static void replay_mpi(const struct trace_rec *r)
     const struct trace_call_info *ci = &trace_calls[r->call];
     MPI_File *fh = r->fd >= 0 ? map_get(&files, r->fd) : NULL;
     MPI_Datatype dt = type_of(r, "dtype");
-    int count = (int)arg_int(r, "count", 0);
+    long long count = arg_int(r, "count", 0);
     MPI_Offset off = (MPI_Offset)arg_int(r, "eoff", 0);
     MPI_Status st;
     MPI_Request *rq = NULL;
-    char *buf = NULL, path[PATH_MAX];
+    char *buf = NULL, *base = NULL, path[PATH_MAX];
     bool own = false;
     int ret = MPI_SUCCESS;
     long long moved = -1;
@@ -473,12 +162,13 @@ static void replay_mpi(const struct trace_rec *r)
     }
     if (ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE) {
         if (ci->split == 2) {
-            char **held = map_get(&rbufs, -1 - r->fd);
-            buf = held ? *held : NULL;
+            char **held = map_get(&rbufs, -1 - r->fd), **hb = map_get(&rbases, -1 - r->fd);
+            buf = held ? *held : NULL, base = hb ? *hb : NULL;
         } else {
-            buf = buffer(r->bytes, dt, count, ci->nonblocking || ci->split == 1, &own);
+            buf = buffer(r->bytes, dt, count, ci->nonblocking || ci->split == 1, &own, &base);
             if (!buf) {
-                found("line %zu: %s moves more than 1 GiB", (size_t)r->seq + 3, ci->name);
+                found("line %zu: %s of %lld items: its buffer would pass 1 GiB or is not a size", (size_t)r->seq + 3,
+                      ci->name, count);
                 return;
             }
         }
@@ -487,6 +177,7 @@ static void replay_mpi(const struct trace_rec *r)
         long long id = arg_id(r, "req", 'r');
         rq = map_put(&reqs, id);
         *(char **)map_put(&rbufs, id) = buf;
+        *(char **)map_put(&rbases, id) = base;
         *(MPI_Datatype *)map_put(&rtypes, id) = dt;
         *(int *)map_put(&rclass, id) = (int)trace_class_of(r->call);
     }
@@ -494,7 +185,8 @@ static void replay_mpi(const struct trace_rec *r)
     MPI_Datatype et = MPI_DATATYPE_NULL, ft = MPI_DATATYPE_NULL;
     MPI_Comm *comm = NULL;
     if (ci->kind == TK_MPI_OPEN) {
-        snprintf(path, sizeof path, "%s/f%lld", dir, (long long)r->file);
+        if (!mpi_file_path(r, path, sizeof path))
+            return;
         comm = map_get(&comms, arg_id(r, "comm", 'c'));
         if (!comm) {
             found("line %zu: MPI_File_open on a communicator no MPI_Comm row defines", (size_t)r->seq + 3);
@@ -502,7 +194,8 @@ static void replay_mpi(const struct trace_rec *r)
         }
         info = info_of(r, "info");
     } else if (r->call == TC_MPI_FILE_DELETE) {
-        snprintf(path, sizeof path, "%s/f%lld", dir, (long long)r->file);
+        if (!mpi_file_path(r, path, sizeof path))
+            return;
         info = info_of(r, "info");
     } else if (r->call == TC_MPI_FILE_SET_VIEW || r->call == TC_MPI_FILE_SET_INFO) {
         info = info_of(r, "info");
@@ -539,39 +232,39 @@ static void replay_mpi(const struct trace_rec *r)
     case TC_MPI_FILE_SYNC: ret = MPI_File_sync(f); break;
     case TC_MPI_FILE_SET_ATOMICITY: ret = MPI_File_set_atomicity(f, (int)arg_int(r, "flag", 0)); break;
     case TC_MPI_FILE_SET_INFO: ret = MPI_File_set_info(f, info); break;
-    case TC_MPI_FILE_READ_AT: ret = MPI_File_read_at(f, off, buf, count, dt, &st); break;
-    case TC_MPI_FILE_READ_AT_ALL: ret = MPI_File_read_at_all(f, off, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_AT_ALL: ret = MPI_File_write_at_all(f, off, buf, count, dt, &st); break;
-    case TC_MPI_FILE_IREAD_AT: ret = MPI_File_iread_at(f, off, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IREAD_AT_ALL: ret = MPI_File_iread_at_all(f, off, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_AT: ret = MPI_File_iwrite_at(f, off, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_AT_ALL: ret = MPI_File_iwrite_at_all(f, off, buf, count, dt, rq); break;
-    case TC_MPI_FILE_READ_AT_ALL_BEGIN: ret = MPI_File_read_at_all_begin(f, off, buf, count, dt); break;
+    case TC_MPI_FILE_READ_AT: ret = MPI_File_read_at(f, off, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_READ_AT_ALL: ret = MPI_File_read_at_all(f, off, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE_AT_ALL: ret = MPI_File_write_at_all(f, off, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_IREAD_AT: ret = MPI_File_iread_at(f, off, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IREAD_AT_ALL: ret = MPI_File_iread_at_all(f, off, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_AT: ret = MPI_File_iwrite_at(f, off, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_AT_ALL: ret = MPI_File_iwrite_at_all(f, off, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_READ_AT_ALL_BEGIN: ret = MPI_File_read_at_all_begin(f, off, buf, (int)count, dt); break;
     case TC_MPI_FILE_READ_AT_ALL_END: ret = MPI_File_read_at_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_AT_ALL_BEGIN: ret = MPI_File_write_at_all_begin(f, off, buf, count, dt); break;
+    case TC_MPI_FILE_WRITE_AT_ALL_BEGIN: ret = MPI_File_write_at_all_begin(f, off, buf, (int)count, dt); break;
     case TC_MPI_FILE_WRITE_AT_ALL_END: ret = MPI_File_write_at_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_READ: ret = MPI_File_read(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_READ_ALL: ret = MPI_File_read_all(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE: ret = MPI_File_write(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_ALL: ret = MPI_File_write_all(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_IREAD: ret = MPI_File_iread(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IREAD_ALL: ret = MPI_File_iread_all(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE: ret = MPI_File_iwrite(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_ALL: ret = MPI_File_iwrite_all(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_READ_ALL_BEGIN: ret = MPI_File_read_all_begin(f, buf, count, dt); break;
+    case TC_MPI_FILE_READ: ret = MPI_File_read(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_READ_ALL: ret = MPI_File_read_all(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE: ret = MPI_File_write(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE_ALL: ret = MPI_File_write_all(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_IREAD: ret = MPI_File_iread(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IREAD_ALL: ret = MPI_File_iread_all(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IWRITE: ret = MPI_File_iwrite(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_ALL: ret = MPI_File_iwrite_all(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_READ_ALL_BEGIN: ret = MPI_File_read_all_begin(f, buf, (int)count, dt); break;
     case TC_MPI_FILE_READ_ALL_END: ret = MPI_File_read_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_ALL_BEGIN: ret = MPI_File_write_all_begin(f, buf, count, dt); break;
+    case TC_MPI_FILE_WRITE_ALL_BEGIN: ret = MPI_File_write_all_begin(f, buf, (int)count, dt); break;
     case TC_MPI_FILE_WRITE_ALL_END: ret = MPI_File_write_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_READ_SHARED: ret = MPI_File_read_shared(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_SHARED: ret = MPI_File_write_shared(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_IREAD_SHARED: ret = MPI_File_iread_shared(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_SHARED: ret = MPI_File_iwrite_shared(f, buf, count, dt, rq); break;
-    case TC_MPI_FILE_READ_ORDERED: ret = MPI_File_read_ordered(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_ORDERED: ret = MPI_File_write_ordered(f, buf, count, dt, &st); break;
-    case TC_MPI_FILE_READ_ORDERED_BEGIN: ret = MPI_File_read_ordered_begin(f, buf, count, dt); break;
+    case TC_MPI_FILE_READ_SHARED: ret = MPI_File_read_shared(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE_SHARED: ret = MPI_File_write_shared(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_IREAD_SHARED: ret = MPI_File_iread_shared(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_SHARED: ret = MPI_File_iwrite_shared(f, buf, (int)count, dt, rq); break;
+    case TC_MPI_FILE_READ_ORDERED: ret = MPI_File_read_ordered(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_WRITE_ORDERED: ret = MPI_File_write_ordered(f, buf, (int)count, dt, &st); break;
+    case TC_MPI_FILE_READ_ORDERED_BEGIN: ret = MPI_File_read_ordered_begin(f, buf, (int)count, dt); break;
     case TC_MPI_FILE_READ_ORDERED_END: ret = MPI_File_read_ordered_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_ORDERED_BEGIN: ret = MPI_File_write_ordered_begin(f, buf, count, dt); break;
+    case TC_MPI_FILE_WRITE_ORDERED_BEGIN: ret = MPI_File_write_ordered_begin(f, buf, (int)count, dt); break;
     case TC_MPI_FILE_WRITE_ORDERED_END: ret = MPI_File_write_ordered_end(f, buf, &st); break;
     default: /* the completions: each recorded one completes its own request; a test recorded as completing
               * none (done=0: the MPI library progressed it there) tests it once */
@@ -597,21 +290,21 @@ static void replay_mpi(const struct trace_rec *r)
     if (ci->kind == TK_MPI_WAIT && ret == MPI_SUCCESS && arg_int(r, "done", 1)) { /* moved: against its type */
         MPI_Datatype *rt = map_get(&rtypes, done_id);
         moved = rt ? moved_of(&st, *rt) : -1;
-        char **held = map_get(&rbufs, done_id);
-        if (held) {
-            free(*held);
-            *held = NULL;
+        char **held = map_get(&rbufs, done_id), **hb = map_get(&rbases, done_id);
+        if (held && hb) {
+            free(*hb);
+            *held = *hb = NULL;
         }
     }
     if (ci->kind == TK_MPI_OPEN && ret == MPI_SUCCESS)
         *(MPI_File *)map_put(&files, r->fd) = f;
     if (ci->split == 1)
-        *(char **)map_put(&rbufs, -1 - r->fd) = buf; /* the _end uses the _begin's buffer */
-    else if (ci->split == 2 && buf) {
-        free(buf);
-        *(char **)map_put(&rbufs, -1 - r->fd) = NULL;
+        *(char **)map_put(&rbufs, -1 - r->fd) = buf, *(char **)map_put(&rbases, -1 - r->fd) = base; /* the _end's */
+    else if (ci->split == 2 && base) {
+        free(base);
+        *(char **)map_put(&rbufs, -1 - r->fd) = *(char **)map_put(&rbases, -1 - r->fd) = NULL;
     } else if (own && !ci->nonblocking)
-        free(buf);
+        free(base);
     int *started_as = ci->kind == TK_MPI_WAIT ? map_get(&rclass, done_id) : NULL;
     int in = started_as ? *started_as : (int)trace_class_of(r->call);
     hist_add(&cls[in], t1 - t0);
@@ -634,8 +327,8 @@ static int posix_fd[4096];
 static void replay_posix(const struct trace_rec *r)
 {
     const struct trace_call_info *ci = &trace_calls[r->call];
-    char path[PATH_MAX];
-    int fd = r->fd >= 0 && r->fd < 4096 ? posix_fd[r->fd] : -1;
+    char name[32];
+    int fd = r->fd >= 0 && r->fd < 4096 ? posix_fd[r->fd] : -1, err = 0;
     long long ret = -1;
     char *buf = (ci->kind == TK_READ || ci->kind == TK_WRITE) && r->bytes >= 0 && r->bytes <= MAX_BUF
                     ? calloc(1, (size_t)r->bytes + 1)
@@ -643,8 +336,9 @@ static void replay_posix(const struct trace_rec *r)
     uint64_t t0 = now();
     switch (ci->kind) {
     case TK_OPEN:
-        snprintf(path, sizeof path, "%s/f%lld", dir, (long long)r->file);
-        ret = open(path, (int)r->flags, (mode_t)r->mode);
+        snprintf(name, sizeof name, "f%lld", (long long)r->file);
+        ret = osm_confined_open(dirfd_, name, (int)r->flags, (mode_t)r->mode);
+        err = errno;
         break;
     case TK_CLOSE: ret = fd >= 0 ? close(fd) : -1; break;
     case TK_READ: ret = fd >= 0 && buf ? pread(fd, buf, (size_t)r->bytes, r->offset >= 0 ? r->offset : 0) : -1; break;
@@ -656,6 +350,8 @@ static void replay_posix(const struct trace_rec *r)
     }
     uint64_t t1 = now();
     free(buf);
+    if (ci->kind == TK_OPEN && ret < 0 && (err == ELOOP || err == EMLINK || err == ENODEV))
+        return found("line %zu: %s/%s: %s", (size_t)r->seq + 3, dir, name, osm_confined_why(err));
     hist_add(&cls[trace_class_of(r->call)], t1 - t0);
     if ((ci->kind == TK_READ || ci->kind == TK_WRITE) && ret > 0)
         cls_moved[trace_class_of(r->call)] += (unsigned long long)ret;
@@ -677,19 +373,23 @@ static void replay_posix(const struct trace_rec *r)
     }
 }
 
-static void json_tally(const char *name, const struct tally *x, bool comma)
+/* The options, parsed on every rank alike (the launcher gives each the same). */
+static const char *path, *timing = "asap", *mark;
+static unsigned timeout_s;
+static long long limit = -1;
+
+static long long number(const char *opt, const char *v, long long hi)
 {
-    printf("%s\"%s\": {\"count\": %llu, \"bytes\": %llu, \"moved_recorded\": %llu, \"moved_replayed\": %llu, "
-           "\"recorded_ns\": %llu, \"replayed_ns\": %llu}",
-           comma ? ", " : "", name, x->count, x->bytes, x->moved_rec, x->moved_rep, x->rec_ns, x->rep_ns);
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < 0 || x > hi)
+        found("%s %s: a whole number from 0 to %lld", opt, v, hi);
+    return x;
 }
 
-int main(int argc, char **argv)
+static void options(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    const char *path = NULL, *timing = "asap", *mark = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             dir = argv[++i];
@@ -697,24 +397,27 @@ int main(int argc, char **argv)
             mark = argv[++i];
         else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
             timing = argv[++i];
+        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+            timeout_s = (unsigned)number("--timeout", argv[++i], 30 * 86400);
+        else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
+            limit = number("--prepare-limit", argv[++i], LLONG_MAX);
         else if (!path && argv[i][0] != '-')
             path = argv[i];
         else
             found("unknown argument '%s' (iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded] [--started "
-              "FILE])", argv[i]);
-    }
-    if (me == 0 && mark) { /* iotrace replay waits for it to know that the launcher started every rank */
-        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        if (fd >= 0)
-            close(fd);
+                  "NAME] [--timeout S] [--prepare-limit BYTES])", argv[i]);
     }
     if (!path || !dir)
         found("usage: iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded]");
     else if (strcmp(timing, "asap") && strcmp(timing, "recorded"))
         found("--timing %s: asap or recorded", timing);
-    agree_or_exit();
+    else if ((dirfd_ = osm_dir_open(dir)) < 0)
+        found("--dir %s: %s", dir, strerror(errno));
+}
 
-    /* rank 0 reads, everyone parses the same bytes */
+/* Rank 0 reads the trace, every rank parses the same bytes. */
+static void load(void)
+{
     long long len = 0;
     char *text = NULL;
     if (me == 0) {
@@ -725,7 +428,7 @@ int main(int argc, char **argv)
             fseek(f, 0, SEEK_END);
             len = ftell(f);
             rewind(f);
-            text = malloc((size_t)len + 1);
+            text = len >= 0 ? malloc((size_t)len + 1) : NULL;
             if (!text || fread(text, 1, (size_t)len, f) != (size_t)len)
                 found("%s: cannot read", path);
             fclose(f);
@@ -735,6 +438,10 @@ int main(int argc, char **argv)
     MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
     if (me)
         text = malloc((size_t)len + 1);
+    if (!text) {
+        fprintf(stderr, "iotrace: error: rank %d: out of memory for the trace's %lld bytes\n", me, len);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (long long at = 0; at < len;) {
         int n = (int)(len - at < (1 << 30) ? len - at : (1 << 30));
         MPI_Bcast(text + at, n, MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -745,44 +452,96 @@ int main(int argc, char **argv)
         found("%s", err);
     free(text);
     agree_or_exit();
+}
+
+static long long outside; /* rows of no rank (-1: before MPI_Init or in a process no launcher started) */
+
+/* This rank's rows (*n of them), after every row of the trace is checked against what the replay can
+ * do: ranks the trace has, counts MPI takes, sizes within --prepare-limit and DIR's free space. */
+static size_t *rows_of_this_rank(size_t *n)
+{
     int recorded = 0;
     for (size_t i = 0; i < T.n; i++)
-        if (trace_calls[T.rec[i].call].kind == TK_MPI_INIT)
-            recorded++;
+        recorded += trace_calls[T.rec[i].call].kind == TK_MPI_INIT;
     if (!recorded)
         found("%s: no MPI_Init row: the trace was not recorded under MPI (replay it with iotrace replay)", path);
     else if (recorded != nranks)
         found("%s: the trace has %d ranks; replaying with %d is not possible (each recorded rank replays in a rank "
               "of its own: start the launcher with %d)", path, recorded, nranks, recorded);
     agree_or_exit();
-
-    for (int i = 0; i < 4096; i++)
-        posix_fd[i] = -1;
-    coll_ns = calloc(TC_NCALLS, sizeof *coll_ns);
-    for (int c = 0; c < TCL_N; c++)
-        hist_clear(&cls[c]);
-    /* this rank's rows */
-    size_t *mine = malloc((T.n + 1) * sizeof *mine), n = 0;
-    for (size_t i = 0; i < T.n; i++) {
+    struct statvfs fs;
+    long double avail = fstatvfs(dirfd_, &fs) ? -1 : (long double)fs.f_bavail * (long double)fs.f_frsize;
+    size_t *mine = malloc((T.n + 1) * sizeof *mine);
+    *n = 0;
+    for (size_t i = 0; i < T.n && mine && !problem[0]; i++) {
         const struct trace_rec *r = &T.rec[i];
         const struct trace_call_info *ci = &trace_calls[r->call];
+        size_t line = (size_t)r->seq + 3;
+        if (r->rank < -1 || r->rank >= recorded)
+            found("line %zu: a row of rank %lld, which the trace does not have (its ranks are 0 to %d)", line,
+                  (long long)r->rank, recorded - 1);
+        else if (r->rank == -1)
+            outside++;
         if (r->rank != me || ci->kind == TK_MPI_INIT || ci->kind == TK_MPI_FINALIZE)
             continue;
         if (!ci->mpi && r->parent >= 0)
             continue; /* the MPI library's own POSIX calls: it makes them again */
-        mine[n++] = i;
+        long long count = arg_int(r, "count", 0);
+        if ((ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE) && (count < 0 || count > INT_MAX))
+            found("line %zu: %s of %lld items: not a count MPI takes", line, ci->name, count);
+        if (r->call == TC_MPI_FILE_PREALLOCATE || r->call == TC_MPI_FILE_SET_SIZE) {
+            if (r->offset < 0)
+                found("line %zu: %s to %lld bytes: not a size", line, ci->name, (long long)r->offset);
+            else if (limit >= 0 && r->offset > limit)
+                found("line %zu: %s to %lld bytes is over the limit of %lld (--prepare-limit)", line, ci->name,
+                      (long long)r->offset, limit);
+            else if (r->call == TC_MPI_FILE_PREALLOCATE && avail >= 0 && (long double)r->offset > avail)
+                found("line %zu: %s to %lld bytes; %s has %.0Lf bytes free", line, ci->name, (long long)r->offset,
+                      dir, avail);
+        }
+        mine[(*n)++] = i;
     }
-    for (size_t k = 0; k < n; k++) /* datatypes first: all or none (before anything is timed) */
+    if (!mine)
+        found("out of memory");
+    agree_or_exit();
+    return mine;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    rebuild_init();
+    options(argc, argv);
+    if (me == 0 && mark && !problem[0]) { /* iotrace replay waits for it: the launcher started every rank */
+        int fd = osm_confined_open(dirfd_, mark, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            found("--started %s/%s: %s", dir, mark, osm_confined_why(errno));
+        else
+            close(fd);
+    }
+    agree_or_exit();
+    watch_start(timeout_s);
+    load();
+    size_t n = 0, *mine = rows_of_this_rank(&n);
+    for (int c = 0; c < TCL_N; c++)
+        hist_clear(&cls[c]);
+    for (int i = 0; i < 4096; i++)
+        posix_fd[i] = -1;
+    for (size_t k = 0; k < n && !problem[0]; k++) /* datatypes first: all or none (before anything is timed) */
         if (T.rec[mine[k]].call == TC_MPI_TYPE)
             define_type(&T.rec[mine[k]]);
     agree_or_exit();
 
+    watch_at(0, "the barrier before the first call");
     MPI_Barrier(MPI_COMM_WORLD);
     uint64_t start = now(), prev_rep_end = start, prev_rec_end = 0;
     for (size_t k = 0; k < n && !problem[0]; k++) {
         const struct trace_rec *r = &T.rec[mine[k]];
         if (r->call == TC_MPI_TYPE)
             continue;
+        watch_at((size_t)r->seq + 3, trace_calls[r->call].name);
         if (r->call == TC_MPI_COMM) {
             define_comm(r);
             continue;
@@ -808,131 +567,13 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     uint64_t mine_end = now();
+    watch_at(0, "the barrier after its last call (the other ranks' calls)");
     MPI_Barrier(MPI_COMM_WORLD);
-    uint64_t wall = now() - start, rank_ns = mine_end - start;
-
-    /* rank 0 gathers: tallies summed, each rank's time, the slowest rank per collective call */
-    struct hist cls_all[TCL_N];
-    unsigned long long all_moved[TCL_N];
-    MPI_Reduce(cls_moved, all_moved, TCL_N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    for (int c = 0; c < TCL_N; c++) {
-        hist_clear(&cls_all[c]);
-        uint64_t mine[2] = {cls[c].count, cls[c].sum}, got[2] = {0, 0};
-        MPI_Reduce(cls[c].b, cls_all[c].b, HIST_BUCKETS, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Reduce(mine, got, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&cls[c].min, &cls_all[c].min, 1, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
-        MPI_Reduce(&cls[c].max, &cls_all[c].max, 1, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
-        cls_all[c].count = got[0], cls_all[c].sum = got[1];
-    }
-    struct tally sum[TC_NCALLS];
-    MPI_Reduce(tally, sum, (int)(TC_NCALLS * sizeof(struct tally) / sizeof(unsigned long long)),
-               MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    unsigned long long *rank_times = me == 0 ? calloc((size_t)nranks, sizeof *rank_times) : NULL;
-    unsigned long long rt = rank_ns;
-    MPI_Gather(&rt, 1, MPI_UNSIGNED_LONG_LONG, rank_times, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
-    char host[64] = "", *hosts = me == 0 ? calloc((size_t)nranks, sizeof host) : NULL;
-    gethostname(host, sizeof host - 1);
-    for (char *c = host; *c; c++) /* a host name is letters, digits, '-' and '.'; anything else is not JSON-safe */
-        if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '.'))
-            *c = '?';
-    MPI_Gather(host, sizeof host, MPI_CHAR, hosts, sizeof host, MPI_CHAR, 0, MPI_COMM_WORLD);
-    double *coll_all = me == 0 ? calloc((size_t)nranks * TC_NCALLS, sizeof *coll_all) : NULL;
-    MPI_Gather(coll_ns, TC_NCALLS, MPI_DOUBLE, coll_all, TC_NCALLS, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    long long total_mism = 0;
-    MPI_Reduce(&nmism, &total_mism, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    int listed = (int)(nmism < MAX_LISTED ? nmism : MAX_LISTED), *counts = NULL, *displs = NULL;
-    struct mismatch *all = NULL;
-    if (me == 0) {
-        counts = calloc((size_t)nranks, sizeof *counts), displs = calloc((size_t)nranks, sizeof *displs);
-    }
-    MPI_Gather(&listed, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    int bytes_per = (int)sizeof(struct mismatch), total_listed = 0;
-    if (me == 0) {
-        for (int i = 0; i < nranks; i++) {
-            displs[i] = total_listed * bytes_per;
-            total_listed += counts[i];
-            counts[i] *= bytes_per;
-        }
-        all = calloc((size_t)total_listed + 1, sizeof *all);
-    }
-    MPI_Gatherv(mism, listed * bytes_per, MPI_BYTE, all, counts, displs, MPI_BYTE, 0, MPI_COMM_WORLD);
-
-    if (me == 0) {
-        uint64_t rec_first = UINT64_MAX, rec_last = 0;
-        unsigned long long moved = 0;
-        for (size_t i = 0; i < T.n; i++) {
-            const struct trace_rec *r = &T.rec[i];
-            if (trace_calls[r->call].kind == TK_MPI_INIT || trace_calls[r->call].kind == TK_MPI_FINALIZE ||
-                trace_calls[r->call].kind == TK_DEF)
-                continue;
-            rec_first = r->t_start < rec_first ? r->t_start : rec_first;
-            rec_last = r->t_end > rec_last ? r->t_end : rec_last;
-        }
-        for (int c = TC_NPOSIX + 1; c < TC_NCALLS; c++)
-            moved += sum[c].moved_rep;
-        printf("{\"trace\": \"%s\", \"dir\": \"%s\", \"ranks\": %d, \"timing\": \"%s\", ", path, dir, nranks, timing);
-        printf("\"recorded_wall_ns\": %llu, \"replayed_wall_ns\": %llu, \"mpi_bytes_moved\": %llu, "
-               "\"bandwidth_mbs\": %.3f, ",
-               (unsigned long long)(rec_first < rec_last ? rec_last - rec_first : 0), (unsigned long long)wall, moved,
-               wall ? (double)moved / ((double)wall / 1e9) / 1e6 : 0.0);
-        printf("\"calls\": {");
-        bool comma = false;
-        for (int c = 0; c < TC_NCALLS; c++)
-            if (sum[c].count) {
-                json_tally(trace_calls[c].name, &sum[c], comma);
-                comma = true;
-            }
-        printf("}, \"rank_ns\": [");
-        for (int i = 0; i < nranks; i++)
-            printf("%s%llu", i ? ", " : "", rank_times[i]);
-        printf("], \"rank_hosts\": [");
-        for (int i = 0; i < nranks; i++)
-            printf("%s\"%s\"", i ? ", " : "", hosts + (size_t)i * sizeof host);
-        printf("], \"classes\": {");
-        for (int c = 0; c < TCL_N; c++) {
-            const struct hist *h = &cls_all[c];
-            printf("%s\"%s\": {\"moved\": %llu, \"ns\": %llu, \"lat_ns\": {\"count\": %llu, \"mean\": %.1f, "
-                   "\"min\": %llu, \"max\": %llu, \"p50\": %llu, \"p90\": %llu, \"p99\": %llu, \"p99_9\": %llu, "
-                   "\"p99_99\": %llu, \"hist\": {\"sub_bits\": %d, \"counts\": [",
-                   c ? ", " : "", trace_class_names[c], all_moved[c], (unsigned long long)h->sum,
-                   (unsigned long long)h->count, hist_mean(h), (unsigned long long)(h->count ? h->min : 0),
-                   (unsigned long long)h->max, (unsigned long long)hist_pct(h, 0.5),
-                   (unsigned long long)hist_pct(h, 0.9), (unsigned long long)hist_pct(h, 0.99),
-                   (unsigned long long)hist_pct(h, 0.999), (unsigned long long)hist_pct(h, 0.9999), HIST_SUB_BITS);
-            bool first = true;
-            for (unsigned b = 0; b < HIST_BUCKETS; b++)
-                if (h->b[b]) {
-                    printf("%s[%u, %llu]", first ? "" : ", ", b, (unsigned long long)h->b[b]);
-                    first = false;
-                }
-            printf("]}}}");
-        }
-        printf("}, \"slowest_rank\": {");
-        comma = false;
-        for (int c = 0; c < TC_NCALLS; c++) {
-            if (!trace_calls[c].collective || !sum[c].count)
-                continue;
-            int worst = 0;
-            for (int i = 1; i < nranks; i++)
-                if (coll_all[(size_t)i * TC_NCALLS + c] > coll_all[(size_t)worst * TC_NCALLS + c])
-                    worst = i;
-            printf("%s\"%s\": {\"rank\": %d, \"ns\": %.0f}", comma ? ", " : "", trace_calls[c].name, worst,
-                   coll_all[(size_t)worst * TC_NCALLS + c]);
-            comma = true;
-        }
-        printf("}, \"mismatch_count\": %lld, \"mismatches\": [", total_mism);
-        for (int i = 0; i < total_listed; i++) {
-            const struct mismatch *m = &all[i];
-            const struct trace_rec *r = &T.rec[m->seq];
-            printf("%s{\"seq\": %lld, \"line\": %lld, \"rank\": %d, \"call\": \"%s\", \"moved_recorded\": %lld, "
-                   "\"moved_replayed\": %lld, \"ret_recorded\": %lld, \"ret_replayed\": %d}",
-                   i ? ", " : "", m->seq, m->seq + 3, m->rank, trace_calls[r->call].name, m->moved_rec, m->moved_rep,
-                   (long long)r->ret, m->ret_rep);
-        }
-        printf("]}\n");
-        fflush(stdout);
-    }
-    free_types();
+    uint64_t wall = now() - start;
+    watch_at(0, "the gathering of the results");
+    report(&T, path, dir, timing, wall, mine_end - start, outside);
+    free(mine);
+    free_rebuilt();
     MPI_Finalize();
     return 0;
 }

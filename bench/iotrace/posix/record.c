@@ -168,14 +168,14 @@ int cmd_record(int argc, char **argv)
     int status = 0, exec_err = 0;
     if (launcher) { /* the launcher starts `iotrace rank` in each rank's place */
         char **lv = mpi_launch_argv(launcher, "rank", impl, dir, cmd);
-        bool timed_out;
-        status = mpi_run_launcher(lv, dir, "trace.r0.", start_timeout, &timed_out);
+        enum launch_end end;
+        status = mpi_run_launcher(lv, dir, "trace.r0.", start_timeout, 0, &end);
         free(lv);
         while (wait(NULL) > 0 || errno == EINTR)
             ;
         if (status < 0)
             exec_err = -status;
-        else if (timed_out) {
+        else if (end == LAUNCH_START_TIMEOUT) {
             remove_dir(dir);
             fclose(f);
             unlink(out);

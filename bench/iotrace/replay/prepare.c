@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include "iotrace.h"
+#include "osmconfine.h"
 #include "prepare.h"
 
 #define CHUNK (1 << 20)
 
-static char (*made)[PATH_MAX]; /* the files prepared so far, removed on an interrupt or a failure */
+static char (*made)[NAME_MAX + 1]; /* the files prepared so far, removed on an interrupt or a failure */
+static int at_dir = -1;
 static size_t nmade, capmade;
 static volatile sig_atomic_t stop_sig;
 static struct sigaction saved[3];
@@ -39,8 +41,9 @@ static void on_signal(int sig)
     stop_sig = sig;
 }
 
-void prepare_begin(void)
+void prepare_begin(int dirfd)
 {
+    at_dir = dirfd;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* no SA_RESTART: a write in progress returns EINTR */
@@ -53,7 +56,7 @@ void prepare_begin(void)
 static void remove_made(void)
 {
     for (size_t i = 0; i < nmade; i++)
-        unlink(made[i]);
+        unlinkat(at_dir, made[i], 0);
 }
 
 static _Noreturn void interrupted(void)
@@ -74,7 +77,7 @@ void prepare_end(void)
     made = NULL, nmade = capmade = 0;
 }
 
-void prepare_fill(const char *path, long long size, const char *buf)
+void prepare_fill(const char *name, long long size, const char *buf)
 {
     if (stop_sig)
         interrupted();
@@ -84,13 +87,18 @@ void prepare_fill(const char *path, long long size, const char *buf)
         if (!made)
             iot_fail(1, "out of memory");
     }
-    snprintf(made[nmade++], PATH_MAX, "%s", path);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (unlinkat(at_dir, name, 0) && errno != ENOENT) {
+        int e = errno;
+        remove_made();
+        iot_fail(1, "cannot remove %s before making it anew: %s", name, strerror(e));
+    }
+    snprintf(made[nmade++], NAME_MAX + 1, "%s", name);
+    int fd = osm_confined_open(at_dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) {
         int e = errno;
         nmade--;
         remove_made();
-        iot_fail(1, "cannot create %s: %s", path, strerror(e));
+        iot_fail(1, "cannot create %s in the replay's directory: %s", name, osm_confined_why(e));
     }
     for (long long done = 0; done < size;) {
         if (stop_sig)
@@ -103,7 +111,7 @@ void prepare_fill(const char *path, long long size, const char *buf)
             int e = errno;
             close(fd);
             remove_made();
-            iot_fail(1, "cannot write %s: %s (the files prepared are removed)", path, w < 0 ? strerror(e) :
+            iot_fail(1, "cannot write %s: %s (the files prepared are removed)", name, w < 0 ? strerror(e) :
                      "no progress");
         }
         done += w;
@@ -111,6 +119,6 @@ void prepare_fill(const char *path, long long size, const char *buf)
     if (close(fd)) {
         int e = errno;
         remove_made();
-        iot_fail(1, "cannot write %s: %s (the files prepared are removed)", path, strerror(e));
+        iot_fail(1, "cannot write %s: %s (the files prepared are removed)", name, strerror(e));
     }
 }

@@ -12,11 +12,13 @@
 void prepare_check(const char *dir, long long total, long long limit, const char *why);
 
 /* Until prepare_end: SIGINT, SIGTERM and SIGHUP stop the preparation, remove
- * every file prepare_fill made, and exit with 128 + the signal. */
-void prepare_begin(void);
-/* path made anew (truncated) and filled with `size` bytes from buf (1 MiB,
- * repeated); a failed write removes what was prepared, then iot_fail(1). */
-void prepare_fill(const char *path, long long size, const char *buf);
+ * every file prepare_fill made, and exit with 128 + the signal. Files are
+ * made only inside the directory dirfd (osmconfine.h). */
+void prepare_begin(int dirfd);
+/* name (in the directory) removed if there, then made anew and filled with
+ * `size` bytes from buf (1 MiB, repeated); a link or another file there is
+ * refused, a failed write removes what was prepared, then iot_fail. */
+void prepare_fill(const char *name, long long size, const char *buf);
 void prepare_end(void);
 
 #endif

@@ -5,6 +5,7 @@
 #include "mpi_launch.h"
 #include "order.h"
 #include "osm.h"
+#include "osmconfine.h"
 #include "prepare.h"
 
 #include <dirent.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -60,6 +62,7 @@ static struct {
     const struct trace *t;
     const struct layout *L;
     const char *dir;
+    int dirfd; /* every file is opened inside it (osmconfine.h) */
     struct slot *slots;
     size_t *row_slot;
     struct shared *sh;
@@ -79,8 +82,17 @@ struct worker {
 };
 
 /* Process pi's histograms by class, after every process's tallies in the shared region. */
-/* The replay's name for a recorded file: DIR/f<id>, never anything else. */
-static void file_path(char *out, size_t n, int64_t file) { snprintf(out, n, "%s/f%lld", R.dir, (long long)file); }
+/* The replay's name for a recorded file: f<id> in DIR, never anything else. */
+static void file_name(char *out, size_t n, int64_t file) { snprintf(out, n, "f%lld", (long long)file); }
+
+/* A recorded open made again inside DIR: a link or another file put there ends the replay. */
+static int open_in_dir(const char *name, int flags, mode_t mode)
+{
+    int fd = osm_confined_open(R.dirfd, name, flags, mode);
+    if (fd < 0 && (errno == ELOOP || errno == EMLINK || errno == ENODEV))
+        iot_fail(2, "%s/%s: %s", R.dir, name, osm_confined_why(errno));
+    return fd;
+}
 
 static int slot_fd(struct slot *s)
 {
@@ -89,9 +101,9 @@ static int slot_fd(struct slot *s)
     pthread_mutex_lock(&R.lock);
     while (!atomic_load(&s->state)) {
         if (s->open_row == NONE) { /* inherited: open it ourselves, untimed */
-            char path[PATH_MAX];
-            file_path(path, sizeof path, s->file);
-            s->fd = open(path, s->implicit_flags, 0644);
+            char name[32];
+            file_name(name, sizeof name, s->file);
+            s->fd = open_in_dir(name, s->implicit_flags, 0644);
             atomic_store(&s->state, 1);
         } else {
             pthread_cond_wait(&R.cond, &R.lock);
@@ -148,10 +160,10 @@ static void replay_row(struct worker *w, size_t i)
     const struct trace_rec *r = &R.t->rec[i];
     enum trace_kind kind = trace_calls[r->call].kind;
     struct slot *s = R.row_slot[i] == NONE ? NULL : &R.slots[R.row_slot[i]];
-    char path[PATH_MAX];
+    char name[32];
     int fd = -1, iovcnt = 0;
     if (kind == TK_OPEN)
-        file_path(path, sizeof path, r->file);
+        file_name(name, sizeof name, r->file);
     else
         fd = slot_fd(s);
     if (kind == TK_CLOSE)
@@ -167,9 +179,8 @@ static void replay_row(struct worker *w, size_t i)
     uint64_t t0 = iot_now_ns();
     int64_t ret = -1;
     switch (r->call) {
-    case TC_OPEN: case TC_OPEN64: ret = open(path, flags, mode); break;
-    case TC_OPENAT: case TC_OPENAT64: ret = openat(AT_FDCWD, path, flags, mode); break;
-    case TC_CREAT: case TC_CREAT64: ret = creat(path, mode); break;
+    case TC_OPEN: case TC_OPEN64: case TC_OPENAT: case TC_OPENAT64: ret = open_in_dir(name, flags, mode); break;
+    case TC_CREAT: case TC_CREAT64: ret = open_in_dir(name, O_CREAT | O_WRONLY | O_TRUNC, mode); break;
     case TC_CLOSE: ret = close(fd); break;
     case TC_READ: case TC_PREAD: case TC_PREAD64:
         ret = at ? pread(fd, w->buf, n, off) : read(fd, w->buf, n); break;
@@ -378,23 +389,23 @@ static void check_prepare(const char *name, const struct trace *t, const struct 
 
 static void prepare_files(const struct trace *t, const struct file_need *need, size_t nfiles)
 {
-    char path[PATH_MAX], *buf = iot_xcalloc(1, 1 << 20);
+    char name[32], *buf = iot_xcalloc(1, 1 << 20);
     random_fill(buf, 1 << 20, 12345);
-    prepare_begin();
+    prepare_begin(R.dirfd);
     for (size_t f = 0; f < nfiles; f++) {
-        file_path(path, sizeof path, (int64_t)f);
-        if (unlink(path) && errno == EISDIR)
-            rmdir(path);
+        file_name(name, sizeof name, (int64_t)f);
+        if (unlinkat(R.dirfd, name, 0) && errno == EISDIR)
+            unlinkat(R.dirfd, name, AT_REMOVEDIR);
         if (need[f].first_open == NONE)
             continue;
         if (need[f].directory) {
-            if (mkdir(path, 0755) && errno != EEXIST)
-                iot_fail(1, "cannot make %s: %s", path, strerror(errno));
+            if (mkdirat(R.dirfd, name, 0755) && errno != EEXIST)
+                iot_fail(1, "cannot make %s/%s: %s", R.dir, name, strerror(errno));
             continue;
         }
         int64_t size = prepared_size(t, &need[f]);
         if (size >= 0)
-            prepare_fill(path, size, buf);
+            prepare_fill(name, size, buf);
     }
     prepare_end();
     free(buf);
@@ -479,10 +490,34 @@ static int by_row(const void *a, const void *b)
     return x->row < y->row ? -1 : x->row > y->row;
 }
 
+/* The recorded wall time of a trace's calls (its first call's start to its last call's end), in ns. */
+static uint64_t recorded_wall(const struct trace *t)
+{
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        enum trace_kind k = trace_calls[t->rec[i].call].kind;
+        if (k == TK_MPI_INIT || k == TK_MPI_FINALIZE || k == TK_DEF)
+            continue;
+        first = t->rec[i].t_start < first ? t->rec[i].t_start : first;
+        last = t->rec[i].t_end > last ? t->rec[i].t_end : last;
+    }
+    return first < last ? last - first : 0;
+}
+
+/* --timeout's default: a minute, and ten times the recorded wall time (a slower file system, a busy host),
+ * in whole seconds. */
+static unsigned default_timeout(const struct trace *t)
+{
+    double s = 60.0 + 10.0 * (double)recorded_wall(t) / 1e9;
+    return s > 30.0 * 86400 ? 30 * 86400 : (unsigned)s + 1;
+}
+
 /* An MPI trace: its files prepared here, then the launcher starts `iotrace replay-rank` in each rank's place
- * (its replayer for the MPI that starts it), which prints the JSON; the launcher's status is ours. */
+ * (its replayer for the MPI that starts it), which prints the JSON; the launcher's status is ours. The
+ * replayer bounds its own time (each rank says where it waits when the bound passes); past the bound and
+ * half a minute, iotrace ends the launcher's group itself. */
 static int replay_mpi(const char *path, const char *dir, const char *launcher, const char *impl, const char *timing,
-                      long long limit, unsigned start_timeout)
+                      long long limit, unsigned start_timeout, unsigned timeout)
 {
     struct trace t;
     iot_load_trace(path, &t);
@@ -494,25 +529,44 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     char apath[PATH_MAX], adir[PATH_MAX];
     if (!realpath(path, apath) || !realpath(dir, adir))
         iot_fail(2, "%s: %s", path, strerror(errno));
-    mpi_prepare(path, &t, adir, limit);
+    int dirfd = osm_dir_open(adir);
+    if (dirfd < 0)
+        iot_fail(2, "--dir %s: %s", dir, strerror(errno));
+    mpi_prepare(path, &t, dirfd, adir, limit);
+    if (!timeout)
+        timeout = default_timeout(&t);
     trace_free(&t);
-    char mark[PATH_MAX + 64], prefix[64];
-    snprintf(prefix, sizeof prefix, ".iotrace-started.%d", (int)getpid());
-    snprintf(mark, sizeof mark, "%s/%s", adir, prefix);
-    char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, "--started", mark, NULL};
+    unsigned char rnd[8];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        iot_fail(1, "getrandom: %s", strerror(errno));
+    char mark[64], secs[16], lim[32];
+    int at = snprintf(mark, sizeof mark, ".iotrace-started.%d.", (int)getpid());
+    for (size_t k = 0; k < sizeof rnd; k++)
+        at += snprintf(mark + at, sizeof mark - (size_t)at, "%02x", rnd[k]);
+    snprintf(secs, sizeof secs, "%u", timeout);
+    snprintf(lim, sizeof lim, "%lld", limit);
+    char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, "--started", mark, "--timeout", secs,
+                    "--prepare-limit", lim, NULL};
     char **lv = mpi_launch_argv(launcher, "replay-rank", impl, NULL, tail);
-    bool timed_out;
-    int status = mpi_run_launcher(lv, adir, prefix, start_timeout, &timed_out);
+    enum launch_end end;
+    int status = mpi_run_launcher(lv, adir, mark, start_timeout, timeout + 30, &end);
     free(lv);
-    bool up = access(mark, F_OK) == 0;
-    unlink(mark);
+    struct stat st;
+    bool up = fstatat(dirfd, mark, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    unlinkat(dirfd, mark, 0);
+    close(dirfd);
     if (status < 0) {
         fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher, strerror(-status));
         return -status == ENOENT ? 127 : 126;
     }
-    if (timed_out) {
+    if (end == LAUNCH_START_TIMEOUT) {
         mpi_start_timeout_error(launcher, start_timeout);
         return 1;
+    }
+    if (end == LAUNCH_RUN_TIMEOUT) {
+        fprintf(stderr, "iotrace: error: the launcher '%s' had not ended 30 s after the replay's bound of %u s "
+                        "(--timeout); it and what it started here were ended\n", launcher, timeout);
+        return 124;
     }
     if (!up && (!WIFEXITED(status) || WEXITSTATUS(status)))
         fprintf(stderr, "iotrace: error: the launcher '%s' %s %d before rank 0 was past MPI_Init (its own messages "
@@ -520,6 +574,9 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
+
+static volatile sig_atomic_t alarmed;
+static void on_alarm(int sig) { alarmed = sig; }
 
 /* --unpin: what a harness set for one probe undone, so that the replay runs as the application did: every
  * CPU this process may use (its cpuset's), SCHED_OTHER. */
@@ -541,7 +598,7 @@ int cmd_replay(int argc, char **argv)
 {
     const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
     long long limit = PREPARE_LIMIT_DEFAULT;
-    unsigned start_timeout = MPI_START_TIMEOUT;
+    unsigned start_timeout = MPI_START_TIMEOUT, timeout = 0;
     bool timeout_given = false, unpin = false;
     uint64_t want = 0;
     for (int i = 0; i < argc; i++) {
@@ -559,6 +616,8 @@ int cmd_replay(int argc, char **argv)
             limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
         else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
             start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
+        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+            timeout = (unsigned)osm_parse_u64("--timeout", argv[++i], 1, 30 * 86400);
         else if (!strcmp(argv[i], "--unpin"))
             unpin = true;
         else if (argv[i][0] == '-' || path)
@@ -567,8 +626,9 @@ int cmd_replay(int argc, char **argv)
             path = argv[i];
     }
     if (!path || !dir)
-        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] | [--launcher \"MPIRUN ARGS\" "
-                        "[--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] [--unpin]");
+        osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--timeout S] | "
+                        "[--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] "
+                        "[--unpin]");
     if ((impl || timing || timeout_given) && !launcher)
         osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
     if (timing && strcmp(timing, "asap") && strcmp(timing, "recorded"))
@@ -583,7 +643,7 @@ int cmd_replay(int argc, char **argv)
     if (unpin)
         run_as_an_application();
     if (launcher)
-        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit, start_timeout);
+        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit, start_timeout, timeout);
     struct trace t;
     iot_load_trace(path, &t);
     for (size_t i = 0; i < t.n; i++)
@@ -602,6 +662,8 @@ int cmd_replay(int argc, char **argv)
     R.t = &t;
     R.L = &L;
     R.dir = dir;
+    if ((R.dirfd = osm_dir_open(dir)) < 0)
+        iot_fail(2, "--dir %s: %s", dir, strerror(errno));
     size_t nfiles;
     struct file_need *need = file_needs(path, &t, &nfiles);
     check_prepare(path, &t, need, nfiles, limit);
@@ -639,11 +701,24 @@ int cmd_replay(int argc, char **argv)
         if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
             break; /* a replaying process died before it was ready */
     uint64_t t0 = iot_now_ns();
+    unsigned bound = timeout ? timeout : default_timeout(&t);
+    struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: wait() returns */
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(bound);
     close(go[1]); /* go */
     bool failed = started < L.nprocs;
     for (size_t left = L.nprocs; left > 0;) {
         int status;
         pid_t k = wait(&status);
+        if (k < 0 && errno == EINTR && alarmed) {
+            for (size_t p = 0; p < L.nprocs; p++)
+                if (kids[p])
+                    kill(kids[p], SIGKILL);
+            while (wait(NULL) > 0 || errno == EINTR)
+                ;
+            iot_fail(124, "the replay did not end within its bound of %u s (--timeout); its %zu processes were ended",
+                     bound, L.nprocs);
+        }
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
@@ -659,6 +734,7 @@ int cmd_replay(int argc, char **argv)
         }
     }
     uint64_t wall = iot_now_ns() - t0;
+    alarm(0);
     if (failed)
         iot_fail(1, "a replaying process failed");
 
