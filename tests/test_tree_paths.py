@@ -38,6 +38,12 @@ def test_the_c_json_writer():
     assert r.returncode == 0 and "FAIL" not in r.stdout, r.stdout + r.stderr
 
 
+def test_files_are_opened_only_inside_their_directory():
+    """bench/common/confine.c, which iotrace's replays open every file through (tests/c/test_confine.c)."""
+    r = subprocess.run([str(ROOT / "build" / "test" / "test_confine")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "FAIL" not in r.stdout and " 0 failed" in r.stdout, r.stdout + r.stderr
+
+
 @pytest.mark.parametrize("binary, args", [
     ("fs_read", ("--sizes", "1M", "--samples", "1")),
     ("fs_contention", ("--max-procs", "1", "--size", "2M", "--samples", "1")),

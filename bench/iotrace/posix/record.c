@@ -114,6 +114,25 @@ static void preloaded(void *arg)
     setenv("IOTRACE_DIR", p->dir, 1);
 }
 
+/* The trace's file: made beside out under a name nobody can guess (mkstemp), renamed over out once whole,
+ * so that a record that fails leaves out as it was (a trace kept there is never lost) and a link at out is
+ * replaced, not followed. Its mode is a new file's (0666 less the umask). */
+static FILE *open_beside(const char *out, char *tmp, size_t n)
+{
+    if (snprintf(tmp, n, "%s.XXXXXX", out) >= (int)n)
+        iot_fail(2, "--out %s: the path is too long", out);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        iot_fail(2, "cannot write the trace %s: %s", out, strerror(errno));
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "w");
+    if (!f)
+        iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
+    return f;
+}
+
 int cmd_record(int argc, char **argv)
 {
     const char *out = NULL, *launcher = NULL, *impl = NULL;
@@ -154,13 +173,12 @@ int cmd_record(int argc, char **argv)
         mpi_library(impl, lib, sizeof lib); /* before anything runs: is that MPI's recorder built? */
     else if (!launcher)
         library_path(lib);
-    FILE *f = fopen(out, "we");
-    if (!f)
-        iot_fail(2, "cannot write the trace %s: %s", out, strerror(errno));
+    char tmp[PATH_MAX];
+    FILE *f = open_beside(out, tmp, sizeof tmp);
     const char *tmpdir = getenv("TMPDIR");
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/iotrace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(dir))
+    if (!mkdtemp(dir) && (unlink(tmp) || 1))
         iot_fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
 
     /* Descendants that outlive CMD are re-parented to us; wait for them too. */
@@ -178,7 +196,7 @@ int cmd_record(int argc, char **argv)
         else if (end == LAUNCH_START_TIMEOUT) {
             remove_dir(dir);
             fclose(f);
-            unlink(out);
+            unlink(tmp);
             mpi_start_timeout_error(launcher, start_timeout);
             return 1;
         }
@@ -198,7 +216,7 @@ int cmd_record(int argc, char **argv)
     if (exec_err) {
         remove_dir(dir);
         fclose(f);
-        unlink(out);
+        unlink(tmp);
         fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher ? launcher : cmd[0], strerror(exec_err));
         return exec_err == ENOENT ? 127 : 126;
     }
@@ -207,6 +225,7 @@ int cmd_record(int argc, char **argv)
     if (merge_dir(dir, &t)) {
         fprintf(stderr, "iotrace: the recorder's files are kept in %s\n", dir);
         fclose(f);
+        unlink(tmp);
         return 1;
     }
     char why[1024];
@@ -220,7 +239,7 @@ int cmd_record(int argc, char **argv)
                 "exited with status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         remove_dir(dir);
         fclose(f);
-        unlink(out);
+        unlink(tmp);
         trace_free(&t);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
@@ -232,13 +251,16 @@ int cmd_record(int argc, char **argv)
             fprintf(stderr, "iotrace: error: %s\n", why);
         }
         fclose(f);
-        unlink(out);
+        unlink(tmp);
         trace_free(&t);
         return WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status) : 1;
     }
     remove_dir(dir);
-    if (trace_write(f, &t) || fclose(f))
-        iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
+    if (trace_write(f, &t) || fclose(f) || rename(tmp, out)) {
+        int e = errno;
+        unlink(tmp);
+        iot_fail(1, "cannot write the trace %s: %s", out, strerror(e));
+    }
     struct layout L = layout_of(&t);
     if (launcher)
         fprintf(stderr, "iotrace: %zu calls from %zu ranks (%zu processes, %zu threads) -> %s\n", t.n, ranks,
