@@ -133,6 +133,8 @@ def test_the_app_options_are_refused_where_they_do_not_fit(recorded, posix_trace
     for args, said in ((["--app-trace", str(mpi_trace)], "was recorded under MPI: give --app-launcher"),
                        (["--app-trace", str(posix_trace), "--app-launcher", "mpirun -np 2"], "not recorded under MPI"),
                        (["--app-launcher", "mpirun -np 2"], "--app-launcher goes with --app-trace"),
+                       (["--app-timeout", "5"], "--app-timeout goes with --app-trace"),
+                       (["--app-trace", str(posix_trace), "--app-timeout", "0"], "expected 1 to 2592000 seconds"),
                        (["--app-trace", str(bad)], "not a trace iotrace recorded"),
                        (["--app-trace", str(tmp_path / "none")], "No such file"),
                        (["--probes", "app"], "need --app-trace")):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, osmeter
 from test_iotrace_mpi import IMPLS, IOTRACE, env_for, have
 
 RANKS = 2
@@ -229,6 +229,25 @@ def test_a_communicator_a_member_never_makes_is_ended_at_the_bound_with_where_ea
     assert "did not end within its bound of 4 s (--timeout)" in r.stderr
     assert f"rank 0 " in r.stderr and f"in MPI_Comm at line {comm0}" in r.stderr, r.stderr[-3000:]
     assert "rank 1 " in r.stderr and "after its last call" in r.stderr, r.stderr[-3000:]
+    no_rank_left(trace)
+
+
+def test_a_run_bounds_its_app_replay_by_app_timeout(base, tmp_path):
+    """The same deadlock under osmeter run --app-trace --app-timeout 3: the probe fails (named in the
+    results' failures with where rank 0 waited), the run ends within a minute, no rank is left. Mutant caught:
+    the harness not passing --app-timeout (the replay's own default, a minute and more, would hold it)."""
+    impl, lines, _ = base
+
+    def change(f):
+        f[COL["args"]] = f[COL["args"]].replace("size=2;ranks=0-1", "size=1;ranks=1")
+    trace, _ = edited(lines, tmp_path, lambda f: f[COL["call"]] == "MPI_Comm" and f[COL["rank"]] == "1", change)
+    out = tmp_path / "run"
+    r = osmeter("run", "--app-trace", str(trace), "--app-launcher", launcher(impl), "--app-timeout", "3",
+                "--probes", "app", "--out", str(out), "--no-report", timeout=55, env=env_for(impl))
+    doc = json.loads((out / "results.json").read_text())
+    failed = json.dumps(doc.get("failures"))
+    assert "app.replay" in failed and "did not end within its bound of 3 s" in failed, (failed, r.stderr[-2000:])
+    assert "in MPI_Comm at line" in failed
     no_rank_left(trace)
 
 

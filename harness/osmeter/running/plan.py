@@ -142,7 +142,8 @@ def check_app_trace(opts) -> None:
     """--app-trace's file readable and an iotrace trace; a trace recorded under MPI given its launcher, a
     POSIX one none; the other app options only with it. Checked before anything runs."""
     if not opts.app_trace:
-        for flag, v in (("--app-launcher", opts.app_launcher), ("--app-dir", opts.app_dir)):
+        for flag, v in (("--app-launcher", opts.app_launcher), ("--app-dir", opts.app_dir),
+                        ("--app-timeout", opts.app_timeout)):
             if v:
                 raise RunError(f"{flag} goes with --app-trace TRACE")
         return
@@ -194,7 +195,8 @@ def placeholders(p: Plan, out: Path) -> dict[str, str | list[str]]:
             "{app_trace}": str(Path(o.app_trace).resolve()) if o.app_trace else "",
             "{app_dir}": str(Path(o.app_dir).resolve() / f"osmeter-{APP_DIR}.{os.getpid()}" if o.app_dir
                              else Path(out).resolve() / APP_DIR),
-            "{app_launcher}": ["--launcher", o.app_launcher] if o.app_launcher else []}
+            "{app_launcher}": ["--launcher", o.app_launcher] if o.app_launcher else [],
+            "{app_timeout}": ["--timeout", str(o.app_timeout)] if o.app_timeout else []}
 
 
 def share_samples(args: list[str], processes: int) -> list[str]:

@@ -52,6 +52,10 @@ def count(text: str) -> int:
     return _whole(text, 1, 1000, "1 to 1000")
 
 
+def seconds(text: str) -> int:
+    return _whole(text, 1, 30 * 86400, "1 to 2592000 seconds")
+
+
 def seed(text: str) -> int:
     return _whole(text, 0, 2**31 - 1, "0 to 2^31-1")
 
@@ -112,6 +116,9 @@ OPTIONS: tuple[Opt, ...] = (
         "application's own I/O as a measurement", type=Path, metavar="TRACE"),
     Opt("app_launcher", "--app-launcher", "the MPI launcher a trace recorded under MPI is replayed under, with as "
         "many ranks as it recorded (for example \"mpirun -np 4 --host a,b\")", metavar="\"MPIRUN ARGS\""),
+    Opt("app_timeout", "--app-timeout", "each replay of --app-trace ended after so many seconds, with where it "
+        "waited (iotrace replay --timeout; default: a minute and ten times the trace's recorded time)",
+        type=seconds, metavar="S"),
     Opt("app_dir", "--app-dir", "where the replay of --app-trace makes its files (a directory of its own inside; "
         "default: the results directory), removed after the run", type=Path, metavar="DIR"),
     Opt("history", "--no-history", "do not add the run (or the campaign's runs) to the history database "

@@ -115,14 +115,15 @@ METHOD = (
     "of the call it completed); a class's latency figures are the percentiles of its calls' times in "
     "one replay (a 1.6% log-linear histogram), its bandwidth the bytes its calls moved over the "
     "replay's wall time. The calls are issued as fast as possible (timing asap): the figures are the "
-    "I/O's, without the application's compute time.")
+    "I/O's, without the application's compute time. A replay that has not ended within --app-timeout (default: a "
+    "minute and ten times the trace's recorded time) is ended, with where each process or rank waited.")
 
 PROBES = (
     Probe(
         name="app.replay", binary="iotrace",
         measures=_measures(),
         methodology=METHOD,
-        presets={p: ("replay", "{app_trace}", "--dir", "{app_dir}", "--unpin", "{app_launcher}")
+        presets={p: ("replay", "{app_trace}", "--dir", "{app_dir}", "--unpin", "{app_timeout}", "{app_launcher}")
                  for p in ("quick", "full")},
         needs="app_trace",
         pinned=False,
