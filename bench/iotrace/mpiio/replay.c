@@ -74,7 +74,8 @@ static struct id_map files = {.size = sizeof(MPI_File)}, reqs = {.size = sizeof(
                      rbufs = {.size = sizeof(char *)}, rtypes = {.size = sizeof(MPI_Datatype)},
                      early = {.size = sizeof(MPI_Status)}, /* requests a done=0 test completed early */
                      rclass = {.size = sizeof(int)},       /* the class of the call that started a request */
-                     rbases = {.size = sizeof(char *)};    /* the allocation each held buffer is in */
+                     rbases = {.size = sizeof(char *)},    /* the allocation each held buffer is in */
+                     fcomms = {.size = sizeof(MPI_Comm)};  /* the communicator each file was opened on */
 
 /* DIR/f<id>'s name inside DIR, checked for MPI_File_open (which opens by path): absent, or a regular
  * file of one link. Its full path in path. */
@@ -215,6 +216,12 @@ static void replay_mpi(const struct trace_rec *r)
         }
     }
     MPI_File f = fh ? *fh : MPI_FILE_NULL;
+    /* MPI_File_seek_shared sets the shared pointer for every rank: the program's own synchronization before
+     * it (a barrier, messages) is not in the trace, and without it a rank's earlier shared read or write could
+     * move the pointer after the seek. Every rank of the file's group waits here, untimed, for the others. */
+    MPI_Comm *on = r->call == TC_MPI_FILE_SEEK_SHARED ? map_get(&fcomms, r->fd) : NULL;
+    if (on)
+        MPI_Barrier(*on);
 
     uint64_t t0 = now();
     switch (r->call) {
@@ -297,7 +304,7 @@ static void replay_mpi(const struct trace_rec *r)
         }
     }
     if (ci->kind == TK_MPI_OPEN && ret == MPI_SUCCESS)
-        *(MPI_File *)map_put(&files, r->fd) = f;
+        *(MPI_File *)map_put(&files, r->fd) = f, *(MPI_Comm *)map_put(&fcomms, r->fd) = *comm;
     if (ci->split == 1)
         *(char **)map_put(&rbufs, -1 - r->fd) = buf, *(char **)map_put(&rbases, -1 - r->fd) = base; /* the _end's */
     else if (ci->split == 2 && base) {
