@@ -55,7 +55,7 @@ IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
 # the MPI-IO recorder (bench/iotrace/mpiio/record.c with the POSIX one), one build per MPI found
 # (their ABIs differ), each by that MPI's own compiler wrapper; none where no MPI is installed
 MPI_IMPLS := $(foreach m,openmpi mpich,$(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m)))
-MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,record.c complete.c describe.c start.c)
+MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,record.c record_large.c complete.c describe.c start.c)
 # the MPI-IO replayer's parts (bench/iotrace/mpiio/replayer.h), an MPI program of its own
 MPI_REPLAYER_SRC := $(addprefix bench/iotrace/mpiio/,replay.c rebuild.c watch.c report.c)
 MPI_RECORDERS := $(MPI_IMPLS:%=$(BUILD)/lib/libiotrace-mpi-%.so) $(MPI_IMPLS:%=$(BIN)/iotrace-mpi-replay-%)

@@ -17,6 +17,10 @@
  *   nonblock  nonblocking writes and reads completed out of order
  *             (Waitany, Wait in reverse, Wait on one, Waitall)
  *   atomic    atomic mode, ranks' writes overlapping, sync, read back
+ *   handoff   rank 0 makes a file on MPI_COMM_SELF, the others open it after
+ *             a barrier without MPI_MODE_CREATE (ADIOS's MPI method)
+ *   large     MPI-4's large-count routines (write_at_all_c ...) where the
+ *             MPI has them (MPICH 4; IOR uses them there)
  *
  * Every data call's data is checked where it is read back; each rank prints
  * one JSON line {"rank": R, "calls": {"MPI_File_write_at": [count, bytes],
@@ -314,12 +318,66 @@ static void p_atomic(void)
     free(w), free(r);
 }
 
+/* Rank 0 makes a file on MPI_COMM_SELF; after a barrier (not I/O: not in a trace) the others open it,
+ * without MPI_MODE_CREATE, on theirs and read it (ADIOS's MPI method). */
+static void p_handoff(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/handoff.dat", dir);
+    int *w = block(1), *r = calloc(N_BLOCK, sizeof *r);
+    for (int i = 0; i < N_BLOCK; i++) /* what rank 0 writes, as every rank knows it */
+        w[i] = 100000 + i % 10000;
+    MPI_File fh;
+    MPI_Status st;
+    if (me == 0) {
+        check(MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh), "create");
+        CALL(MPI_File_write_at, N_BLOCK, MPI_INT, fh, 0, w, N_BLOCK, MPI_INT, &st);
+        check(MPI_File_close(&fh), "close");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me != 0) {
+        check(MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh), "open");
+        CALL(MPI_File_read_at, N_BLOCK, MPI_INT, fh, 0, r, N_BLOCK, MPI_INT, &st);
+        expect(!memcmp(w, r, N_BLOCK * sizeof *w), "handoff");
+        check(MPI_File_close(&fh), "close");
+    }
+    free(w), free(r);
+}
+
+/* MPI-4's large-count routines (their count an MPI_Count), where the MPI has them (MPICH 4; Open MPI 4.1 is
+ * MPI 3.1: there the int ones), counted under the names of the routines they stand for. */
+#if MPI_VERSION >= 4
+#define LARGE(fn) fn##_c
+#else
+#define LARGE(fn) fn
+#endif
+static void p_large(void)
+{
+    MPI_File fh = open_on(MPI_COMM_WORLD, "large.dat");
+    int *w = block(1), *r = calloc(N_BLOCK, sizeof *r);
+    MPI_Offset at = (MPI_Offset)me * N_BLOCK * sizeof(int);
+    MPI_Status st;
+    MPI_Request rq;
+    count("MPI_File_write_at_all", N_BLOCK, MPI_INT);
+    check(LARGE(MPI_File_write_at_all)(fh, at, w, N_BLOCK, MPI_INT, &st), "write_at_all_c");
+    count("MPI_File_iread_at", N_BLOCK, MPI_INT);
+    check(LARGE(MPI_File_iread_at)(fh, at, r, N_BLOCK, MPI_INT, &rq), "iread_at_c");
+    check(MPI_Wait(&rq, &st), "Wait");
+    expect(!memcmp(w, r, N_BLOCK * sizeof *w), "large-count write and read");
+    check(MPI_File_seek(fh, at, MPI_SEEK_SET), "seek");
+    count("MPI_File_read_all", N_BLOCK, MPI_INT);
+    check(LARGE(MPI_File_read_all)(fh, r, N_BLOCK, MPI_INT, &st), "read_all_c");
+    MPI_File_close(&fh);
+    free(w), free(r);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } patterns[] = {
     {"self", p_self}, {"split", p_split}, {"views", p_views}, {"shared", p_shared},
-    {"splitcoll", p_splitcoll}, {"nonblock", p_nonblock}, {"atomic", p_atomic},
+    {"splitcoll", p_splitcoll}, {"nonblock", p_nonblock}, {"atomic", p_atomic}, {"handoff", p_handoff},
+    {"large", p_large},
 };
 
 int main(int argc, char **argv)
@@ -333,7 +391,7 @@ int main(int argc, char **argv)
             run = patterns[i].run;
     if (!run) {
         if (!me)
-            fprintf(stderr, "usage: patterns self|split|views|shared|splitcoll|nonblock|atomic DIR\n");
+            fprintf(stderr, "usage: patterns self|split|views|shared|splitcoll|nonblock|atomic|handoff|large DIR\n");
         MPI_Finalize();
         return 2;
     }

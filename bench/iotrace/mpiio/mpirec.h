@@ -74,12 +74,43 @@ struct call {
     struct args a;
     int64_t prev_parent;
     MPI_Datatype dt;
-    int count;
+    long long count; /* an MPI-4 large-count call's too (record_large.c) */
 };
-bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt, int count, MPI_Offset eoff);
+bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt, long long count, MPI_Offset eoff);
 void call_end(struct call *c, int rc, MPI_Status *st);
 int64_t remember(struct call *c, MPI_Request req);
 #define STATUS_OF(st) MPI_Status own_; MPI_Status *s_ = (st) == MPI_STATUS_IGNORE ? &own_ : (st)
+
+/* A wrapper's body (record.c, record_large.c): the row begun, the real call, the row ended. */
+#define BLOCKING(tc, fh, dt, count, eoff, st, realcall)                                                  \
+    struct call c;                                                                                       \
+    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
+        return realcall;                                                                                 \
+    STATUS_OF(st);                                                                                       \
+    (void)own_;                                                                                          \
+    st = s_;                                                                                             \
+    int rc = realcall;                                                                                   \
+    call_end(&c, rc, st);                                                                                \
+    return rc
+
+#define NONBLOCKING(tc, fh, dt, count, eoff, req, realcall)                                              \
+    struct call c;                                                                                       \
+    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
+        return realcall;                                                                                 \
+    int rc = realcall;                                                                                   \
+    int64_t id_ = rc == MPI_SUCCESS ? remember(&c, *(req)) : -1;                                         \
+    if (id_ >= 0)                                                                                        \
+        a_id(&c.a, "req", 'r', id_);                                                                     \
+    call_end(&c, rc, NULL);                                                                              \
+    return rc
+
+#define BEGIN(tc, fh, dt, count, eoff, realcall)                                                         \
+    struct call c;                                                                                       \
+    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
+        return realcall;                                                                                 \
+    int rc = realcall;                                                                                   \
+    call_end(&c, rc, NULL);                                                                              \
+    return rc
 
 #pragma GCC visibility pop
 

@@ -45,7 +45,7 @@
 /* Before the real call: whether to record, and what MPI says beforehand
  * (the file, the offset in etypes and in bytes, the datatype), all outside
  * the timed window. eoff: the explicit offset, or -1 for the file pointers. */
-bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt, int count, MPI_Offset eoff)
+bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt, long long count, MPI_Offset eoff)
 {
     c->on = false;
     if (!active || depth)
@@ -61,7 +61,7 @@ bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt
     if (f) {
         c->r.fd = f->id, c->r.path = f->path;
         if (ci->split == 2) { /* an _end: what its _begin named */
-            c->dt = f->dt, c->count = (int)f->count;
+            c->dt = f->dt, c->count = f->count;
         }
     }
     int64_t tid = ci->split == 2 ? (f ? f->dtype : -1) : (ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE)
@@ -133,36 +133,6 @@ int64_t remember(struct call *c, MPI_Request req)
 
 /* ---------------------------------------------------- data access */
 
-
-#define BLOCKING(tc, fh, dt, count, eoff, st, realcall)                                                  \
-    struct call c;                                                                                       \
-    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
-        return realcall;                                                                                 \
-    STATUS_OF(st);                                                                                       \
-    (void)own_;                                                                                          \
-    st = s_;                                                                                             \
-    int rc = realcall;                                                                                   \
-    call_end(&c, rc, st);                                                                                \
-    return rc
-
-#define NONBLOCKING(tc, fh, dt, count, eoff, req, realcall)                                              \
-    struct call c;                                                                                       \
-    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
-        return realcall;                                                                                 \
-    int rc = realcall;                                                                                   \
-    int64_t id_ = rc == MPI_SUCCESS ? remember(&c, *(req)) : -1;                                         \
-    if (id_ >= 0)                                                                                        \
-        a_id(&c.a, "req", 'r', id_);                                                                     \
-    call_end(&c, rc, NULL);                                                                              \
-    return rc
-
-#define BEGIN(tc, fh, dt, count, eoff, realcall)                                                         \
-    struct call c;                                                                                       \
-    if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \
-        return realcall;                                                                                 \
-    int rc = realcall;                                                                                   \
-    call_end(&c, rc, NULL);                                                                              \
-    return rc
 
 /* explicit offsets */
 int MPI_File_read_at(MPI_File fh, MPI_Offset off, void *buf, int count, MPI_Datatype dt, MPI_Status *st)

@@ -461,6 +461,74 @@ static void load(void)
     agree_or_exit();
 }
 
+/* Opens ordered across ranks. A rank's MPI_File_open without MPI_MODE_CREATE of a file another rank
+ * created just before (the latest such open that ended before it began, on the ranks' aligned clocks) was
+ * ordered by the program with a message or a barrier the trace does not hold (ADIOS's MPI method: rank 0
+ * creates the file on MPI_COMM_SELF, then the others open it). The creating rank sends the opening one an
+ * empty message once its open is replayed, the opening rank waits for it, untimed: the tag names the file,
+ * and for one file and pair of ranks the creates and the opens that wait on them come in the same order. */
+struct edge {
+    size_t row;  /* a row of this rank */
+    int peer;    /* the rank it waits for (an open) or tells (a create) */
+};
+static struct edge *waits, *tells;
+static size_t nwaits, ntells;
+
+static int edge_tag(const struct trace_rec *r) { return 1 + (int)(r->file % 30000); }
+
+static void order_opens(void)
+{
+    waits = calloc(T.n + 1, sizeof *waits), tells = calloc(T.n + 1, sizeof *tells);
+    if (!waits || !tells)
+        return found("out of memory");
+    size_t *opens = malloc((T.n + 1) * sizeof *opens), nopens = 0; /* the opens, to pair among themselves */
+    if (!opens)
+        return found("out of memory");
+    for (size_t i = 0; i < T.n; i++)
+        if (T.rec[i].call == TC_MPI_FILE_OPEN && T.rec[i].ret == 0)
+            opens[nopens++] = i;
+    for (size_t a = 0; a < nopens; a++) {
+        size_t i = opens[a];
+        const struct trace_rec *r = &T.rec[i];
+        if (r->flags & MPI_MODE_CREATE)
+            continue;
+        size_t from = T.n;
+        for (size_t b = 0; b < nopens; b++) {
+            size_t j = opens[b];
+            const struct trace_rec *c = &T.rec[j];
+            if ((c->flags & MPI_MODE_CREATE) && c->file == r->file &&
+                c->rank != r->rank && c->t_end <= r->t_start && (from == T.n || c->t_end > T.rec[from].t_end))
+                from = j;
+        }
+        if (from == T.n)
+            continue;
+        if (r->rank == me)
+            waits[nwaits++] = (struct edge){i, (int)T.rec[from].rank};
+        if (T.rec[from].rank == me)
+            tells[ntells++] = (struct edge){from, (int)r->rank};
+    }
+    free(opens);
+}
+
+static void wait_for_creates(size_t row)
+{
+    for (size_t k = 0; k < nwaits; k++)
+        if (waits[k].row == row) {
+            static char what[96];
+            snprintf(what, sizeof what, "a message that rank %d created f%lld (its open replayed)", waits[k].peer,
+                     (long long)T.rec[row].file);
+            watch_at((size_t)T.rec[row].seq + 3, what);
+            MPI_Recv(NULL, 0, MPI_BYTE, waits[k].peer, edge_tag(&T.rec[row]), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+}
+
+static void tell_creates(size_t row)
+{
+    for (size_t k = 0; k < ntells; k++)
+        if (tells[k].row == row)
+            MPI_Send(NULL, 0, MPI_BYTE, tells[k].peer, edge_tag(&T.rec[row]), MPI_COMM_WORLD);
+}
+
 static long long outside; /* rows of no rank (-1: before MPI_Init or in a process no launcher started) */
 
 /* This rank's rows (*n of them), after every row of the trace is checked against what the replay can
@@ -536,6 +604,7 @@ int main(int argc, char **argv)
         hist_clear(&cls[c]);
     for (int i = 0; i < 4096; i++)
         posix_fd[i] = -1;
+    order_opens();
     for (size_t k = 0; k < n && !problem[0]; k++) /* datatypes first: all or none (before anything is timed) */
         if (T.rec[mine[k]].call == TC_MPI_TYPE)
             define_type(&T.rec[mine[k]]);
@@ -562,10 +631,14 @@ int main(int argc, char **argv)
                     nanosleep(&ts, NULL);
             }
         }
+        if (r->call == TC_MPI_FILE_OPEN)
+            wait_for_creates(mine[k]);
         if (trace_calls[r->call].mpi)
             replay_mpi(r);
         else
             replay_posix(r);
+        if (r->call == TC_MPI_FILE_OPEN)
+            tell_creates(mine[k]);
         prev_rec_end = r->t_end;
         prev_rep_end = now();
     }

@@ -110,8 +110,11 @@ void report(const struct trace *t, const char *path, const char *dir, const char
     struct tally sum[TC_NCALLS];
     MPI_Reduce(tally, sum, (int)(TC_NCALLS * sizeof(struct tally) / sizeof(unsigned long long)),
                MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    unsigned long long *rank_times = me == 0 ? calloc((size_t)nranks, sizeof *rank_times) : NULL, rt = rank_ns;
-    MPI_Gather(&rt, 1, MPI_UNSIGNED_LONG_LONG, rank_times, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    /* each rank's time, calls replayed and bytes they moved (recorded, replayed) */
+    unsigned long long mine[4] = {rank_ns, 0, 0, 0}, *per_rank = me == 0 ? calloc((size_t)nranks * 4, 8) : NULL;
+    for (int c = 0; c < TC_NCALLS; c++)
+        mine[1] += tally[c].count, mine[2] += tally[c].moved_rec, mine[3] += tally[c].moved_rep;
+    MPI_Gather(mine, 4, MPI_UNSIGNED_LONG_LONG, per_rank, 4, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
     char host[64] = "", *hosts = me == 0 ? calloc((size_t)nranks, sizeof host) : NULL;
     gethostname(host, sizeof host - 1);
     MPI_Gather(host, sizeof host, MPI_CHAR, hosts, sizeof host, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -158,7 +161,17 @@ void report(const struct trace *t, const char *path, const char *dir, const char
     json_key(&j, "rank_ns");
     json_arr(&j);
     for (int i = 0; i < nranks; i++)
-        json_uint(&j, rank_times[i]);
+        json_uint(&j, per_rank[4 * i]);
+    json_arr_end(&j);
+    json_key(&j, "rank_calls"); /* per rank: calls replayed, bytes moved recorded and replayed */
+    json_arr(&j);
+    for (int i = 0; i < nranks; i++) {
+        json_obj(&j);
+        json_kuint(&j, "count", per_rank[4 * i + 1]);
+        json_kuint(&j, "moved_recorded", per_rank[4 * i + 2]);
+        json_kuint(&j, "moved_replayed", per_rank[4 * i + 3]);
+        json_obj_end(&j);
+    }
     json_arr_end(&j);
     json_key(&j, "rank_hosts");
     json_arr(&j);
@@ -206,5 +219,5 @@ void report(const struct trace *t, const char *path, const char *dir, const char
     json_arr_end(&j);
     json_obj_end(&j);
     json_line_end(&j, "the replay's result to standard output");
-    free(cls_all), free(rank_times), free(hosts), free(coll_all), free(all);
+    free(cls_all), free(per_rank), free(hosts), free(coll_all), free(all);
 }
