@@ -10,6 +10,7 @@ tools/compare-mpiio runs the same with IOR and the rest of the corpus."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -74,3 +75,27 @@ def test_each_pattern_replays_its_calls_and_bytes(program, pattern, ranks, tmp_p
         got = doc["calls"][call]
         assert (got["count"], got["bytes"]) == (n, nbytes), (call, got, n, nbytes)
         assert got["moved_replayed"] == got["moved_recorded"], (call, got)
+
+
+def test_compare_mpiio_prints_a_row_per_run_and_names_what_failed(program, tmp_path):
+    """tools/compare-mpiio on a corpus of two lines: a pattern (recorded, replayed, its row whole) and a
+    program that fails (its row says at which step, the exit is 1); a name not built is said, not run."""
+    impl, prog = program
+    d = tmp_path / "corpus"
+    (d / impl).mkdir(parents=True)
+    (d / impl / "patterns").symlink_to(prog)
+    (d / impl / "fails").write_text("#!/bin/sh\nexit 3\n")
+    (d / impl / "fails").chmod(0o755)
+    (d / "corpus.txt").write_text("# a comment\npat-split  patterns split {dir}\nbroken  fails {dir}\n"
+                                  "absent  nothing-here\n")
+    r = subprocess.run([str(ROOT / "tools" / "compare-mpiio"), str(d), "--ranks", "2", "--mpi", impl, "--timeout",
+                        "60", "--json", str(tmp_path / "rows.json")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rows = {x["name"]: x for x in json.loads((tmp_path / "rows.json").read_text())}
+    split = rows["pat-split"]
+    assert split["status"] == "ok" and split["per_rank"] == "ok" and split["mismatches"] == 0, split
+    assert split["calls"] == [8, 8] and split["moved_recorded"] == split["moved_replayed"] > 0, split
+    assert rows["broken"]["status"].startswith("record: "), rows["broken"]
+    assert rows["absent"]["status"].startswith("not built"), rows["absent"]
+    assert "1 of 3 rows replayed whole" in r.stdout, r.stdout
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("compare-mpiio.*")), "scratch directories left"
