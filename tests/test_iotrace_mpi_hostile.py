@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,13 @@ def replay(impl: str, trace: Path, out: Path, *extra: str, timeout: float = 120)
 
 
 def no_rank_left(trace: Path) -> None:
-    r = subprocess.run(["pgrep", "-f", f"iotrace-mpi-replay-.* {trace}"], capture_output=True, text=True)
+    """No replaying rank of this trace alive (iotrace waits for its launcher's group; a second for the
+    kernel to reap what it killed)."""
+    for _ in range(10):
+        r = subprocess.run(["pgrep", "-f", f"iotrace-mpi-replay-.* {trace}"], capture_output=True, text=True)
+        if r.stdout == "":
+            return
+        time.sleep(0.1)
     assert r.stdout == "", f"ranks left running: {r.stdout}"
 
 

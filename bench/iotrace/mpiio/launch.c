@@ -227,7 +227,9 @@ int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, u
             kill(-child, SIGKILL);
         nanosleep(&(struct timespec){.tv_nsec = 50000000}, NULL);
     }
-    kill(-child, SIGKILL); /* whatever the launcher left in its group */
+    kill(-child, SIGKILL); /* whatever the launcher left in its group, gone before we return (5 s at most) */
+    for (double until = mono() + 5; kill(-child, 0) == 0 && mono() < until;)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     for (int k = 0; k < 3; k++)
         sigaction(sigs[k], &old[k], NULL);
     return status;
