@@ -35,31 +35,7 @@ static void json_class(struct json *j, const char *name, const struct hist *h, u
     json_kuint(j, "moved", moved);
     json_kuint(j, "ns", h->sum);
     json_key(j, "lat_ns");
-    json_obj(j);
-    json_kuint(j, "count", h->count);
-    json_kfixed(j, "mean", hist_mean(h), 1);
-    json_kuint(j, "min", h->count ? h->min : 0);
-    json_kuint(j, "max", h->max);
-    json_kuint(j, "p50", hist_pct(h, 0.5));
-    json_kuint(j, "p90", hist_pct(h, 0.9));
-    json_kuint(j, "p99", hist_pct(h, 0.99));
-    json_kuint(j, "p99_9", hist_pct(h, 0.999));
-    json_kuint(j, "p99_99", hist_pct(h, 0.9999));
-    json_key(j, "hist");
-    json_obj(j);
-    json_kint(j, "sub_bits", HIST_SUB_BITS);
-    json_key(j, "counts");
-    json_arr(j);
-    for (unsigned b = 0; b < HIST_BUCKETS; b++)
-        if (h->b[b]) {
-            json_arr(j);
-            json_uint(j, b);
-            json_uint(j, h->b[b]);
-            json_arr_end(j);
-        }
-    json_arr_end(j);
-    json_obj_end(j);
-    json_obj_end(j);
+    hist_json(j, h);
     json_obj_end(j);
 }
 
