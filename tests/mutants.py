@@ -1150,7 +1150,8 @@ MUTANTS = [
     Mutant("mpi-replay-opens-not-after-creates", "bench/iotrace/mpiio/replay.c",
            "        if (r->call == TC_MPI_FILE_OPEN)\n            wait_for_creates(mine[k]);\n",
            "        if (0)\n            wait_for_creates(mine[k]);\n",
-           "tests/test_iotrace_mpi_patterns.py::test_each_pattern_replays_its_calls_and_bytes[openmpi-handoff-2] tests/test_iotrace_mpi_patterns.py::test_each_pattern_replays_its_calls_and_bytes[mpich-handoff-2]"),
+           "tests/test_iotrace_mpi_patterns.py::test_each_pattern_replays_its_calls_and_bytes[openmpi-handoff-2] tests/test_iotrace_mpi_patterns.py::test_each_pattern_replays_its_calls_and_bytes[mpich-handoff-2] "
+           "tests/test_iotrace_mpi_patterns.py::test_adios_examples_replay_under_each_transport[MPI]"),
     Mutant("mpi-record-large-count-unwrapped", "bench/iotrace/mpiio/record_large.c",
            "#if MPI_VERSION >= 4\n", "#if MPI_VERSION >= 5\n",
            "tests/test_iotrace_mpi_patterns.py::test_each_pattern_replays_its_calls_and_bytes[mpich-large-2]"),

@@ -99,3 +99,56 @@ def test_compare_mpiio_prints_a_row_per_run_and_names_what_failed(program, tmp_p
     assert rows["absent"]["status"].startswith("not built"), rows["absent"]
     assert "1 of 3 rows replayed whole" in r.stdout, r.stdout
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("compare-mpiio.*")), "scratch directories left"
+
+
+ADIOS_EXAMPLE = Path("/usr/share/doc/libadios-examples/examples/C/global-array")
+ADIOS_PC = Path("/usr/lib/x86_64-linux-gnu/pkgconfig/adios-openmpi.pc")
+
+
+def adios_flags() -> list[str] | None:
+    """The compiler's flags for ADIOS 1.13 under Open MPI, from Debian's adios-openmpi.pc (its library is
+    in adios/openmpi/), or None where it is not installed."""
+    if not (ADIOS_EXAMPLE / "adios_global.c").exists() or not ADIOS_PC.exists():
+        return None
+    var = dict(ln.split("=", 1) for ln in ADIOS_PC.read_text().splitlines() if "=" in ln and not ln.startswith("#"))
+    inc = var["ADIOS_INC"].replace("${ADIOS_DIR}", "/usr").split()
+    lib = var["ADIOS_CLIB"].replace("-L${libdir} -ladios", "-L/usr/lib/x86_64-linux-gnu/adios/openmpi -ladios")
+    return inc + lib.split()
+
+
+@pytest.mark.parametrize("method", ["MPI", "MPI_AGGREGATE"])
+def test_adios_examples_replay_under_each_transport(built, tmp_path, method):
+    """ADIOS 1.13's global-array example, from Debian's libadios-examples, built here against Open MPI: rank 0
+    makes its file on MPI_COMM_SELF and the other opens it without MPI_MODE_CREATE (the MPI method), or one
+    aggregator writes for both (MPI_AGGREGATE). Recorded and replayed at 2 ranks: exit 0, no mismatch, every
+    rank's calls and bytes again (the MPI method failed before opens were ordered after another rank's
+    create)."""
+    why = have("openmpi")
+    flags = adios_flags()
+    if why or flags is None:
+        pytest.skip(why or "ADIOS's example is not installed (libadios-examples, libadios-openmpi-dev)")
+    prog = tmp_path / "adios_global"
+    r = subprocess.run(["mpicc.openmpi", "-O2", "-w", "-o", str(prog), str(ADIOS_EXAMPLE / "adios_global.c"), *flags],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    work, out, trace = tmp_path / "work", tmp_path / "out", tmp_path / "adios.trace"
+    work.mkdir()
+    out.mkdir()
+    xml = (ADIOS_EXAMPLE / "adios_global.xml").read_text()
+    if method == "MPI_AGGREGATE":
+        xml = xml.replace('<method group="temperature" method="MPI"/>', "").replace(
+            '<!--method group="temperature" method="MPI_AGGREGATE">', '<method group="temperature" method="MPI_AGGREGATE">'
+        ).replace("num_aggregators=2;merging_pgs=0;num_ost=2</method-->", "num_aggregators=1;merging_pgs=0;num_ost=1</method>")
+    assert f'method="{method}"' in xml and xml.count("<method ") == 1, xml
+    (work / "adios_global.xml").write_text(xml)
+    env = env_for("openmpi")
+    r = subprocess.run([str(IOTRACE), "record", "--out", str(trace), "--launcher", "mpirun.openmpi -np 2", "--",
+                        str(prog)], capture_output=True, text=True, timeout=120, env=env, cwd=work)
+    assert r.returncode == 0 and (work / "adios_global.bp").stat().st_size > 0, r.stderr[-3000:]
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--launcher", "mpirun.openmpi -np 2",
+                        "--timeout", "30"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, (r.returncode, r.stderr[-3000:])
+    doc = json.loads(r.stdout)
+    assert doc["mismatch_count"] == 0, doc["mismatches"]
+    assert all(x["moved_replayed"] == x["moved_recorded"] for x in doc["rank_calls"]), doc["rank_calls"]
+    assert sum(x["moved_replayed"] for x in doc["rank_calls"]) > 0
