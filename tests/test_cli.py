@@ -110,6 +110,7 @@ SAMPLES = {
     "--app-trace": ("/t.trace", Path("/t.trace")),
     "--app-launcher": ("mpirun -np 2", "mpirun -np 2"),
     "--app-dir": ("/tmp", Path("/tmp")),
+    "--app-timeout": ("90", 90),
     "--no-history": (None, False),
     "--kernel-paths": (None, True),
     "--out": ("/tmp/o", Path("/tmp/o")),

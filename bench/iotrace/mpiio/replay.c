@@ -216,10 +216,14 @@ static void replay_mpi(const struct trace_rec *r)
         }
     }
     MPI_File f = fh ? *fh : MPI_FILE_NULL;
-    /* MPI_File_seek_shared sets the shared pointer for every rank: the program's own synchronization before
-     * it (a barrier, messages) is not in the trace, and without it a rank's earlier shared read or write could
-     * move the pointer after the seek. Every rank of the file's group waits here, untimed, for the others. */
-    MPI_Comm *on = r->call == TC_MPI_FILE_SEEK_SHARED ? map_get(&fcomms, r->fd) : NULL;
+    /* A collective call on the shared pointer (a shared seek, an ordered read or write) moves it for every
+     * rank: the program's own synchronization before it (a barrier, messages) is not in the trace, and without
+     * it a rank's earlier independent shared read or write could take the pointer after the collective moved
+     * it. Every rank of the file's group waits here, untimed, for the others. */
+    bool on_shared = r->call == TC_MPI_FILE_SEEK_SHARED || r->call == TC_MPI_FILE_READ_ORDERED ||
+                     r->call == TC_MPI_FILE_WRITE_ORDERED || r->call == TC_MPI_FILE_READ_ORDERED_BEGIN ||
+                     r->call == TC_MPI_FILE_WRITE_ORDERED_BEGIN;
+    MPI_Comm *on = on_shared ? map_get(&fcomms, r->fd) : NULL;
     if (on)
         MPI_Barrier(*on);
 
