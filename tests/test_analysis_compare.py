@@ -116,6 +116,24 @@ def test_too_few_runs_says_how_many_it_would_need():
         assert r.run_sd == RUN_SD_FLOOR
 
 
+def test_too_few_runs_never_asks_for_the_runs_it_has():
+    """Sides apart in spread (one quiet, one noisy: few Welch degrees of
+    freedom) can leave an id undecided where the design of equal sides
+    says its runs would do; it then asks for at least one run more a side
+    (a fresh CI once read 'too few runs, need 3' at 3 runs a side)."""
+    rng = np.random.default_rng(14)
+    undecided = 0
+    for _ in range(300):
+        a = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.002)[0]
+        b = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.03)[0]
+        r = compare_id("x", "ns", a, b, area="x")
+        decide([r], 0.05)
+        if r.verdict == "too few runs":
+            undecided += 1
+            assert r.need is None or r.need > 3, (r.need, r.mdc, r.run_sd)
+    assert undecided >= 20, undecided
+
+
 def test_rates_and_other_units_get_their_own_direction():
     rng = np.random.default_rng(5)
     for unit, up, down in (("ns", "slower", "faster"), ("MB/s", "faster", "slower"), ("bytes", "higher", "lower")):

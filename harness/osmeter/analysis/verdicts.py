@@ -64,8 +64,11 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
         effect = max(min_change, abs(r.ratio - 1))
         if r.mdc > effect:
             r.verdict = "too few runs"
-            r.need = runs_to_decide(effect, max(r.run_sd, RUN_SD_FLOOR), per_run(r),
-                                    1 if r.clock_slope is not None else 0, alpha, POWER)
+            need = runs_to_decide(effect, max(r.run_sd, RUN_SD_FLOOR), per_run(r),
+                                  1 if r.clock_slope is not None else 0, alpha, POWER)
+            # the design assumes two sides of one spread; sides apart in spread (fewer Welch degrees of
+            # freedom) can leave it undecided at the runs it asks for: then at least one run more a side
+            r.need = None if need is None else max(need, max(r.n_a, r.n_b) + 1)
 
 
 def detectable(r: Row, alpha: float = ALPHA) -> None:
