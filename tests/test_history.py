@@ -230,9 +230,11 @@ def planted(tmp_path_factory):
 def test_a_planted_history_has_its_two_change_points_and_no_other(planted):
     """The throttle slows the replay's synchronous writes (app.wall up at
     run 6, down again at run 11, app.mbps the other way) and leaves the
-    procedure calls alone: their ids have no change point."""
+    procedure calls alone: their ids have no change point of 10% (the
+    shared host itself can step by a few: a local CI once saw every
+    cpu.call id move x1.027 at one run, a real change of the host)."""
     base, db = planted
-    r = osmeter("history", "changes", "--alpha", "0.05", env=env(db))
+    r = osmeter("history", "changes", "--alpha", "0.05", "--min-change", "0.10", env=env(db))
     assert r.returncode == 0, r.stderr
     found = {}
     for ln in r.stdout.splitlines():
@@ -262,7 +264,8 @@ def test_the_page_shows_each_series_and_its_change_points_in_chromium(planted, t
         pytest.skip("chromium is not installed (Debian: chromium)")
     from html.parser import HTMLParser
     base, db = planted
-    r = osmeter("history", "html", "--out", str(tmp_path / "page"), "--alpha", "0.05", env=env(db))
+    r = osmeter("history", "html", "--out", str(tmp_path / "page"), "--alpha", "0.05", "--min-change", "0.10",
+                env=env(db))  # a step of the shared host's own few percent is no change of this test
     assert r.returncode == 0, r.stderr
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",

@@ -246,11 +246,11 @@ def test_unreachable_host_fails_quickly(netns):
 
 def test_shaped_link_bandwidth_matches_the_set_rate(netns):
     """tbf at 100 Mbit/s on both ends: the best of three samples of TCP
-    payload is within 2% above and 5% below what the rate leaves after
+    payload is within 2% above and 10% below what the rate leaves after
     TCP/IP and Ethernet headers (1448 payload bytes in every 1514-byte
     frame). The rate is a ceiling: a sender short of CPU on a busy machine
-    falls below it (a fresh CI run beside other work: 1.7% below), never
-    above."""
+    falls below it (fresh CI runs beside other work: 1.7% and 6.4% below),
+    never above; counting the headers as payload would be 4.6% above it."""
     for ns, dev in ((netns["a"], netns["va"]), (netns["b"], netns["vb"])):
         r = run("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "100mbit",
                 "burst", "32kbit", "latency", "50ms")
@@ -264,7 +264,7 @@ def test_shaped_link_bandwidth_matches_the_set_rate(netns):
         rate = 100e6 / 8 / 1e6  # MB/s
         for i in ("net.bw.tcp.remote", "net.bw.tcp.recv.remote"):
             got, payload = max(o[i]["samples"]), rate * 1448 / 1514
-            assert 0.95 * payload < got < 1.02 * payload, (i, got, payload)
+            assert 0.90 * payload < got < 1.02 * payload, (i, got, payload)
     finally:
         for ns, dev in ((netns["a"], netns["va"]), (netns["b"], netns["vb"])):
             run("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root")
