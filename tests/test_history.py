@@ -95,6 +95,29 @@ def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(b
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_a_commit_id_from_a_run_never_reaches_git_as_an_option(base_run, tmp_path):
+    """Runs whose recorded osmeter commit is "--output=FILE" (a hostile run
+    directory, issue 57): `history changes` says the commits cannot be
+    compared and truncates nothing. Mutant caught: the ids passed to git
+    diff unchecked."""
+    victims = [tmp_path / "v1", tmp_path / "v2"]
+    for v in victims:
+        v.write_text("keep me\n")
+    db = tmp_path / "h.sqlite"
+    runs = []
+    for k in range(12):
+        d = fake_run(base_run, tmp_path / f"r{k:02d}", f"2026-11-01T00:{k:02d}:00+00:00", 1.0 if k < 6 else 3.0)
+        doc = json.loads((d / "results.json").read_text())
+        doc["conditions"].setdefault("osmeter", {})["commit"] = f"--output={victims[k >= 6]}"
+        (d / "results.json").write_text(json.dumps(doc))
+        runs.append(d)
+    assert osmeter("history", "add", *map(str, runs), env=env(db)).returncode == 0
+    r = osmeter("history", "changes", "--alpha", "0.05", env=env(db))
+    assert r.returncode == 0, r.stderr
+    assert "no commit id" in r.stdout, r.stdout
+    assert [v.read_text() for v in victims] == ["keep me\n"] * 2
+
+
 def test_an_older_schema_is_migrated_and_a_foreign_or_damaged_file_is_refused(base_run, tmp_path):
     """A history of schema 1 (before the per-figure CV) is migrated by the
     next add, its run kept; a file that is not SQLite, an SQLite database of

@@ -29,6 +29,7 @@ does not hold 1.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ import numpy as np
 MIN_SIZE = 3
 PERMUTATIONS = 199
 BOOT = 2000
+COMMIT = re.compile(r"[0-9a-f]{4,64}")  # an object name as a run records it (git rev-parse HEAD)
 
 
 def _block_sums(d: np.ndarray) -> np.ndarray:
@@ -162,6 +164,8 @@ def method_change(mid: str, c1: str | None, c2: str | None) -> str:
     the same); said so when the commits cannot be compared (not in this tree)."""
     if not c1 or not c2 or c1 == c2:
         return ""
+    if not (COMMIT.fullmatch(c1) and COMMIT.fullmatch(c2)):  # a run's string, never an option of git's
+        return "osmeter's commit changed, to or from one that is no commit id"
     from osmeter.core.tree import repo_root
     from osmeter.probes import registry
     found = registry.find_measure(mid)
@@ -170,7 +174,7 @@ def method_change(mid: str, c1: str | None, c2: str | None) -> str:
     if found and getattr(found[0], "binary", None):
         b = found[0].binary
         paths.append(f"bench/{b.replace('_', '/', 1)}.c" if b.startswith(area + "_") else f"bench/{b}")
-    r = subprocess.run(["git", "-C", str(repo_root()), "diff", "--name-only", c1, c2, "--", *paths],
+    r = subprocess.run(["git", "-C", str(repo_root()), "diff", "--name-only", "--end-of-options", c1, c2, "--", *paths],
                        capture_output=True, text=True)
     if r.returncode != 0:
         return f"osmeter's commit changed ({c1[:10]} -> {c2[:10]}), and this tree cannot compare them"
