@@ -403,8 +403,8 @@ def test_a_zombie_owner_counts_as_gone(tmp_path):
     while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    dead = tmp_path / f"osmeter-fscache-{child.pid}"
-    live = tmp_path / f"osmeter-fscache-{os.getpid()}"
+    dead = tmp_path / f"osmeter-fscache-{child.pid}-Ab12Cd"  # bench/common/scratch.c's names
+    live = tmp_path / f"osmeter-fscache-{os.getpid()}-Ef34Gh"
     dead.write_text("x")
     live.write_text("x")
     removed: list[str] = []

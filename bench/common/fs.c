@@ -25,9 +25,9 @@ void *osm_fs_buffer(size_t size)
 
 int osm_fs_make_file(const char *path, uint64_t size, char *err, size_t errlen)
 {
-    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno)), -1;
+        return snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)), -1;
     struct stat st;
     fstat(fd, &st);
     const size_t chunk = 1 << 20;

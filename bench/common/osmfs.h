@@ -12,8 +12,8 @@
 enum osm_nocache { OSM_NOCACHE_DIRECT, OSM_NOCACHE_EVICT };
 /* --method's values, in the enum's order (an OSM_OPT_CHOICE row) */
 #define OSM_NOCACHE_CHOICES "direct|evict"
-/* Creates (or extends) path to size bytes of pseudo-random data, synced.
- * 0, or -1 with a message. */
+/* Extends path, a file the program made (osm_scratch_new_file), to size bytes of pseudo-random data,
+ * synced; a link is not followed. 0, or -1 with a message. */
 int osm_fs_make_file(const char *path, uint64_t size, char *err, size_t errlen);
 /* Opens for reading without the page cache: O_DIRECT when the file system
  * takes it (and method is DIRECT), else buffered with the pages evicted.

@@ -6,10 +6,12 @@
 #include "osmscratch.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -117,4 +119,32 @@ void osm_scratch_remove(const char *path)
             else
                 unlink(path);
         }
+}
+
+static int template(const char *dir, const char *tag, char *path, size_t n)
+{
+    int len = snprintf(path, n, "%s/osmeter-%s-%d-XXXXXX", dir, tag, (int)getpid());
+    if (len < 0 || (size_t)len >= n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int osm_scratch_new_file(const char *dir, const char *tag, char *path, size_t n)
+{
+    if (template(dir, tag, path, n) != 0)
+        return -1;
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0)
+        osm_scratch_file(path);
+    return fd;
+}
+
+int osm_scratch_new_dir(const char *dir, const char *tag, char *path, size_t n)
+{
+    if (template(dir, tag, path, n) != 0 || !mkdtemp(path))
+        return -1;
+    osm_scratch_dir(path);
+    return 0;
 }

@@ -85,20 +85,18 @@ int main(int argc, char **argv)
     close(lis);
 
     static char path[PATH_MAX];
-    snprintf(path, sizeof path, "/var/tmp/osmeter-select-%d", (int)getpid());
-    int f = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    int f = osm_scratch_new_file("/var/tmp", "select", path, sizeof path);
     if (f < 0)
-        osm_die("create %s: %m", path);
-    close(f);
-    osm_scratch_file(path);
+        osm_die("cannot make a file in /var/tmp: %m");
+    osm_scratch_remove(path); /* unlinked now: the descriptor keeps it */
 
     static struct set tcp, file;
     struct set *sets[2] = { &tcp, &file };
     int first[2] = { cli, -1 };
     static const char *ids[2] = { "cpu.select.tcp", "cpu.select.file" };
     for (int k = 0; k < 2; k++) {
-        if (k == 1 && (first[1] = open(path, O_RDWR)) < 0)
-            osm_die("open %s: %m", path);
+        if (k == 1)
+            first[1] = f;
         fill(sets[k], first[k]);
         struct osm_meas m;
         osm_meas_init(&m, ids[k], o.samples);

@@ -123,8 +123,10 @@ int main(int argc, char **argv)
                         (unsigned long long)(max_size >> 20));
 
     char path[4096];
-    snprintf(path, sizeof path, "%s/osmeter-fscache-%d", dir, (int)getpid());
-    osm_scratch_file(path); /* removed however the probe ends */
+    int made = osm_scratch_new_file(dir, "fscache", path, sizeof path); /* removed however the probe ends */
+    if (made < 0)
+        osm_usage_error("--dir %s: cannot make a file there: %s", dir, strerror(errno));
+    close(made);
     char *buf = osm_fs_buffer(1 << 20);
     struct point pts[128];
     size_t n = 0;
@@ -155,8 +157,11 @@ int main(int argc, char **argv)
             uint64_t mid = (lo + hi) / 2 / (1 << 20) * (1 << 20);
             if (mid <= lo || mid >= hi)
                 break;
-            /* start from an empty file: a shrinking file keeps nothing useful */
-            unlink(path);
+            /* start from an empty file (its cached pages dropped): a shrinking file keeps nothing useful */
+            int t = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+            if (t < 0)
+                osm_die("cannot empty %s: %s", path, strerror(errno));
+            close(t);
             osm_progress("bisecting %llu..%llu MiB: step %u of at most %u, %llu MiB", (unsigned long long)(lo >> 20),
                          (unsigned long long)(hi >> 20), k + 1, bisect_steps, (unsigned long long)(mid >> 20));
             pts[n] = try_size(path, mid, buf);

@@ -86,9 +86,12 @@ int main(int argc, char **argv)
         levels++;
     char (*paths)[4096] = calloc(max_procs, sizeof *paths);
     for (unsigned i = 0; i < max_procs; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/osmeter-contention-%d-%u", dir, (int)getpid(), i);
-        osm_scratch_file(paths[i]); /* removed however the probe ends */
-        if (osm_fs_make_file(paths[i], size, err, sizeof err) != 0) {
+        int made = osm_scratch_new_file(dir, "contention", paths[i], sizeof paths[i]); /* removed however it ends */
+        if (made >= 0)
+            close(made);
+        else
+            snprintf(err, sizeof err, "cannot make a file in %s: %s", dir, strerror(errno));
+        if (made < 0 || osm_fs_make_file(paths[i], size, err, sizeof err) != 0) {
             for (unsigned k = 0; k <= i; k++)
                 unlink(paths[k]);
             osm_die("%s", err);

@@ -76,10 +76,8 @@ int main(int argc, char **argv)
     char fsname[32], dev[160], top[4096];
     bool tmpfs;
     osm_fs_describe(dir, fsname, sizeof fsname, dev, sizeof dev, &tmpfs);
-    snprintf(top, sizeof top, "%s/osmeter-meta-%d", dir, (int)getpid());
-    if (mkdir(top, 0755) != 0)
+    if (osm_scratch_new_dir(dir, "meta", top, sizeof top) != 0) /* removed, with what is in it, however it ends */
         osm_usage_error("--dir %s: cannot make a directory there: %s", dir, strerror(errno));
-    osm_scratch_dir(top); /* removed, with what is in it, however the probe ends */
     static const unsigned kib[NSIZES] = { 0, 1, 4, 10 };
     char *data = osm_fs_buffer(10 * 1024);
     char (*names)[16] = malloc((size_t)nfiles * sizeof *names);

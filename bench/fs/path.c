@@ -58,12 +58,10 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     static char top[PATH_MAX], path[PATH_MAX + 16];
-    snprintf(top, sizeof top, "%s/osmeter-path-%d", dir, (int)getpid());
-    if (mkdir(top, 0755) != 0)
+    if (osm_scratch_new_dir(dir, "path", top, sizeof top) != 0)
         osm_usage_error("--dir %s: cannot make a directory there: %s", dir, strerror(errno));
-    osm_scratch_dir(top);
     snprintf(path, sizeof path, "%s/file", top);
-    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644); /* in a directory of its own */
     if (fd < 0)
         osm_die("create %s: %m", path);
     close(fd);

@@ -101,9 +101,11 @@ int main(int argc, char **argv)
     enum osm_nocache used = method;
     for (size_t k = 0; k < nsizes; k++) {
         char path[4096], err[512];
-        snprintf(path, sizeof path, "%s/osmeter-fsread-%d-%zu", dir, (int)getpid(), k);
         osm_progress("file %zu of %zu: %llu KiB", k + 1, nsizes, (unsigned long long)(sizes[k] >> 10));
-        osm_scratch_file(path); /* until it is unlinked below */
+        int made = osm_scratch_new_file(dir, "fsread", path, sizeof path); /* until it is unlinked below */
+        if (made < 0)
+            osm_die("cannot make a file in %s: %s", dir, strerror(errno));
+        close(made);
         if (osm_fs_make_file(path, sizes[k], err, sizeof err) != 0)
             osm_die("%s", err);
         int fd = osm_fs_open_nocache(path, method, &used, err, sizeof err);

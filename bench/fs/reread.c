@@ -68,9 +68,11 @@ int main(int argc, char **argv)
     osm_init(argc, argv, &info, &o);
     size = size / PIECE * PIECE;
     static char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/osmeter-reread-%d", dir, (int)getpid());
     char err[256];
-    osm_scratch_file(path);
+    int made = osm_scratch_new_file(dir, "reread", path, sizeof path);
+    if (made < 0)
+        osm_usage_error("--dir %s: cannot make a file there: %s", dir, strerror(errno));
+    close(made);
     if (osm_fs_make_file(path, size, err, sizeof err) != 0)
         osm_usage_error("--dir %s: %s", dir, err);
     fd = open(path, O_RDONLY);

@@ -25,6 +25,7 @@
 #include "osm.h"
 #include "osmfs.h"
 #include "osmmem.h"
+#include "osmscratch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,11 +129,10 @@ static void check_dir(struct statfs *sfs)
 static void major_faults(const struct osm_opts *o, size_t page, struct statfs sfs)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/osmeter-pagefault-XXXXXX", dir);
-    int fd = mkstemp(path);
+    int fd = osm_scratch_new_file(dir, "pagefault", path, sizeof path);
     if (fd < 0)
         osm_die("cannot create a file in %s: %s", dir, strerror(errno));
-    unlink(path); /* gone when we exit, however we exit */
+    osm_scratch_remove(path); /* gone when we exit, however we exit */
     struct stat st;
     fstat(fd, &st);
     char dev[160];

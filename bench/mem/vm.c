@@ -31,6 +31,7 @@
 #include "osmmem.h"
 #include "osmscratch.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -128,14 +129,12 @@ int main(int argc, char **argv)
     struct osm_opts o;
     osm_init(argc, argv, &info, &o);
     static char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/osmeter-vm-%d", dir, (int)getpid());
     char err[256];
-    osm_scratch_file(path);
+    fd = osm_scratch_new_file(dir, "vm", path, sizeof path);
+    if (fd < 0)
+        osm_usage_error("--dir %s: cannot make a file there: %s", dir, strerror(errno));
     if (osm_fs_make_file(path, size, err, sizeof err) != 0)
         osm_usage_error("--dir %s: %s", dir, err);
-    fd = open(path, O_RDWR);
-    if (fd < 0)
-        osm_die("open %s: %m", path);
     pagesize = sysconf(_SC_PAGESIZE);
     page = mmap(NULL, pagesize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (page == MAP_FAILED)

@@ -184,7 +184,7 @@ static void gather(MPI_Comm comm)
         }
         char out[PATH_MAX];
         snprintf(out, sizeof out, "%s/trace.r%d.from-host.%d", rec_dir(), r, (int)getpid());
-        FILE *f = fopen(out, "wbe");
+        FILE *f = fopen(out, "wbex"); /* new, never through a link: x is O_EXCL */
         char *buf = malloc(SEND_CHUNK);
         for (long long got = 0; got < size;) {
             int n = (int)(size - got < SEND_CHUNK ? size - got : SEND_CHUNK);

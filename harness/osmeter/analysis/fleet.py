@@ -21,6 +21,7 @@ from osmeter.analysis.model import MIN_CHANGE, Comparison, verdict_text
 from osmeter.present.values import esc, fmt_value, text_table
 from osmeter.results import store
 from osmeter.results.store import load_side
+from osmeter.results.writer import save_figure
 
 
 @dataclass
@@ -206,7 +207,7 @@ def to_latex(fc: FleetComparison, figdir: Path, prefix: str = "fleet") -> str:
         figdir.mkdir(parents=True, exist_ok=True)
         fig = figure(fc)
         name = f"{prefix}-ratios.pdf"
-        fig.savefig(figdir / name, bbox_inches="tight")
+        save_figure(fig, figdir / name, bbox_inches="tight")
         plt.close(fig)
         out += [r"\begin{figure}[H]\centering",
                 f"\\includegraphics[width=0.85\\linewidth,height=0.8\\textheight,keepaspectratio]"
@@ -248,7 +249,7 @@ def _slow_nodes_latex(o: outliers.Outliers, figdir: Path, prefix: str) -> list[s
     if o.areas:
         fig = outliers.heat_figure(o)
         name = f"{prefix}-heat.pdf"
-        fig.savefig(figdir / name, bbox_inches="tight")
+        save_figure(fig, figdir / name, bbox_inches="tight")
         plt.close(fig)
         out += [r"\begin{figure}[H]\centering",
                 f"\\includegraphics[width=0.8\\linewidth,height=0.5\\textheight,keepaspectratio]"

@@ -9,6 +9,7 @@ from osmeter.analysis import formats
 from osmeter.cli.common import fraction, sides, write_output
 from osmeter.core.errors import RunError
 from osmeter.results import store
+from osmeter.results.writer import save_figure
 
 
 def main(args) -> int:
@@ -57,7 +58,7 @@ def main(args) -> int:
 
         fig = forest(c.rows, "Before and after", c.min_change, c.labels)
         try:
-            fig.savefig(args.plot, bbox_inches="tight")
+            save_figure(fig, args.plot, bbox_inches="tight")
         except (OSError, ValueError) as e:
             raise RunError(f"--plot {args.plot}: {getattr(e, 'strerror', None) or e}") from None
         finally:

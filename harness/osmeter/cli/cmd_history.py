@@ -4,9 +4,11 @@ Otava, a page (history/page.py)."""
 from __future__ import annotations
 
 import csv
+import io
 import sys
 from pathlib import Path
 
+from osmeter.cli.common import write_output
 from osmeter.core.errors import RunError
 
 
@@ -80,16 +82,13 @@ def _csv(con, host: str, args) -> int:
             row = table.setdefault(r["run"], {"time": r["time"], "commit": r["commit"] or "",
                                               "kernel": r["kernel"] or "", "run": r["path"]})
             row[mid] = r["median"]
-    out = sys.stdout if str(args.out) == "-" else open(args.out, "w", newline="")
-    try:
-        w = csv.DictWriter(out, ["time", "commit", "kernel", "run", *mids], restval="")
-        w.writeheader()
-        for row in sorted(table.values(), key=lambda r: r["time"]):
-            w.writerow(row)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    out = sys.stdout if str(args.out) == "-" else io.StringIO(newline="")
+    w = csv.DictWriter(out, ["time", "commit", "kernel", "run", *mids], restval="")
+    w.writeheader()
+    for row in sorted(table.values(), key=lambda r: r["time"]):
+        w.writerow(row)
     if out is not sys.stdout:
+        write_output(Path(args.out), out.getvalue(), "--out")  # whole, never through a link
         print(f"osmeter: {len(table)} runs x {len(mids)} ids -> {args.out}", file=sys.stderr)
     return 0
 

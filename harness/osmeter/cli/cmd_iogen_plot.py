@@ -10,6 +10,7 @@ def main(args) -> int:
     import json
 
     from osmeter.present import plots
+    from osmeter.results.writer import save_figure
 
     try:
         objs = [json.loads(line) for line in args.results.read_text().splitlines() if line.strip()]
@@ -23,7 +24,7 @@ def main(args) -> int:
         return 2
     for k, fig in enumerate(figs):
         out = args.out if k == 0 else args.out.with_name(f"{args.out.stem}-{k + 1}{args.out.suffix}")
-        fig.savefig(out, dpi=150)
+        save_figure(fig, out, dpi=150)
         print(out)
     return 0
 

@@ -55,8 +55,9 @@ def estimates_of(arg: str | None, doc: dict | None = None):
 
 
 def write_output(path: Path, text: str, what: str) -> None:
+    from osmeter.results.writer import write_text_atomic
     try:
-        path.write_text(text)
+        write_text_atomic(path, text)
     except OSError as e:
         raise RunError(f"{what} {path}: cannot write it: {e.strerror}") from None
 

@@ -36,7 +36,7 @@ from osmeter.fleet.host import (HOST_RE, LOCAL, Driver, Host, HostFailed, build,
                                 ship, source_tar, stamp, summary_text, timed)
 from osmeter.remote import ssh
 from osmeter.results import store
-from osmeter.results.writer import write_json_atomic
+from osmeter.results.writer import write_atomic, write_json_atomic
 
 # ------------------------------------------------------------ clocks
 
@@ -259,9 +259,11 @@ def _fetch_file(h: Host, remote: str, local: Path) -> None:
     if h.local:
         os.replace(remote, local)
         return
-    with open(local, "wb") as f:
-        r = subprocess.run(ssh.argv(h.target, f"cat {ssh.quote(remote)} && rm -f {ssh.quote(remote)}"), stdout=f,
-                           stderr=subprocess.PIPE, timeout=600)
+    got = {}
+    write_atomic(local, lambda f: got.setdefault("r", subprocess.run(
+        ssh.argv(h.target, f"cat {ssh.quote(remote)} && rm -f {ssh.quote(remote)}"), stdout=f,
+        stderr=subprocess.PIPE, timeout=600)), binary=True)
+    r = got["r"]
     if r.returncode != 0:
         raise HostFailed(f"fetching {remote}: {r.stderr.decode(errors='replace').strip()}")
 

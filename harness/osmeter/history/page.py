@@ -105,6 +105,7 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
                probes: str | None = None) -> Path:
     from osmeter.history import changes, store
     from osmeter.present.values import fmt_value
+    from osmeter.results.writer import write_bytes_atomic
     from osmeter.probes import registry
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -156,5 +157,5 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
             f"<meta name=viewport content='width=device-width, initial-scale=1'><style>{STYLE}</style>"
             f"</head><body>{''.join(body)}<script type='application/json' id='changes'>"
             f"{html.escape(json.dumps(summary))}</script></body></html>")
-    page.write_text(text, encoding="utf-8", errors="backslashreplace")  # a run's path may hold bytes no text can
+    write_bytes_atomic(page, text.encode("utf-8", "backslashreplace"))  # a run's path may hold bytes no text can
     return page

@@ -22,7 +22,8 @@ from pathlib import Path
 from osmeter.results import store
 
 LOCK = store.LOCK
-SCRATCH = re.compile(r"^osmeter-(?:fscache|contention|meta|fsread|pagefault)-(\d+)(?:-.*)?$")
+# bench/common/scratch.c's names: osmeter-TAG-PID-XXXXXX
+SCRATCH = re.compile(r"^osmeter-(?:fscache|contention|meta|fsread|pagefault|reread|vm|path|select)-(\d+)-.+$")
 TEMP = re.compile(r"^\.[^/]+\.[A-Za-z0-9_]{8}\.tmp$")  # write_atomic's mkstemp names
 
 

@@ -36,7 +36,7 @@ import numpy as np
 from osmeter.ktrace import ktimers, tracefs
 from osmeter.ktrace.trace import GROUPS, KERNEL_GROUPS, OFF_CPU_GROUPS, Timelines, group, parse, syscall_names
 from osmeter.results import store
-from osmeter.results.writer import line_values, safe_name
+from osmeter.results.writer import line_values, safe_name, write_atomic
 
 UNACCOUNTED_LIMIT = 0.05  # a sample whose time the trace cannot place beyond this share is dropped
 
@@ -334,7 +334,8 @@ def save_arrays(results_dir: Path, mid: str, got: dict) -> str:
     """The per-sample components of an id (ns per operation) as kpaths/<id>.npz."""
     (results_dir / store.KPATHS).mkdir(exist_ok=True)
     name = store.kpaths_file(safe_name(mid))
-    np.savez_compressed(results_dir / name, labels=np.asarray(got["labels"]), values=got["matrix"],
-                        window_ns=got["window_ns"], figure_ns=got["figure_ns"], index=got["index"])
+    write_atomic(results_dir / name, lambda f: np.savez_compressed(
+        f, labels=np.asarray(got["labels"]), values=got["matrix"], window_ns=got["window_ns"],
+        figure_ns=got["figure_ns"], index=got["index"]), binary=True)
     return name
 

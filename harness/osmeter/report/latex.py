@@ -20,6 +20,7 @@ from osmeter.probes import registry
 from osmeter.report.estimates import Estimate, EstimateError, Source, for_run
 from osmeter.results import store
 from osmeter.results.store import kept_samples, load
+from osmeter.results.writer import save_figure, write_text_atomic
 
 
 def _machine(doc: dict) -> str:
@@ -67,7 +68,7 @@ def _table(ms: list[dict], est: dict[str, Estimate], curves: set[str], quote: st
 def _figure(fig, figdir: Path, name: str, caption: str) -> list[str]:
     """A numbered figure at its drawn size (plots.TEXT_WIDTH_IN wide: one
     font size on every page), its caption under it."""
-    fig.savefig(figdir / name)
+    save_figure(fig, figdir / name)
     plots.plt.close(fig)
     return [r"\begin{figure}[htbp]\centering", f"\\includegraphics{{{store.FIGURES}/{name}}}",
             f"\\caption{{{esc(caption)}}}", r"\end{figure}"]
@@ -337,8 +338,7 @@ def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
     """report/<template> with its <<FIELD>> markers (and the shared preamble) filled, written to path."""
     fields = {"PREAMBLE": (root / "report" / "preamble.tex").read_text(), **fields}
     tex = (root / "report" / template).read_text()
-    path.write_text(re.sub(r"<<([A-Z]+)>>", lambda mo: fields[mo.group(1)], tex))
-    return path
+    return write_text_atomic(path, re.sub(r"<<([A-Z]+)>>", lambda mo: fields[mo.group(1)], tex))
 
 
 def write_compare(c, tex: Path, root: Path) -> Path:

@@ -306,7 +306,7 @@ class Results:
             m["grid"], grid_arrays = grid_summary(line["id"], line["grid"])
             arrays.update(grid_arrays)
         m["samples_file"] = store.sample_file(safe_name(line["id"]))
-        _write_atomic(self.dir / m["samples_file"], lambda f: np.savez_compressed(f, **arrays), binary=True)
+        write_atomic(self.dir / m["samples_file"], lambda f: np.savez_compressed(f, **arrays), binary=True)
         # a rerun of the same id replaces the earlier entry
         self.doc["measurements"] = [x for x in self.measurements if x["id"] != m["id"]] + [m]
         return m
@@ -343,9 +343,13 @@ class WriteError(OSError):
     system): the file's previous version is intact, no part is left."""
 
 
-def _write_atomic(path: Path, write, binary: bool = False) -> Path:
-    """Writes path so that a reader (or a crash) sees the old file or the new
-    one, never a part: temporary file, fsync, rename. write(f) fills f."""
+def write_atomic(path: Path, write, binary: bool = False) -> Path:
+    """The one way osmeter's Python makes a file: path, in the directory the
+    command was given, written so that a reader (or a crash) sees the old
+    file or the new one, never a part: a temporary file of a name nobody can
+    guess beside it (mkstemp: exclusive, no link followed), fsync, rename
+    (which replaces a link planted at path, never writes through it).
+    write(f) fills f."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     except OSError as e:
@@ -370,7 +374,18 @@ def _write_atomic(path: Path, write, binary: bool = False) -> Path:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    return _write_atomic(path, lambda f: f.write(text.encode("utf-8", "surrogateescape")), binary=True)
+    return write_atomic(path, lambda f: f.write(text.encode("utf-8", "surrogateescape")), binary=True)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    return write_atomic(path, lambda f: f.write(data), binary=True)
+
+
+def save_figure(fig, path: Path, **kw) -> Path:
+    """A matplotlib figure saved through write_atomic, in the format of path's suffix."""
+    path = Path(path)
+    return write_atomic(path, lambda f: fig.savefig(f, format=path.suffix.lstrip(".").lower() or "png", **kw),
+                        binary=True)
 
 
 def write_json_atomic(path: Path, doc: dict, compact: bool = False) -> Path:
@@ -385,7 +400,7 @@ def write_json_atomic(path: Path, doc: dict, compact: bool = False) -> Path:
             json.dump(_finite(doc), f, indent=1, allow_nan=False)
         f.write("\n")
 
-    return _write_atomic(path, dump)
+    return write_atomic(path, dump)
 
 
 def line_by_process(line: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
@@ -446,7 +461,7 @@ class ResultsDir:
         except OSError as e:
             raise RunError(f"--out {out}: cannot create it: {e.strerror}") from None
         try:
-            self.fd = os.open(out / self.LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            self.fd = os.open(out / self.LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as e:
             raise RunError(f"--out {out}: cannot write there: {e.strerror}") from None
         try:

@@ -25,7 +25,7 @@ from osmeter.host.isolate import isolated
 from osmeter.results import store
 from osmeter.results.store import load as load_results
 from osmeter.results.store import load_side
-from osmeter.results.writer import ResultsDir, write_json_atomic
+from osmeter.results.writer import ResultsDir, write_json_atomic, write_text_atomic
 from osmeter.running.execute import execute
 from osmeter.running.runner import Done, no_halt, ram_devices, start_run, tracing
 from osmeter.running.runopts import RunOptions, options_doc
@@ -142,6 +142,6 @@ def write_stability(out: Path, quiet: bool = False) -> None:
     table = stability_table(stability_rows(runs))
     for extra in (core_state_table(runs), host_params_table(runs)):
         table += "\n\n" + extra if extra else ""
-    (out / store.STABILITY).write_text(STABILITY_HEAD + table + "\n")
+    write_text_atomic(out / store.STABILITY, STABILITY_HEAD + table + "\n")
     if not quiet:
         print(f"\nRun-to-run stability over {len(runs)} runs:\n{STABILITY_HEAD}{table}\n\nosmeter: campaign in {out}")

@@ -10,6 +10,7 @@ import datetime as dt
 import random
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from osmeter.running import sentinel
 from osmeter.running.collect import collect_process, derive_across
 from osmeter.running.finish import deschedule_check, finish
 from osmeter.running.kpass import kernel_path_pass
-from osmeter.running.plan import Plan, placeholders, probe_args, share_samples
+from osmeter.running.plan import APP_DIR, Plan, placeholders, probe_args, share_samples
 from osmeter.running.precision import CHEAP_PROCESS_S, EXTRA_TIME, MORE_PROCESSES, imprecise, record_precision
 from osmeter.running.progress import StatusLine
 
@@ -130,7 +131,11 @@ class Execution:
         raw_dir.mkdir(exist_ok=True)
         self.raw_dir = raw_dir
         if self.opts.app_trace:  # the replay's files (its prepare makes them again before each replay)
-            Path(self.subst["{app_dir}"]).mkdir(exist_ok=True)
+            if self.opts.app_dir:  # a shared directory: a name of the replay's own, nobody can guess it
+                self.subst["{app_dir}"] = tempfile.mkdtemp(prefix=f"osmeter-{APP_DIR}.",
+                                                           dir=Path(self.opts.app_dir).resolve())
+            else:
+                Path(self.subst["{app_dir}"]).mkdir(exist_ok=True)
         scratch_dirs = list(dict.fromkeys([self.host.scratch(out), self.subst["{fs_dir}"], self.subst["{meta_dir}"]]))
         launch = self.launch = self.host.launcher(p.cpu, p.fifo, scratch_dirs)
         # The harness (on a thin host: its agent) stays off the measuring CPU while the run lasts.

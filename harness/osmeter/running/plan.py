@@ -193,8 +193,7 @@ def placeholders(p: Plan, out: Path) -> dict[str, str | list[str]]:
             "{meta_dir}": p.scratch_fs or str(o.fs_dir or scratch),
             "{fs_remote}": str(o.fs_remote or ""),
             "{app_trace}": str(Path(o.app_trace).resolve()) if o.app_trace else "",
-            "{app_dir}": str(Path(o.app_dir).resolve() / f"osmeter-{APP_DIR}.{os.getpid()}" if o.app_dir
-                             else Path(out).resolve() / APP_DIR),
+            "{app_dir}": str(Path(out).resolve() / APP_DIR),  # with --app-dir: a private one there, made at the start
             "{app_launcher}": ["--launcher", o.app_launcher] if o.app_launcher else [],
             "{app_timeout}": ["--timeout", str(o.app_timeout)] if o.app_timeout else []}
 

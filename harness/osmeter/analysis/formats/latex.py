@@ -10,6 +10,7 @@ from osmeter.analysis.kparts import moved_text
 from osmeter.analysis.model import DIRECTIONS, Comparison, verdict_text
 from osmeter.analysis.verdicts import area_changes, counts
 from osmeter.present.values import esc, fmt_value, tex_file_name
+from osmeter.results.writer import save_figure
 
 
 def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
@@ -45,7 +46,7 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
         rows = [r for r in c.rows if r.area == area]
         fig = forest(rows, f"{area}: {lb} against {la}", c.min_change, c.labels)
         name = f"{tex_file_name(prefix)}-{tex_file_name(area)}.pdf"
-        fig.savefig(figdir / name, bbox_inches="tight")
+        save_figure(fig, figdir / name, bbox_inches="tight")
         plt.close(fig)
         out += [r"\begin{figure}[H]\centering",
                 f"\\includegraphics[width=0.85\\linewidth]{{{tex_file_name(figdir.name)}/{name}}}",
@@ -61,7 +62,7 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
         for k, r in enumerate(changed):
             fig = kernel_path_change(r, c.labels)
             name = f"{tex_file_name(prefix)}-kpath-{k}.pdf"
-            fig.savefig(figdir / name)
+            save_figure(fig, figdir / name)
             plt.close(fig)
             out += [r"\begin{figure}[H]\centering", f"\\includegraphics{{{tex_file_name(figdir.name)}/{name}}}",
                     r"\end{figure}"]
