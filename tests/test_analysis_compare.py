@@ -963,6 +963,41 @@ def test_ab_restores_exactly_once_whatever_signals_come(tmp_path, signals, statu
     assert json.loads((out / "a" / "campaign.json").read_text())["interrupted"]
 
 
+@pytest.mark.parametrize("watchdog_too", [False, True])
+def test_ab_killed_outright_still_restores_once(tmp_path, watchdog_too):
+    """SIGKILL to ab's whole group after its first run (issue 57: the
+    restore never ran, and the next run said nothing): its watchdog runs
+    the owed --restore, once, in ab's directory; with the watchdog killed
+    too, the next osmeter command runs it and says so. Mutants caught: no
+    watchdog for ab; the owed restore never written."""
+    from conftest import kill_run, watchdogs
+    out, mark = tmp_path / "ab", tmp_path / "restored"
+    p = subprocess.Popen([str(ROOT / "osmeter"), "ab", "--a", "true", "--b", "true", "--rounds", "4",
+                          "--restore", "echo done >> restored", "--probes", "cpu.syscall.getppid", "--out", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(out.glob("*/run-01/results.json")):
+        time.sleep(0.05)
+    assert list(out.glob("*/run-01/results.json")), "ab never ran"
+    kill_run(p, watchdog_too=watchdog_too)
+    if watchdog_too:
+        assert not mark.exists()
+        r = osmeter("run", "--probes", "cpu.syscall.getppid", "--no-report", "--no-history", "--out",
+                    str(tmp_path / "next"))
+        assert r.returncode == 0, r.stderr
+        assert f"ab (pid {p.pid}" in r.stderr and "was killed before its --restore; ran it now" in r.stderr, r.stderr
+    else:
+        deadline = time.monotonic() + 30
+        while (not mark.exists() or watchdogs()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert mark.read_text() == "done\n"
+    # paid: the command after that runs nothing again
+    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--no-report", "--no-history", "--out", str(tmp_path / "n2"))
+    assert r.returncode == 0 and "--restore" not in r.stderr, r.stderr
+    assert mark.read_text() == "done\n"
+
+
 def test_ab_ended_by_a_signal_to_its_pid_ends_its_commands_processes(tmp_path):
     """SIGTERM to ab's own pid (not its group) while its setup command runs
     a sleep, and has a sleep of its own in the background: both end with

@@ -229,6 +229,48 @@ def test_scancel_mid_run_keeps_what_finished_and_leaves_nothing_running(cluster,
     nothing_left(cluster)
 
 
+def test_a_fleet_killed_outright_leaves_no_job_pending_or_running(cluster, tmp_path):
+    """SIGKILL to `fleet run --slurm`'s whole group (issue 57: its salloc
+    was orphaned and the job later ran with the partition's unlimited
+    time; mid-run the job kept the nodes): while its job is pending behind
+    another that holds every node, and again while it runs, the fleet's
+    watchdog withdraws or cancels it. The job asks for the planned work's
+    time limit, not the partition's. Mutant caught: no watchdog."""
+    blocker = subprocess.Popen(["salloc", "--nodes=3", "--exclusive", "--no-shell", "--job-name=blocker"],
+                               env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert blocker.wait(timeout=120) == 0, blocker.stdout.read()
+
+    def jobs(name: str) -> list[str]:
+        return [ln for ln in cluster.run("squeue", "-h", "-n", name, "-o", "%i %T %l").stdout.splitlines() if ln]
+
+    def fleet(out):
+        return subprocess.Popen([str(ROOT / "osmeter"), "fleet", "run", "--slurm", "--partition", "osms", "--nodes",
+                                 "1", "--probes", "cpu.syscall", "--runs", "4", "--dirty", "--out", str(out)],
+                                env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    try:
+        p = fleet(tmp_path / "pending")
+        slurmhosts.wait("the fleet's job pending", lambda: any(" PENDING " in j for j in jobs("osmeter-fleet")),
+                        timeout=120)
+        limit = jobs("osmeter-fleet")[0].split()[2]
+        assert limit not in ("UNLIMITED", "INVALID") and not limit.count("-"), limit  # minutes, not days
+        os.killpg(p.pid, 9)
+        p.communicate(timeout=60)
+        slurmhosts.wait("the pending job withdrawn", lambda: jobs("osmeter-fleet") == [], timeout=60)
+    finally:
+        for ln in jobs("blocker"):
+            cluster.run("scancel", ln.split()[0])
+    slurmhosts.wait("the blocker gone", lambda: jobs("blocker") == [], timeout=60)
+    out = tmp_path / "running"
+    p = fleet(out)
+    try:
+        slurmhosts.wait("the first run", lambda: _finished_runs(out / "osms-1") >= 1, timeout=300)
+    finally:
+        os.killpg(p.pid, 9)
+        p.communicate(timeout=60)
+    nothing_left(cluster)
+
+
 def test_a_node_killed_mid_run_is_marked_and_the_others_are_kept(cluster, tmp_path):
     """osms-2 dies (its slurmd, its step and its probes, all at once) during
     its second run of three, in an allocation made --no-kill as a cluster

@@ -345,6 +345,62 @@ def test_after_a_sigkill_the_runs_watchdog_puts_the_machine_back(tmp_path):
     same_as(before)
 
 
+def test_a_failed_undo_of_the_tracing_never_keeps_the_isolation_from_being_undone(tmp_path, monkeypatch):
+    """undo_dead_runs: the tracing's undo raising (its message to a dead
+    stderr) still lets the isolation be undone, and is raised after it.
+    Mutant caught: the first failure raised at once."""
+    from osmeter.running import recover
+    state = tmp_path / "isolate.json"
+    state.write_text("{}")
+    called = []
+
+    def broken(say):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(recover, "ISOLATE_STATE", state)
+    monkeypatch.setattr(recover.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(recover.tracefs, "undo_killed_run", broken)
+    monkeypatch.setattr(recover.isolate, "undo_killed_run", lambda say: called.append(1) or {})
+    with pytest.raises(BrokenPipeError):
+        recover.undo_dead_runs(say=lambda *a, **k: None)
+    assert called == [1]
+
+
+@as_root
+def test_the_watchdog_puts_everything_back_when_the_runs_stderr_is_gone(tmp_path):
+    """`osmeter run --isolate --kernel-paths ... 2>&1 | cat` and the whole
+    group killed: the watchdog's stderr is a pipe nobody reads any more.
+    It undoes the tracing and the isolation both, every mask and IRQ back,
+    its messages' failed writes ignored (issue 57: a BrokenPipeError after
+    the tracing's undo left PID 1, the IRQs and the workqueue mask moved).
+    Mutant caught: the watchdog's message written before the undo goes on."""
+    from osmeter.ktrace import tracefs
+    before = snapshot()
+    cpu = max(os.sched_getaffinity(0))
+    traced = os.geteuid() == 0 and tracefs.refusal() is None
+    more = ("--kernel-paths",) if traced else ()
+    r, w = os.pipe()
+    p = subprocess.Popen([str(ROOT / "osmeter"), "run", "--isolate", *more, "--probes", "cpu.syscall", "--no-report",
+                          "--preset", "full", "--out", str(tmp_path / "r1")], stdout=w, stderr=w,
+                         start_new_session=True)
+    os.close(w)
+    wait_for(tmp_path / "r1" / "results.json", p)
+    isolated, guards = cpu not in os.sched_getaffinity(0), watchdogs()
+    os.close(r)  # the reader gone: every write to the run's stderr now fails
+    kill_run(p, watchdog_too=False)
+    p.wait(timeout=30)
+    assert isolated and len(guards) == 1, guards
+    end = time.monotonic() + 30
+    while (Path("/run/osmeter/isolate.json").exists() or watchdogs()) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert not Path("/run/osmeter/isolate.json").exists()
+    assert cpu in os.sched_getaffinity(0)
+    same_as(before)
+    if traced:
+        mount = tracefs.find_mount()
+        assert mount is None or not [d for d in os.listdir(mount / "instances") if d.startswith("osmeter-")]
+
+
 @as_root
 def test_after_a_sigkill_of_the_run_and_its_watchdog_any_next_command_puts_the_machine_back(tmp_path):
     """Run and watchdog both killed: a command that isolates nothing

@@ -29,10 +29,33 @@ def main(args) -> int:
         return _main(args, root, fleet.parse_hosts(args.hosts), None)
     if args.fleet_cmd == "run" and args.python:
         raise RunError("--slurm runs thin hosts (the harness here, the probes on the nodes): it takes no --python")
-    from osmeter.fleet.slurm import allocation
+    import os
 
+    from osmeter.fleet.slurm import allocation, planned_limit
+
+    if req.partition and not req.time_limit and not os.environ.get("SLURM_JOB_ID"):
+        req.time_limit = planned_limit(_planned_seconds(args))
+        print(f"fleet: the job's time limit: {req.time_limit} min (twice the planned work, and the tree shipped and "
+              "built first; --time-limit to give another)", file=sys.stderr, flush=True)
     with allocation(req, lambda m: print(m, file=sys.stderr, flush=True)) as alloc:
         return _main(args, root, alloc.hosts(), {"slurm": alloc.record()})
+
+
+def _planned_seconds(args) -> float:
+    """How long the work asked of each node should take: fleet load's start,
+    ramp and time; fleet run's probes' budgets (as a run announces them),
+    times its runs."""
+    if args.fleet_cmd != "run":
+        return float(args.start_in) + float(args.ramp) + float(args.time)
+    from osmeter.probes import registry
+    values = runopts.fleet_values(args)
+    patterns = values.get("patterns")
+    try:
+        chosen = registry.select(patterns or None, values.get("preset") or "quick")
+    except registry.SelectionError as e:
+        raise RunError(str(e)) from None
+    preset = values.get("preset") or "quick"
+    return sum(p.expect.get(preset, 0.5) for p, _ in chosen) * (values.get("runs") or 1)
 
 
 def _main(args, root: Path, hosts, launcher: dict | None) -> int:

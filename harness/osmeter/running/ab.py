@@ -7,7 +7,8 @@ and then a run, in an order drawn at random for the round (seeded), so slow
 drift of the machine hits both sides alike. The runs land in DIR/a and
 DIR/b, two campaigns that `osmeter compare DIR/a DIR/b` reads; ab prints
 that comparison at the end. The restore command runs at the end, and also
-when SIGINT or SIGTERM stops the rounds.
+when SIGINT or SIGTERM stops the rounds; ab killed outright (SIGKILL) owes
+it, and its watchdog, or else the next osmeter command, runs it and says so.
 """
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ from osmeter.analysis.verdicts import counts
 from osmeter.core.errors import Interrupted, RunError, shielded
 from osmeter.core.inference import spend_alpha
 from osmeter.results import store
-from osmeter.results.writer import ResultsDir
+from osmeter.results.writer import ResultsDir, write_text_atomic
 from osmeter.running.campaign import Campaign, new_seed, run_seeds
 from osmeter.running.execute import execute
+from osmeter.running.recover import OwedRestore
 from osmeter.running.runner import Done, no_halt, ram_devices, start_run, tracing
 from osmeter.running.runopts import RunOptions
 
@@ -105,7 +107,7 @@ def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds
         raise RunError("--rounds: expected 1 or more")
     if max_minutes is not None and not (max_minutes > 0 and until_decided):
         raise RunError("--max-minutes: a positive budget, with --until-decided")
-    with start_run(opts, "-ab", sentinels=True) as (p, out):
+    with start_run(opts, "-ab", sentinels=True, watchdog=bool(restore)) as (p, out):
         return Done(_run_ab(p, out, opts, a_cmd, b_cmd, restore, rounds, seed, min_change, until_decided,
                             max_minutes), out)
 
@@ -137,11 +139,10 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
         plan_text += f" or {max_minutes:g} minutes"
     started, stopped_by = time.monotonic(), None
     print(f"osmeter: ab, {plan_text} into {out} (seed {seed}); restore: {restore or 'none'}")
-    status = 0
-    looks: list[dict] = []
-    alpha = ALPHA
+    status, looks, alpha = 0, [], ALPHA
     first: Interrupted | None = None  # the signal that stopped the rounds
     cmds = Commands()
+    owed = OwedRestore(restore, out).__enter__() if restore else None  # owed until it ran (running/recover.py)
     try:
         with peer_session(opts, p.bin_dir / "netpeer") as peer, tracing(p), no_halt(p), ram_devices(p):
             p.peer = peer
@@ -180,6 +181,7 @@ def _run_ab(p, out: Path, opts: RunOptions, a_cmd: str, b_cmd: str, restore: str
                     except RunError as e:
                         print(f"osmeter: error: {e}", file=sys.stderr)
                         status = 1
+                    owed.paid()
         except Interrupted:
             if first is None:  # the signal that came during the restore is the first: it ends ab
                 raise
@@ -255,8 +257,8 @@ def _final_table(out: Path, min_change: float, alpha: float, until_decided: bool
                  f"of an O'Brien-Fleming-type alpha spending function (overall 5%); stopped "
                  + why + f" This table is the last look's (level {alpha:.4f}).")
         text += undecided_text(cmp)
-    (out / store.AB_TEXT).write_text(text + "\n")
-    (out / store.AB_CSV).write_text(to_csv(cmp))
+    write_text_atomic(out / store.AB_TEXT, text + "\n")
+    write_text_atomic(out / store.AB_CSV, to_csv(cmp))
     print()
     print(text)
     print(f"\nosmeter: runs in {' and '.join(map(str, store.ab_sides(out)))}; this table in {out / store.AB_TEXT} "

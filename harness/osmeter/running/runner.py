@@ -60,13 +60,15 @@ def clean_stale(out: Path, opts: RunOptions) -> None:
 
 
 @contextlib.contextmanager
-def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
+def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False, watchdog: bool = False):
     """The start a run, a campaign and ab share: the plan (checked before
     anything runs), the results directory (--out, else
     results/<host>-<UTC time><suffix>), what killed runs left beside it
     removed, and a word when SCHED_FIFO is not to be had. Yields (plan,
     directory); the measured machine's session (a thin host's agent) is
-    closed when the block ends."""
+    closed when the block ends. A watchdog (recover.guard) watches a run
+    that changes the machine, and any whose caller asks for one (ab's
+    --restore)."""
     p = plan(opts, sentinels)
     try:
         out = opts.out or default_out(p.root, suffix)
@@ -74,7 +76,7 @@ def start_run(opts: RunOptions, suffix: str = "", sentinels: bool = False):
         clean_stale(out, opts)
         if not p.fifo:
             print(f"osmeter: running without SCHED_FIFO: {p.sched['why_not_fifo']}", file=sys.stderr)
-        with recover.guard(bool(opts.kernel_paths or opts.isolate)):
+        with recover.guard(bool(opts.kernel_paths or opts.isolate or watchdog)):
             yield p, out
     finally:
         p.host.close()
