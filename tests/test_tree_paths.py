@@ -136,6 +136,9 @@ PY_ALLOWED = {
     "harness/osmeter/remote/ssh.py": "a mkdtemp prefix",
     "harness/osmeter/host/ramdev.py": "O_EXCL in /dev/shm (the pid lets the next run find a killed run's device)",
     "harness/osmeter/fleet/run.py": "a remote run directory the agent makes with os.mkdir (exclusive)",
+    "harness/osmeter/running/recover.py": "ab's owed restore in the private 0700 state directory, written by "
+                                          "write_json_atomic under cleanup's lock (the pid lets the next command "
+                                          "find a killed ab's)",
 }
 
 
