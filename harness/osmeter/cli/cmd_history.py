@@ -17,7 +17,8 @@ def _fmt(v, unit: str) -> str:
     return "-" if v is None else fmt_value(float(v), unit)
 
 
-def _changes(con, host: str, pattern: str | None, since: str | None, alpha: float, min_change: float):
+def _changes(con, host: str, pattern: str | None, since: str | None, alpha: float, min_change: float,
+             min_runs: int):
     from osmeter.history import changes, store
     from osmeter.probes.registry import matches
     out = []
@@ -25,7 +26,8 @@ def _changes(con, host: str, pattern: str | None, since: str | None, alpha: floa
         if pattern and not any(matches(p, mid) for p in pattern.split(",")):
             continue
         rows = store.series(con, host, mid)
-        out += [c for c in changes.change_points(rows, mid, alpha, min_change) if not since or c.after["time"] >= since]
+        out += [c for c in changes.change_points(rows, mid, alpha, min_change, min_runs)
+                if not since or c.after["time"] >= since]
     return sorted(out, key=lambda c: (c.after["time"], c.mid))
 
 
@@ -47,7 +49,7 @@ def _show(con, host: str, args) -> int:
     rows = store.series(con, host, args.id, args.since)
     if not rows:
         raise RunError(f"no run of {host} has {args.id} (osmeter history ids)")
-    marks = {c.after["run"]: c for c in change_points(rows, args.id, args.alpha, args.min_change)}
+    marks = {c.after["run"]: c for c in change_points(rows, args.id, args.alpha, args.min_change, args.min_runs)}
     unit = rows[0]["unit"]
     print(f"{args.id} on {host}, {len(rows)} runs ({unit}); '>' marks a change point\n")
     print(f"  {'time':<26} {'median':>12} {'95% interval':>27}  {'kernel':<20} commit")
@@ -62,7 +64,7 @@ def _show(con, host: str, args) -> int:
 
 
 def _list_changes(con, host: str, args) -> int:
-    found = _changes(con, host, args.probes, args.since, args.alpha, args.min_change)
+    found = _changes(con, host, args.probes, args.since, args.alpha, args.min_change, args.min_runs)
     print(f"{len(found)} change points on {host}" + (f" since {args.since}" if args.since else "")
           + f" (false-alarm rate {args.alpha} per test, changes of at least {args.min_change:.0%})")
     for c in found:
@@ -98,6 +100,9 @@ def _check(args) -> None:
         raise RunError(f"--alpha {args.alpha}: a false-alarm rate between 0 and 1")
     if not 0 <= args.min_change < 1:
         raise RunError(f"--min-change {args.min_change}: a fraction from 0 to 1")
+    if not (args.min_runs.isascii() and args.min_runs.isdigit() and int(args.min_runs) >= 2):
+        raise RunError(f"--min-runs {args.min_runs}: a whole number of runs, at least 2")
+    args.min_runs = int(args.min_runs)
     if (args.what == "add") != bool(args.dirs):
         raise RunError("history add takes the directories to add" if args.what == "add" else
                        f"history {args.what} takes no directory (did you mean --out?)")
@@ -119,7 +124,8 @@ def main(args) -> int:
             return _list(con, args)
         if args.what == "html":
             from osmeter.history.page import write_page
-            print(f"osmeter: {write_page(con, args.out, args.host, args.alpha, args.min_change, args.probes)}")
+            page = write_page(con, args.out, args.host, args.alpha, args.min_change, args.probes, args.min_runs)
+            print(f"osmeter: {page}")
             return 0
         host = store.only_host(con, args.host)
         if args.what == "ids":
@@ -150,5 +156,8 @@ def add_parser(sub) -> None:
     h.add_argument("--since", metavar="DATE", help="runs since this UTC date or time (2026-11-01)")
     h.add_argument("--alpha", type=float, default=0.01, help="false-alarm rate of each change-point test (0.01)")
     h.add_argument("--min-change", type=float, default=0.02, help="smallest shift a change point may be (0.02)")
+    h.add_argument("--min-runs", default="3", metavar="N",
+                   help="changes, show, html: the fewest runs on each side of a change point, so a spike shorter "
+                        "than N runs is none (3; at least 2)")
     h.add_argument("--out", type=Path, default=Path("-"), metavar="FILE|DIR",
                    help="csv: the file (default stdout); html: the page's directory")

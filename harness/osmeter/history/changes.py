@@ -4,7 +4,8 @@ multivariate data", JASA 2014; the method of Apache Otava, formerly hunter,
 and of MongoDB's signal processing), numpy only.
 
 The series is the logs of the runs' medians (a shift is a ratio). For a
-segment, every split tau (each side at least MIN_SIZE runs) is scored by
+segment, every split tau (each side at least min_size runs, MIN_SIZE unless
+`history --min-runs` says otherwise, so a shorter spike is no change point) is scored by
 the energy statistic with exponent 1,
 
     Q(tau, kappa) = m n / (m + n) * (2/(m n) sum|x_i - y_j| - 1/C(m,2) sum_{i<k}|x_i - x_k|
@@ -31,6 +32,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,51 +41,111 @@ MIN_SIZE = 3
 PERMUTATIONS = 199
 BOOT = 2000
 COMMIT = re.compile(r"[0-9a-f]{4,64}")  # an object name as a run records it (git rev-parse HEAD)
+BLOCK = 64          # rows of Q computed together (memory: BLOCK x n doubles)
+ROWS_SCANNED = 0    # rows of Q computed so far (a count the tests read)
 
 
-def _block_sums(d: np.ndarray) -> np.ndarray:
-    """S[i, j] = sum of d[:i, :j] (a zero row and column first)."""
-    s = np.zeros((d.shape[0] + 1, d.shape[1] + 1))
-    s[1:, 1:] = d.cumsum(0).cumsum(1)
-    return s
-
-
-def scores(x: np.ndarray, min_size: int = MIN_SIZE) -> np.ndarray:
-    """Q(tau, kappa): x[:tau] against x[tau:kappa], for tau, kappa = 0..n
-    (NaN where a side would be shorter than min_size). Letting the right
-    end kappa stop short of n is E-divisive's own search: a change that
-    goes away again (a bump) scores high at its start only when the
-    comparison can end before the bump does."""
+def _pair_sums(x: np.ndarray) -> np.ndarray:
+    """D[k] = sum of |x_i - x_j| over the ordered pairs of x[:k], k = 0..n (a
+    block of rows at a time, never an n x n array)."""
     n = len(x)
-    q = np.full((n + 1, n + 1), np.nan)
-    if n < 2 * min_size:
-        return q
-    d = np.abs(x[:, None] - x[None, :])
-    s = _block_sums(d)
-    for t in range(min_size, n - min_size + 1):
-        m = t
-        kap = np.arange(t + min_size, n + 1)
-        k = kap - t
-        between = s[t, kap] - s[t, t]                                  # d[:t, t:kappa]
-        left = s[t, t] / 2                                             # pairs inside x[:t]
-        right = (s[kap, kap] - s[t, kap] - s[kap, t] + s[t, t]) / 2    # pairs inside x[t:kappa]
-        e = 2 * between / (m * k) - left / (m * (m - 1) / 2) - right / (k * (k - 1) / 2)
-        q[t, kap] = m * k / (m + k) * e
-    return q
+    inner = np.zeros(n)  # inner[k] = sum over i < k of |x_k - x_i|
+    for k0 in range(0, n, BLOCK):
+        k1 = min(n, k0 + BLOCK)
+        a = np.abs(x[k0:k1, None] - x[None, :k1])
+        inner[k0:k1] = np.tril(a, k0 - 1).sum(1)
+    d = np.zeros(n + 1)
+    d[1:] = np.cumsum(2 * inner)
+    return d
+
+
+def _rows(x: np.ndarray, min_size: int) -> Iterator[tuple[int, np.ndarray]]:
+    """Q(tau, kappa) a block of rows tau at a time: (the block's first tau t0, its
+    rows over kappa = t0..n, -inf where a side would be shorter than min_size).
+    With m = tau, k = kappa - tau, D(k) the sum of |x_a - x_b| over the ordered
+    pairs of x[:k] (_pair_sums) and S(tau, kappa) that over a < tau, b < kappa,
+    the pairs inside x[:kappa] are those inside x[:tau], inside x[tau:kappa] and
+    between, so
+
+        kappa Q = D(kappa) - D(tau) (kappa-1)/(tau-1) - (D(kappa) + D(tau) - 2 S(tau, kappa)) (kappa-1)/(k-1),
+
+    the same Q as the formula above. S's rows are made one after another:
+    C(tau)[b] = sum over a < tau of |x_a - x_b| grows by |x_tau - x| from one tau
+    to the next, and row tau of S is C(tau)'s running sum; only the columns from
+    the block's first tau on are kept. O(n) memory a row, O(n^2) time in all."""
+    global ROWS_SCANNED
+    n = len(x)
+    diag = _pair_sums(x)
+    inner = np.diff(diag) / 2                                      # sum over a < i of |x_i - x_a|
+    cr = np.abs(x[:min_size, None] - x[None, min_size:]).sum(0)   # C(min_size), columns min_size..n-1
+    kap = np.arange(n + 1, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pk = np.where(kap > 0, diag / kap, 0.0)                    # D(kappa) / kappa
+        gk = np.where(kap > 0, (kap - 1) / kap, 0.0)               # (kappa - 1) / kappa
+    last = n - min_size + 1
+    for t0 in range(min_size, last, BLOCK):
+        t1 = min(last, t0 + BLOCK)
+        nb, ncol = t1 - t0, n + 1 - t0
+        st = np.abs(x[t0:t1, None] - x[None, t0:])                 # |x_a - x_b|, a in the block, b >= t0
+        cs = np.empty((nb, n - t0))                                 # C(tau)[t0:]
+        cs[0] = cr
+        for b in range(1, nb):                                      # (faster than a cumsum down the rows)
+            np.add(cs[b - 1], st[b - 1], out=cs[b])
+        cr = (cs[-1] + st[-1])[nb:]
+        low = inner[t0:t1] - np.tril(st[:, :nb], -1).sum(1)         # sum over b < t0 of |x_a - x_b|
+        s = np.empty((nb, ncol))
+        s[0, 0] = diag[t0]                                          # S(t0, t0) = D(t0)
+        s[1:, 0] = diag[t0] + np.cumsum(low[:-1])                   # S(tau, t0)
+        np.cumsum(cs, axis=1, out=s[:, 1:])
+        s[:, 1:] += s[:, :1]                                        # s[b, j] = S(t0 + b, t0 + j)
+        tau = np.arange(t0, t1)
+        dt = diag[t0:t1]
+        d = np.arange(-(nb - 1), ncol, dtype=float)                 # kappa - tau over the block
+        rr = np.where(d >= min_size, 1 / np.where(d >= min_size, d - 1, 1), 0.0)
+        rk = np.lib.stride_tricks.sliding_window_view(rr, ncol)[nb - 1::-1]  # rk[b, j] = 1 / (k - 1)
+        z = diag[None, t0:] + dt[:, None]
+        z -= 2 * s                                                  # twice the pairs inside x[tau:kappa]
+        z *= rk
+        z *= gk[None, t0:]
+        q = pk[None, t0:] - np.multiply.outer(dt / (tau - 1), gk[t0:])
+        q -= z
+        w = min(ncol, nb + min_size)
+        q[:, :w][np.arange(w)[None, :] - np.arange(nb)[:, None] < min_size] = -np.inf
+        ROWS_SCANNED += nb
+        yield t0, q
+
+
+def best_score(x: np.ndarray, min_size: int = MIN_SIZE) -> tuple[int | None, float]:
+    """The split tau of the highest Q(tau, kappa) (the first, in tau then kappa order) and that Q;
+    (None, -inf) where x is too short. Letting the right end kappa stop short of n is E-divisive's
+    own search: a change that goes away again (a bump) scores high at its start only when the
+    comparison can end before the bump does."""
+    if len(x) < 2 * min_size:
+        return None, -np.inf
+    best, top = None, -np.inf
+    for t0, q in _rows(x, min_size):
+        i = int(np.argmax(q))
+        if q.flat[i] > top:
+            best, top = t0 + i // q.shape[1], float(q.flat[i])  # row-major: the first tau, then kappa
+    return best, top
+
+
+def reaches(x: np.ndarray, level: float, min_size: int = MIN_SIZE) -> bool:
+    """Whether any Q(tau, kappa) of x is at least level: the scan stops at the first block that has one."""
+    return any(np.max(q) >= level for _, q in _rows(x, min_size))
 
 
 def best_split(x: np.ndarray, rng: np.random.Generator, min_size: int = MIN_SIZE,
                permutations: int = PERMUTATIONS, alpha: float = 1.0) -> tuple[int | None, float]:
     """The best split of x and its permutation p value (None, 1 where x is too short). The shuffles stop
-    once p cannot fall below alpha any more (the p returned is then a lower bound, and at least alpha)."""
-    q = scores(x, min_size)
-    if np.all(np.isnan(q)):
+    once p cannot fall below alpha any more (the p returned is then a lower bound, and at least alpha);
+    a shuffle's scan stops as soon as it reaches the top (all that its count needs)."""
+    t, top = best_score(x, min_size)
+    if t is None:
         return None, 1.0
-    t = int(np.unravel_index(np.nanargmax(q), q.shape)[0])
-    top = np.nanmax(q)
     beaten = 0
     for _ in range(permutations):
-        beaten += np.nanmax(scores(rng.permutation(x), min_size)) >= top - 1e-12
+        beaten += reaches(rng.permutation(x), top - 1e-12, min_size)
         if (beaten + 1) / (permutations + 1) >= alpha:
             break
     return t, (beaten + 1) / (permutations + 1)
@@ -182,12 +244,13 @@ def method_change(mid: str, c1: str | None, c2: str | None) -> str:
     return f"{c1[:10]} -> {c2[:10]} changed {', '.join(files[:3])}" + ("..." if len(files) > 3 else "") if files else ""
 
 
-def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: float = 0.02) -> list[ChangePoint]:
-    """The change points of one id's series (store.series rows)."""
+def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: float = 0.02,
+                  min_runs: int = MIN_SIZE) -> list[ChangePoint]:
+    """The change points of one id's series (store.series rows); each segment at least min_runs runs."""
     if not rows:
         return []
     out = []
-    for t, p, ratio, lo, hi in find([r["median"] for r in rows], alpha, min_change):
+    for t, p, ratio, lo, hi in find([r["median"] for r in rows], alpha, min_change, min_size=min_runs):
         before, after = rows[t - 1], rows[t]
         out.append(ChangePoint(mid, rows[0]["unit"], before, after, p, ratio, lo, hi, differs(before, after),
                                method_change(mid, before["commit"], after["commit"])))

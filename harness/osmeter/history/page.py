@@ -102,7 +102,7 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
 
 
 def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min_change: float = 0.02,
-               probes: str | None = None) -> Path:
+               probes: str | None = None, min_runs: int = 3) -> Path:
     from osmeter.history import changes, store
     from osmeter.present.values import fmt_value
     from osmeter.results.writer import write_bytes_atomic
@@ -133,7 +133,7 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
                 rows = store.series(con, h, mid)
                 if not rows:
                     continue
-                cps = changes.change_points(rows, mid, alpha, min_change)
+                cps = changes.change_points(rows, mid, alpha, min_change, min_runs)
                 summary.setdefault(h, {})[mid] = [c.after["run"] for c in cps]
                 if cps:
                     moved.append((cps[-1].after["time"], mid))

@@ -1,0 +1,238 @@
+"""History at scale (issue 57 item 6): change points found in O(n) memory
+give exactly the change points of the by-the-book method (an n x n
+distance matrix per score, kept below as the reference), memory stays
+bounded at thousands of runs, and a minimum segment length keeps single
+spikes from being change points."""
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, osmeter
+
+
+def _bench_history():
+    """tools/bench-history as a module (its builder of synthetic histories)."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("bench_history", str(ROOT / "tools" / "bench-history"))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_history", loader))
+    loader.exec_module(mod)
+    return mod
+
+# ------------------------------------------- the reference: today's method, by the book
+
+REF_MIN_SIZE, REF_PERMUTATIONS, REF_BOOT = 3, 199, 2000
+
+
+def _ref_block_sums(d):
+    s = np.zeros((d.shape[0] + 1, d.shape[1] + 1))
+    s[1:, 1:] = d.cumsum(0).cumsum(1)
+    return s
+
+
+def ref_scores(x, min_size=REF_MIN_SIZE):
+    n = len(x)
+    q = np.full((n + 1, n + 1), np.nan)
+    if n < 2 * min_size:
+        return q
+    d = np.abs(x[:, None] - x[None, :])
+    s = _ref_block_sums(d)
+    for t in range(min_size, n - min_size + 1):
+        m = t
+        kap = np.arange(t + min_size, n + 1)
+        k = kap - t
+        between = s[t, kap] - s[t, t]
+        left = s[t, t] / 2
+        right = (s[kap, kap] - s[t, kap] - s[kap, t] + s[t, t]) / 2
+        e = 2 * between / (m * k) - left / (m * (m - 1) / 2) - right / (k * (k - 1) / 2)
+        q[t, kap] = m * k / (m + k) * e
+    return q
+
+
+def ref_best_split(x, rng, min_size, permutations, alpha):
+    q = ref_scores(x, min_size)
+    if np.all(np.isnan(q)):
+        return None, 1.0
+    t = int(np.unravel_index(np.nanargmax(q), q.shape)[0])
+    top = np.nanmax(q)
+    beaten = 0
+    for _ in range(permutations):
+        beaten += np.nanmax(ref_scores(rng.permutation(x), min_size)) >= top - 1e-12
+        if (beaten + 1) / (permutations + 1) >= alpha:
+            break
+    return t, (beaten + 1) / (permutations + 1)
+
+
+def ref_shift_interval(before, after, rng):
+    ratio = float(np.median(after) / np.median(before))
+    b = rng.choice(before, (REF_BOOT, len(before)))
+    a = rng.choice(after, (REF_BOOT, len(after)))
+    r = np.median(a, axis=1) / np.median(b, axis=1)
+    return ratio, float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
+
+
+def ref_find(values, alpha=0.01, min_change=0.02, seed=1, min_size=REF_MIN_SIZE):
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+        return []
+    x = np.log(v)
+    rng = np.random.default_rng(seed)
+    found = []
+    todo = [(0, len(x))]
+    while todo:
+        lo, hi = todo.pop()
+        t, p = ref_best_split(x[lo:hi], rng, min_size, max(REF_PERMUTATIONS, int(np.ceil(10 / alpha)) - 1), alpha)
+        if t is None or p >= alpha:
+            continue
+        found.append((lo + t, p))
+        todo += [(lo, lo + t), (lo + t, hi)]
+    found.sort()
+    out = []
+    bounds = [0] + [t for t, _ in found] + [len(v)]
+    for k, (t, p) in enumerate(found):
+        ratio, rlo, rhi = ref_shift_interval(v[bounds[k]:t], v[t:bounds[k + 2]], rng)
+        if abs(np.log(ratio)) >= np.log1p(min_change) and not rlo <= 1.0 <= rhi:
+            out.append((t, p, ratio, rlo, rhi))
+    return out
+
+
+def series(rng, n):
+    """A series of n runs (3% spread), with nothing, a shift, a bump or a spike planted."""
+    v = np.exp(rng.normal(0, 0.03, n))
+    kind = rng.integers(4)
+    a, b = sorted(rng.integers(1, n, 2))
+    size = rng.choice([1.05, 1.15, 1.3, 0.8])
+    if kind == 1:
+        v[a:] *= size
+    elif kind == 2:
+        v[a:max(b, a + 1)] *= size
+    elif kind == 3:
+        v[a] *= size
+    return v
+
+
+def test_the_change_points_are_exactly_those_of_the_method_by_the_book():
+    """Random series of 6 to 200 runs, nothing planted or a shift, a bump
+    or a one-run spike, at alphas 0.01 and 0.05 and minimum segments of 2
+    to 4 runs: the same change points, p values and intervals as the
+    reference (the same shuffles are drawn, in the same order)."""
+    from osmeter.history.changes import find
+    rng = np.random.default_rng(57)
+    seen = 0
+    for k in range(60):
+        n = int(rng.choice([6, 7, 9, 12, 16, 25, 40, 70, 120, 200], p=[.12, .12, .12, .12, .12, .12, .1, .1, .04, .04]))
+        v = series(rng, n)
+        alpha = float(rng.choice([0.01, 0.05]))
+        ms = int(rng.choice([2, 3, 3, 4]))
+        want = ref_find(list(v), alpha=alpha, seed=k, min_size=ms)
+        got = find(list(v), alpha=alpha, seed=k, min_size=ms)
+        assert [c[0] for c in got] == [c[0] for c in want], (k, n, alpha, ms, got, want)
+        assert np.allclose([c[1:] for c in got], [c[1:] for c in want]) if want else not got, (k, got, want)
+        seen += len(want)
+    assert seen >= 10, seen  # the series do have change points to agree on
+
+
+def test_every_score_is_that_of_the_method_by_the_book():
+    """Q(tau, kappa) over every split, made a block of rows at a time,
+    against the reference's n x n computation: series shorter than two
+    segments, one block, several blocks and a last block of one row."""
+    from osmeter.history import changes
+    rng = np.random.default_rng(8)
+    for n in (5, 6, 7, 40, 2 * changes.BLOCK + 7, 3 * changes.BLOCK + 6, 300):
+        for ms in (2, 3, 5):
+            x = series(rng, n)
+            want = ref_scores(np.log(x), ms)
+            got = np.full((n + 1, n + 1), np.nan)
+            for t0, q in changes._rows(np.log(x), ms) if n >= 2 * ms else ():
+                got[t0:t0 + len(q), t0:] = np.where(np.isinf(q), np.nan, q)
+            assert np.array_equal(np.isnan(got), np.isnan(want)), (n, ms)
+            assert np.allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-9, atol=1e-12), (n, ms)
+            t, top = changes.best_score(np.log(x), ms)
+            if n < 2 * ms:
+                assert t is None
+            else:
+                assert (t, top) == (int(np.unravel_index(np.nanargmax(want), want.shape)[0]),
+                                    pytest.approx(np.nanmax(want), rel=1e-12)), (n, ms)
+
+
+def test_scores_never_hold_an_n_by_n_array():
+    """The best split of 5,000 runs: Python's peak allocation stays under
+    60 MB (an n x n matrix of doubles would be 200 MB), and the split is
+    the planted one."""
+    from osmeter.history.changes import best_split
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 0.03, 5000)
+    x[3100:] += 0.2
+    tracemalloc.start()
+    try:
+        t, p = best_split(x, np.random.default_rng(1), permutations=3, alpha=1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert t == 3100, t
+    assert peak < 60e6, peak
+
+
+def test_a_shuffle_that_beats_the_top_stops_its_scan_early():
+    """A series with nothing in it: many shuffles beat its top, and each of
+    those is decided before all its rows of scores are computed (rows
+    counted), so the rows scanned stay well under a full search of every
+    shuffle drawn (the count of shuffles is taken from the generator)."""
+    from osmeter.history import changes
+
+    class Counting:
+        def __init__(self, rng):
+            self.rng, self.drawn = rng, 0
+
+        def permutation(self, x):
+            self.drawn += 1
+            return self.rng.permutation(x)
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 0.03, 600)
+    gen = Counting(np.random.default_rng(2))
+    changes.ROWS_SCANNED = 0
+    t, p = changes.best_split(x, gen, permutations=199, alpha=0.05)
+    assert p >= 0.05 and gen.drawn >= 10, (p, gen.drawn)
+    full = (gen.drawn + 1) * (600 - 2 * changes.MIN_SIZE + 1)
+    assert changes.ROWS_SCANNED < full * 0.9, (changes.ROWS_SCANNED, full)
+
+
+# ------------------------------------------------------------ the minimum segment
+
+def test_a_one_run_spike_is_no_change_point_and_min_runs_two_finds_a_two_run_shift():
+    from osmeter.history.changes import find
+    rng = np.random.default_rng(9)
+    v = np.exp(rng.normal(0, 0.01, 30))
+    v[15] *= 1.5
+    assert find(list(v), alpha=0.05) == []
+    for ms in (2, 3):
+        assert find(list(v), alpha=0.05, min_size=ms) == []
+    w = np.exp(rng.normal(0, 0.01, 30))
+    w[28:] *= 1.5
+    assert find(list(w), alpha=0.05) == []  # 2 runs: shorter than the default segment
+    assert [c[0] for c in find(list(w), alpha=0.05, min_size=2)] == [28]
+
+
+@pytest.mark.parametrize("bad", ["1", "0", "-3", "2.5", "x"])
+def test_a_bad_min_runs_is_one_clear_line(bad, tmp_path):
+    r = osmeter("history", "changes", "--min-runs", bad, "--db", str(tmp_path / "h.sqlite"))
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--min-runs" in lines[0] and "Traceback" not in r.stderr, r.stderr
+
+
+def test_min_runs_reaches_the_change_points_of_history_show_and_changes(tmp_path):
+    """A history of 24 runs whose last 2 are 50% slower: no change point at
+    the default, one with --min-runs 2, in `changes` and in `show`."""
+    db = tmp_path / "h.sqlite"
+    _bench_history().build(db, runs=24, ids=1, seed=4, tail=(2, 1.5))
+    r = osmeter("history", "changes", "--db", str(db), "--alpha", "0.05")
+    assert r.returncode == 0 and r.stdout.startswith("0 change points"), r.stdout + r.stderr
+    r = osmeter("history", "changes", "--db", str(db), "--alpha", "0.05", "--min-runs", "2")
+    assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
+    r = osmeter("history", "show", "--id", "synth.m000", "--db", str(db), "--alpha", "0.05", "--min-runs", "2")
+    assert r.returncode == 0 and sum(ln.startswith(">") for ln in r.stdout.splitlines()) == 1, r.stdout + r.stderr
