@@ -336,13 +336,15 @@ def test_git_bisect_run_osmeter_decide_names_the_commit_that_made_it_slower(tmp_
     commit, then `git bisect run osmeter decide` names the fourth (about 5x
     slower). The threshold, 50%, is above what a 2 ms replay drifts between
     the baseline's runs and a good commit's (B/A's interval up to 1.35 was
-    seen at 25%, which left a good commit undecided). Mutant caught: decide
+    seen at 25%, which left a good commit undecided); 6.4 MB written, and
+    up to 10 runs a commit, since a full suite's run once left a good
+    commit undecided after 6. Mutant caught: decide
     calling a worse figure good."""
     work = tmp_path / "rec"
     work.mkdir()
     for name, flag in (("good", ""), ("bad", " oflag=dsync")):
         r = subprocess.run([str(IOTRACE), "record", "--out", str(tmp_path / f"{name}.trace"), "--", "sh", "-c",
-                            f"dd if=/dev/zero of=data bs=65536 count=40{flag} 2>/dev/null && "
+                            f"dd if=/dev/zero of=data bs=65536 count=100{flag} 2>/dev/null && "
                             "dd if=data of=/dev/null bs=65536 2>/dev/null"], cwd=work, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
     repo = tmp_path / "repo"
@@ -366,7 +368,7 @@ def test_git_bisect_run_osmeter_decide_names_the_commit_that_made_it_slower(tmp_
     subprocess.run([*git, "bisect", "start", commits[-1], commits[0]], check=True, capture_output=True)
     t0 = time.monotonic()
     r = subprocess.run([*git, "bisect", "run", str(ROOT / "osmeter"), "decide", "--baseline", str(tmp_path / "base"),
-                        "--probes", "app.wall", "--threshold", "0.5", "--out", str(tmp_path / "d"), "--",
+                        "--probes", "app.wall", "--threshold", "0.5", "--max-runs", "10", "--out", str(tmp_path / "d"), "--",
                         "--app-trace", "app.trace"], cwd=repo, capture_output=True, text=True, env=e, timeout=900)
     assert f"{commits[3]} is the first bad commit" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
     assert time.monotonic() - t0 < 600

@@ -56,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # the commands that measure, or read runs a dead run's state would have spoilt: what a killed run left on the
-# machine (tracing instances, an isolated CPU) is undone first (running/recover.py)
-RECOVER_FIRST = ("run", "ab", "fleet", "report", "decide")
+# machine (tracing instances, an isolated CPU) is undone first (running/recover.py); decide undoes it itself,
+# its failure an exit git bisect reads as "stop", never the 2 or 1 of a bad commit
+RECOVER_FIRST = ("run", "ab", "fleet", "report")
 
 
 def _after_dead_runs_undone(fn):
