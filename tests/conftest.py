@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,8 +20,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = ROOT / "build" / "bin"
 sys.path.insert(0, str(ROOT / "harness"))
-# the runs the tests make go into a history of their own, not the tree's results/history.sqlite
-os.environ["OSMETER_HISTORY"] = str(Path(tempfile.mkdtemp(prefix="osmeter-test-history-")) / "history.sqlite")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_history(tmp_path_factory):
+    """The runs the tests make go into a history of their own, not the tree's results/history.sqlite: in
+    pytest's own temporary directory, which pytest prunes (a mkdtemp of /tmp per session was never removed:
+    227 of them after one CI)."""
+    os.environ["OSMETER_HISTORY"] = str(tmp_path_factory.mktemp("history") / "history.sqlite")
+    yield
 
 
 def osmeter(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:

@@ -161,7 +161,7 @@ def test_a_fleet_index_with_duplicate_labels_is_refused_not_a_host_dropped(tmp_p
     ({"hosts": [{"target": "root@a", "label": "a", "results": "a", "steps": [1, 2]}]}, "steps must map"),
     ({"hosts": [{"target": "root@a", "label": "a", "results": "a"}], "osmeter_run_args": "--probes x"},
      "osmeter_run_args"),
-    ("{not json", "cannot read it"),
+    ("{not json", "is not valid JSON"),
 ])
 def test_a_malformed_fleet_index_is_a_clear_error_not_a_traceback(tmp_path, doc, says):
     out = _fleet_dir(tmp_path, [{"target": "root@a", "label": "a", "status": "ok", "results": "a"}])

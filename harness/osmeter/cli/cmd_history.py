@@ -10,6 +10,7 @@ from pathlib import Path
 
 from osmeter.cli.common import write_output
 from osmeter.core.errors import RunError
+from osmeter.present.values import printable as pr  # every string from a run reaches the terminal through it
 
 
 def _fmt(v, unit: str) -> str:
@@ -39,7 +40,7 @@ def _list(con, args) -> int:
         return 0
     print(f"{'host':<24} {'runs':>5} {'ids':>5}  first                      last")
     for host, n, first, last, nids in rows:
-        print(f"{host:<24} {n:>5} {nids:>5}  {first:<26} {last}")
+        print(f"{pr(host):<24} {n:>5} {nids:>5}  {pr(first):<26} {pr(last)}")
     return 0
 
 
@@ -48,29 +49,29 @@ def _show(con, host: str, args) -> int:
     from osmeter.history.changes import change_points
     rows = store.series(con, host, args.id, args.since)
     if not rows:
-        raise RunError(f"no run of {host} has {args.id} (osmeter history ids)")
+        raise RunError(f"no run of {pr(host)} has {pr(args.id)} (osmeter history ids)")
     marks = {c.after["run"]: c for c in change_points(rows, args.id, args.alpha, args.min_change, args.min_runs)}
     unit = rows[0]["unit"]
-    print(f"{args.id} on {host}, {len(rows)} runs ({unit}); '>' marks a change point\n")
+    print(f"{pr(args.id)} on {pr(host)}, {len(rows)} runs ({pr(unit)}); '>' marks a change point\n")
     print(f"  {'time':<26} {'median':>12} {'95% interval':>27}  {'kernel':<20} commit")
     for r in rows:
         c = marks.get(r["run"])
         iv = f"{_fmt(r['lo'], unit)} .. {_fmt(r['hi'], unit)}" if r["lo"] is not None else "-"
-        print(f"{'>' if c else ' '} {r['time']:<26} {_fmt(r['median'], unit):>12} {iv:>27}  "
-              f"{str(r['kernel'] or '-')[:20]:<20} {str(r['commit'] or '-')[:10]}")
+        print(f"{'>' if c else ' '} {pr(r['time']):<26} {pr(_fmt(r['median'], unit)):>12} {pr(iv):>27}  "
+              f"{pr(str(r['kernel'] or '-')[:20]):<20} {pr(str(r['commit'] or '-')[:10])}")
         if c:
-            print(f"    change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}), p {c.p:.3f}: {c.cause}")
+            print(f"    change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}), p {c.p:.3f}: {pr(c.cause)}")
     return 0
 
 
 def _list_changes(con, host: str, args) -> int:
     found = _changes(con, host, args.probes, args.since, args.alpha, args.min_change, args.min_runs)
-    print(f"{len(found)} change points on {host}" + (f" since {args.since}" if args.since else "")
+    print(f"{len(found)} change points on {pr(host)}" + (f" since {args.since}" if args.since else "")
           + f" (false-alarm rate {args.alpha} per test, changes of at least {args.min_change:.0%})")
     for c in found:
-        print(f"{c.after['time']}  {c.mid:<32} x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f})  "
-              f"{_fmt(c.before['median'], c.unit)} -> {_fmt(c.after['median'], c.unit)}\n"
-              f"    {c.cause}\n    before {c.before['path']}\n    after  {c.after['path']}")
+        print(f"{pr(c.after['time'])}  {pr(c.mid):<32} x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f})  "
+              f"{pr(_fmt(c.before['median'], c.unit))} -> {pr(_fmt(c.after['median'], c.unit))}\n"
+              f"    {pr(c.cause)}\n    before {pr(c.before['path'])}\n    after  {pr(c.after['path'])}")
     return 0
 
 
@@ -78,6 +79,12 @@ def _csv(con, host: str, args) -> int:
     from osmeter.history import store
     from osmeter.probes.registry import matches
     mids = [m for m in store.ids(con, host) if not args.probes or any(matches(p, m) for p in args.probes.split(","))]
+    fixed = ("time", "commit", "kernel", "run")
+    clash = [m for m in mids if m in fixed]  # no osmeter id is one word: a hand-made or hostile results.json
+    if clash:
+        print(f"osmeter: warning: id(s) {', '.join(map(pr, clash))} left out of the csv: named as one of "
+              "its fixed columns", file=sys.stderr)
+        mids = [m for m in mids if m not in fixed]
     table: dict[int, dict] = {}
     for mid in mids:
         for r in store.series(con, host, mid, args.since):
@@ -85,7 +92,7 @@ def _csv(con, host: str, args) -> int:
                                               "kernel": r["kernel"] or "", "run": r["path"]})
             row[mid] = r["median"]
     out = sys.stdout if str(args.out) == "-" else io.StringIO(newline="")
-    w = csv.DictWriter(out, ["time", "commit", "kernel", "run", *mids], restval="")
+    w = csv.DictWriter(out, [*fixed, *mids], restval="")
     w.writeheader()
     for row in sorted(table.values(), key=lambda r: r["time"]):
         w.writerow(row)
@@ -96,8 +103,9 @@ def _csv(con, host: str, args) -> int:
 
 
 def _check(args) -> None:
-    if not 0 < args.alpha < 1:
-        raise RunError(f"--alpha {args.alpha}: a false-alarm rate between 0 and 1")
+    from osmeter.history.changes import ALPHA_MAX, ALPHA_MIN
+    if not ALPHA_MIN <= args.alpha <= ALPHA_MAX:  # NaN too
+        raise RunError(f"--alpha {args.alpha}: a false-alarm rate from {ALPHA_MIN} to {ALPHA_MAX}")
     if not 0 <= args.min_change < 1:
         raise RunError(f"--min-change {args.min_change}: a fraction from 0 to 1")
     if not (args.min_runs.isascii() and args.min_runs.isdigit() and int(args.min_runs) >= 2):
@@ -129,7 +137,7 @@ def main(args) -> int:
             return 0
         host = store.only_host(con, args.host)
         if args.what == "ids":
-            print("\n".join(store.ids(con, host)))
+            print("\n".join(map(pr, store.ids(con, host))))
             return 0
         return {"show": _show, "changes": _list_changes, "csv": _csv}[args.what](con, host, args)
 

@@ -35,7 +35,7 @@ from osmeter.fleet import loadstatus
 from osmeter.fleet.host import (HOST_RE, LOCAL, Driver, Host, HostFailed, build, build_local, check, last_lines, run_on,
                                 ship, source_tar, stamp, summary_text, timed)
 from osmeter.remote import ssh
-from osmeter.results import store
+from osmeter.results import reader, store
 from osmeter.results.writer import write_atomic, write_json_atomic
 
 # ------------------------------------------------------------ clocks
@@ -186,7 +186,7 @@ def fleet_load(hosts: list[Host], out: Path, io_opts: dict, parallel_prepare: bo
             if made:
                 _remove_made(h, target)
             extra[h.label]["stream"] = series.summary(h.label)
-        res = json.loads(p)
+        res = reader.loads(p, f"{h.label}'s load result")
         res["start_unix_here"] = res["start_unix"] - off  # on this machine's clock
         (out / h.label).mkdir(exist_ok=True)
         write_json_atomic(out / h.label / store.LOAD_RESULT, res)

@@ -41,6 +41,7 @@ MIN_SIZE = 3
 PERMUTATIONS = 199
 BOOT = 2000
 COMMIT = re.compile(r"[0-9a-f]{4,64}")  # an object name as a run records it (git rev-parse HEAD)
+ALPHA_MIN, ALPHA_MAX = 1e-4, 0.5  # 10 / alpha shuffles at most 100,000; a rate above 1/2 is no test
 BLOCK = 64          # rows of Q computed together (memory: BLOCK x n doubles)
 ROWS_SCANNED = 0    # rows of Q computed so far (a count the tests read)
 
@@ -164,6 +165,8 @@ def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, see
          min_size: int = MIN_SIZE) -> list[tuple[int, float, float, float, float]]:
     """Change points of a series: (index of the first run after, p, ratio,
     ratio low, ratio high), in order. Values must be positive."""
+    if not ALPHA_MIN <= alpha <= ALPHA_MAX:
+        raise ValueError(f"alpha {alpha}: a false-alarm rate from {ALPHA_MIN} to {ALPHA_MAX}")
     v = np.asarray(values, dtype=float)
     if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
         return []

@@ -33,11 +33,27 @@ ul.changes { margin: 0.2em 0 0 1.2em; padding: 0; font-size: 13px; max-width: 72
 """
 
 
-def _t(s: str) -> float:
+def _t(s: str) -> float | None:
+    """A run's start as a POSIX time; None where it is no time (missing, not ISO 8601, or outside what a
+    timestamp holds: year 1 at +14:00 is in year 0 in UTC)."""
     try:
-        return dt.datetime.fromisoformat(s).timestamp()
-    except (TypeError, ValueError):
-        return 0.0
+        t = dt.datetime.fromisoformat(s).timestamp()
+        dt.datetime.fromtimestamp(t, dt.timezone.utc)  # a time the axis can name
+        return t
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def _plottable(r: dict) -> bool:
+    v = r["median"]
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and _t(r["time"]) is not None
+
+
+def _stamp(t: float, when: str) -> str:
+    try:
+        return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(when) + " UTC"
+    except (ValueError, OverflowError, OSError):
+        return "?"
 
 
 def _link(run_path: str, out: Path) -> str:
@@ -52,10 +68,16 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
     span more than a factor 3, else linear."""
     from osmeter.present.values import fmt_value
     unit = rows[0]["unit"]
+    left = len(rows)
+    rows = [r for r in rows if _plottable(r)]
+    if not rows:  # the series is marked, the page goes on
+        return (f'<p class="none bad" data-id="{html.escape(mid)}" data-bad="{left}">no run of this id has a '
+                'positive median at a readable time: nothing to plot</p>')
     ts = [_t(r["time"]) for r in rows]
     lo_t, hi_t = min(ts), max(ts)
     span_t = hi_t - lo_t or 1.0
-    vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"]) if isinstance(v, (int, float)) and v > 0]
+    vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"])
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
     vmin, vmax = min(vals), max(vals)
     log = vmax / vmin > 3
     f = (math.log if log else float)
@@ -81,15 +103,17 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
     when = "%Y-%m-%d %H:%M" if span_t > 2 * 86400 else "%m-%d %H:%M:%S"
     for t, anchor in ((lo_t, "start"), (hi_t, "end")):
         parts.append(f'<text class="axis" x="{x(t):.1f}" y="{H - 8}" text-anchor="{anchor}">'
-                     f'{dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(when)} UTC</text>')
+                     f'{_stamp(t, when)}</text>')
     for c in cps:
+        if _t(c.after["time"]) is None:
+            continue
         xx = x(_t(c.after["time"]))
         parts.append(f'<line class="cp" x1="{xx:.1f}" x2="{xx:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" '
                      f'data-change="{c.after["run"]}" data-ratio="{c.ratio:.4f}">'
                      f'<title>change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}): {html.escape(c.cause)}</title></line>')
     for r, t in zip(rows, ts):
         xx = x(t)
-        if isinstance(r["lo"], (int, float)) and isinstance(r["hi"], (int, float)) and r["lo"] > 0:
+        if all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in ("lo", "hi")) and r["lo"] > 0:
             parts.append(f'<line class="iv" x1="{xx:.1f}" x2="{xx:.1f}" y1="{y(r["lo"]):.1f}" y2="{y(r["hi"]):.1f}"/>')
         tip = (f'{r["time"]}  {fmt_value(r["median"], unit)}'
                + (f' ({fmt_value(r["lo"], unit)} .. {fmt_value(r["hi"], unit)})' if r["lo"] is not None else "")
@@ -98,6 +122,9 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
                      f'cy="{y(r["median"]):.1f}" r="3.2" data-run="{r["run"]}" data-median="{r["median"]!r}">'
                      f'<title>{html.escape(tip)}</title></circle></a>')
     parts.append("</svg>")
+    if left > len(rows):
+        parts.append(f'<p class="none bad" data-bad="{left - len(rows)}">{left - len(rows)} of {left} runs not '
+                     'plotted: a median 0, negative or missing, or a start time that is no time</p>')
     return "".join(parts)
 
 

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -82,8 +83,11 @@ def opened(path: Path | None = None, write: bool = False) -> Iterator[sqlite3.Co
         raise RunError(f"{path}: no history yet (osmeter run adds each run; osmeter history add DIR adds old ones)")
     if write:
         path.parent.mkdir(parents=True, exist_ok=True)
+    ro = _read_only(path)
+    if write and ro:
+        raise RunError(f"{path}: cannot add to the history: {ro} (give a writable one with --db or OSMETER_HISTORY)")
     try:
-        con = sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
+        con = _connect(path, bool(ro))
     except sqlite3.Error as e:
         raise RunError(f"{path}: cannot open the history: {e}") from None
     with closing(con):
@@ -112,8 +116,39 @@ def opened(path: Path | None = None, write: bool = False) -> Iterator[sqlite3.Co
                     con.execute("ROLLBACK")
                     raise
             yield con
+        except sqlite3.OperationalError as e:  # locked, read-only, out of space: the file itself may be fine
+            raise RunError(f"{path}: the history cannot be {'written' if write else 'read'} now: {e}") from None
         except sqlite3.DatabaseError as e:
             raise RunError(f"{path}: not a readable osmeter history ({e}): damaged, or not SQLite") from None
+
+
+def _read_only(path: Path) -> str:
+    """Why path cannot be written here ('' when it can): a read-only file system, or a file or directory
+    this user may not write (SQLite's WAL needs its -wal and -shm files beside the database)."""
+    where = path if path.exists() else path.parent
+    try:
+        if os.statvfs(where).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        return ""
+    if path.exists() and not os.access(path, os.W_OK):
+        return "a read-only file"
+    return "" if os.access(path.parent, os.W_OK) else "a directory this user cannot write"
+
+
+def _connect(path: Path, ro: bool) -> sqlite3.Connection:
+    """The history opened; where nothing can be written beside it, read-only (mode=ro), else as an
+    immutable file (no -shm can be made there: nothing writes it either)."""
+    if not ro:
+        return sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    con = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=BUSY_S, isolation_level=None)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.OperationalError:
+        con.close()
+        return sqlite3.connect(uri + "?immutable=1", uri=True, timeout=BUSY_S, isolation_level=None)
 
 
 # ------------------------------------------------------------ adding runs
@@ -225,13 +260,15 @@ def hosts(con: sqlite3.Connection) -> list[tuple[str, int, str, str, int]]:
 
 def only_host(con: sqlite3.Connection, host: str | None) -> str:
     """The host asked for, or the only one there is."""
+    from osmeter.present.values import printable
     names = [h[0] for h in hosts(con)]
+    listed = ", ".join(map(printable, names)) or "none"
     if host:
         if host not in names:
-            raise RunError(f"no host {host!r} in the history (hosts: {', '.join(names) or 'none'})")
+            raise RunError(f"no host {printable(repr(host))} in the history (hosts: {listed})")
         return host
     if len(names) != 1:
-        raise RunError(f"the history holds {len(names)} hosts ({', '.join(names) or 'none'}): name one with --host")
+        raise RunError(f"the history holds {len(names)} hosts ({listed}): name one with --host")
     return names[0]
 
 

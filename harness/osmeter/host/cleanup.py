@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -19,7 +18,7 @@ import stat
 import time
 from pathlib import Path
 
-from osmeter.results import store
+from osmeter.results import reader, store
 
 LOCK = store.LOCK
 # bench/common/scratch.c's names: osmeter-TAG-PID-XXXXXX
@@ -157,7 +156,7 @@ def scratch(directory: Path, removed: list[str]) -> None:
 
 def _killed_run(run_dir: Path, removed: list[str]) -> None:
     try:
-        doc = json.loads((run_dir / store.RESULTS).read_text())
+        doc = reader.read_json(run_dir / store.RESULTS)  # a killed run's, or anything planted there
         target = doc["conditions"]["disk_target"]
         if target.get("made_by_osmeter"):
             t = Path(target["path"])

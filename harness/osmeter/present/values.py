@@ -45,10 +45,25 @@ def fmt_value(v: float | None, unit: str) -> str:
     return f"{v:.4g} {unit}"
 
 
+def printable(s) -> str:
+    """Text safe for a terminal (names, paths, ids: anything not ours): each
+    control character (C0, DEL, C1: a newline, an escape sequence's ESC) in
+    caret notation or as \\x9b, so nothing from a run moves the cursor,
+    retitles the window or splits a table's line."""
+    def one(c: str) -> str:
+        o = ord(c)
+        if o < 0x20 or o == 0x7F:
+            return "^" + chr(o ^ 0x40)
+        return f"\\x{o:02x}" if 0x80 <= o < 0xA0 else c
+    s = str(s)
+    return s if s.isprintable() else "".join(map(one, s))
+
+
 def text_table(head: Sequence[str], rows: Sequence[Sequence[str]], left: Sequence[int] = (0,)) -> str:
     """Columns padded to their widest cell; numbers to the right, the
-    columns named in `left` to the left; a rule under the header."""
-    rows = [tuple(head)] + [tuple(r) for r in rows]
+    columns named in `left` to the left; a rule under the header. Every
+    cell printable()."""
+    rows = [tuple(map(printable, head))] + [tuple(map(printable, r)) for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
 
     def line(cells):

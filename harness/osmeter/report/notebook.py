@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from osmeter.core.errors import RunError
-from osmeter.results import store
+from osmeter.results import reader, store
 from osmeter.results.writer import write_text_atomic
 
 SOURCE = Path("notebooks") / "estimates_vs_measured.ipynb"
@@ -164,7 +164,7 @@ def execute(run_dir: Path, estimates, root: Path, timeout: int | None = None) ->
     write_text_atomic(ipynb, nbformat.writes(nb))
     host = ""
     try:
-        host = json.loads((run_dir / store.RESULTS).read_text()).get("machine", {}).get("hostname", "")
+        host = reader.read_json(run_dir / store.RESULTS).get("machine", {}).get("hostname", "")
     except (OSError, ValueError, AttributeError):
         pass
     nb.metadata["title"] = f"osmeter: {host}" if host else "osmeter"  # the HTML page's title

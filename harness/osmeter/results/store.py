@@ -23,12 +23,12 @@ these names); numpy is imported where samples are read.
 """
 from __future__ import annotations
 
-import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from osmeter import SCHEMA
+from osmeter.results import reader
 
 RESULTS = "results.json"
 LOCK = ".osmeter.lock"  # the claim of the run (or campaign) writing the directory
@@ -150,14 +150,7 @@ def load(path: Path) -> dict:
                          ", or compare the campaign with `osmeter compare`")
     if p.exists() and not p.is_file():
         raise ValueError(f"{p} is not a file: give a results directory or its results.json")
-    try:
-        doc = json.loads(p.read_bytes())
-    except OSError as e:
-        raise ValueError(f"cannot read {p}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{p} is not a JSON text (not UTF-8)") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    doc = reader.read_json(p)  # a regular file, bounded in size and depth: ValueError otherwise
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
         raise ValueError(f"{p}: not an osmeter results file (schema is {got!r}, expected {SCHEMA!r})")
@@ -390,10 +383,7 @@ def load_side(paths: list[Path]) -> list[Run]:
         if not path.exists():
             raise ValueError(f"{path}: no such directory")
         if is_campaign(path):
-            try:
-                camp = json.loads((path / CAMPAIGN).read_text())
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{path}/{CAMPAIGN} is not readable JSON ({e})") from None
+            camp = reader.read_json(path / CAMPAIGN)
             if not isinstance(camp, dict) or camp.get("schema") != CAMPAIGN_SCHEMA:
                 raise ValueError(f"{path}/{CAMPAIGN}: not an osmeter campaign (schema {CAMPAIGN_SCHEMA})")
             found = [path / name for name in _run_names(path, camp) if (path / name / RESULTS).exists()]
@@ -446,10 +436,7 @@ def read_fleet(fleet_dir: Path) -> dict:
     a target, status and reason as text, steps as numbers, and results, when
     given, the host's own directory. ValueError names the first fault."""
     where = f"{fleet_dir}/{FLEET}"
-    try:
-        index = json.loads((fleet_dir / FLEET).read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{where}: cannot read it: {getattr(e, 'strerror', None) or e}") from None
+    index = reader.read_json(fleet_dir / FLEET)
     if not isinstance(index, dict):
         raise ValueError(f"{where}: not a fleet index (expected an object, found {type(index).__name__})")
     hosts = index.get("hosts")

@@ -138,6 +138,23 @@ def _plan(opts: RunOptions, sentinels: bool, root: Path, host) -> Plan:
 APP_DIR = "app-replay"  # the --app-trace replay's directory, in the results (or --app-dir), removed after
 
 
+def _trace_head(path: Path, chunk: int = 1 << 20) -> tuple[bytes, bool]:
+    """A trace's first line (at most 256 bytes read for it) and whether it records MPI_Init: a regular
+    file only (a device or FIFO could block or never end), read a chunk at a time."""
+    from osmeter.results.reader import open_regular
+    with open_regular(path) as f:
+        first = f.readline(256)
+        if not first.startswith(b"# iotrace "):
+            return first, False  # refused by its first line: nothing more read
+        tail = b""
+        while block := f.read(chunk):
+            text = tail + block
+            if b",MPI_Init," in text or b",MPI_Init_thread," in text:
+                return first, True
+            tail = text[-32:]
+    return first, False
+
+
 def check_app_trace(opts) -> None:
     """--app-trace's file readable and an iotrace trace; a trace recorded under MPI given its launcher, a
     POSIX one none; the other app options only with it. Checked before anything runs."""
@@ -151,11 +168,11 @@ def check_app_trace(opts) -> None:
         raise RunError("--app-trace replays on this machine: it does not go with --on")
     path = Path(opts.app_trace)
     try:
-        with open(path, "rb") as f:
-            first = f.readline()
-            mpi = any(b",MPI_Init," in ln or b",MPI_Init_thread," in ln for ln in f)
+        first, mpi = _trace_head(path)
     except OSError as e:
         raise RunError(f"--app-trace {path}: {e.strerror}") from None
+    except ValueError as e:  # the path is in the message
+        raise RunError(f"--app-trace {e}") from None
     if not first.startswith(b"# iotrace "):
         raise RunError(f"--app-trace {path}: not a trace iotrace recorded (its first line is not '# iotrace N')")
     if mpi and not opts.app_launcher:
