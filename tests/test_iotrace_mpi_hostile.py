@@ -239,6 +239,27 @@ def test_a_communicator_a_member_never_makes_is_ended_at_the_bound_with_where_ea
     no_rank_left(trace)
 
 
+def test_the_bound_is_124_whatever_status_the_launcher_gives_its_killed_ranks(base, tmp_path):
+    """MPICH's hydra, once a rank has ended at the bound, may kill the rest and exit 9 (a CI saw 9 for
+    124). A launcher that turns any failure into 9: the deadlock is still 124, since rank 0's mark
+    says the ranks ran past the bound. Mutant caught: the launcher's status taken as it is."""
+    impl, lines, _ = base
+
+    def change(f):
+        f[COL["args"]] = f[COL["args"]].replace("size=2;ranks=0-1", "size=1;ranks=1")
+    trace, _ = edited(lines, tmp_path, lambda f: f[COL["call"]] == "MPI_Comm" and f[COL["rank"]] == "1", change)
+    wrap = tmp_path / "launch9"
+    wrap.write_text(f'#!/bin/sh\n{launcher(impl)} "$@" || exit 9\n')
+    wrap.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--launcher", str(wrap),
+                        "--timeout", "4"], capture_output=True, text=True, timeout=90, env=env_for(impl))
+    assert r.returncode == 124, (r.returncode, r.stderr[-3000:])
+    assert "did not end within its bound of 4 s (--timeout)" in r.stderr
+    no_rank_left(trace)
+
+
 def test_a_run_bounds_its_app_replay_by_app_timeout(base, tmp_path):
     """The same deadlock under osmeter run --app-trace --app-timeout 3: the probe fails (named in the
     results' failures with where rank 0 waited), the run ends within a minute, no rank is left. Mutant caught:

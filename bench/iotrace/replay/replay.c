@@ -553,6 +553,13 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     free(lv);
     struct stat st;
     bool up = fstatat(dirfd, mark, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    /* rank 0 made the mark just before its watch started: a failed launcher that ended past the bound from
+     * then was ended by the ranks' watches (which said where each waited), whatever status the launcher
+     * reports for it (MPICH's hydra gives 9 when it has killed the ranks that had not exited yet) */
+    bool bound_hit = up && (double)(now.tv_sec - st.st_mtim.tv_sec) + (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9 >=
+                     (double)timeout;
     unlinkat(dirfd, mark, 0);
     close(dirfd);
     if (status < 0) {
@@ -568,6 +575,8 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
                         "(--timeout); it and what it started here were ended\n", launcher, timeout);
         return 124;
     }
+    if (timeout && bound_hit && (!WIFEXITED(status) || WEXITSTATUS(status)))
+        return 124;
     if (!up && (!WIFEXITED(status) || WEXITSTATUS(status)))
         fprintf(stderr, "iotrace: error: the launcher '%s' %s %d before rank 0 was past MPI_Init (its own messages "
                         "are above)\n", launcher, WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
