@@ -31,6 +31,16 @@ def own_history(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory) -> Path:
+    """One small real run (cpu.syscall.getppid: two ids), made once: the tests copy it, change the copy, or
+    take it as a baseline, and never write into it."""
+    d = tmp_path_factory.mktemp("small-run") / "run"
+    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--out", str(d), "--no-report", "--no-history")
+    assert r.returncode == 0, r.stderr[-2000:]
+    return d
+
+
 def osmeter(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
     """Runs the harness the way a person does, through the launcher."""
     return subprocess.run([str(ROOT / "osmeter"), *args], capture_output=True, text=True, timeout=timeout, **kw)

@@ -18,22 +18,13 @@ import pytest
 from conftest import ROOT, osmeter
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    """One small real run (two ids): the baseline."""
-    d = tmp_path_factory.mktemp("decide-base") / "run"
-    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--out", str(d), "--no-report", "--no-history")
-    assert r.returncode == 0, r.stderr[-2000:]
-    return d
-
-
 def one_line_no_traceback(r: subprocess.CompletedProcess) -> None:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("osmeter decide: error: "), r.stderr
     assert "Traceback" not in r.stderr + r.stdout
 
 
-def test_wrong_usage_exits_128_or_more_in_one_line(base_run, tmp_path):
+def test_wrong_usage_exits_128_or_more_in_one_line(small_run, tmp_path):
     """A missing baseline, a threshold out of range or not a number, an --out
     that is a file, an option decide does not know, run arguments not after
     --, no --baseline at all: each exits 128 or more (git bisect stops; 1 and
@@ -45,19 +36,19 @@ def test_wrong_usage_exits_128_or_more_in_one_line(base_run, tmp_path):
     afile.write_text("x")
     hostile = tmp_path / "hostile"  # a preset from the file that would be an option of each run
     hostile.mkdir()
-    doc = json.loads((base_run / "results.json").read_text())
+    doc = json.loads((small_run / "results.json").read_text())
     doc["conditions"]["preset"] = f"--out={afile}"
     (hostile / "results.json").write_text(json.dumps(doc))
     cases = {
         "a baseline's preset no preset": ("--baseline", str(hostile)),
         "missing baseline": ("--baseline", str(tmp_path / "nonexistent")),
-        "threshold out of range": ("--baseline", str(base_run), "--threshold", "2"),
-        "threshold not a number": ("--baseline", str(base_run), "--threshold", "abc"),
-        "--out a file": ("--baseline", str(base_run), "--out", str(afile)),
-        "unknown option": ("--baseline", str(base_run), "--no-such-option"),
-        "run args before --": ("--baseline", str(base_run), "app.trace"),
+        "threshold out of range": ("--baseline", str(small_run), "--threshold", "2"),
+        "threshold not a number": ("--baseline", str(small_run), "--threshold", "abc"),
+        "--out a file": ("--baseline", str(small_run), "--out", str(afile)),
+        "unknown option": ("--baseline", str(small_run), "--no-such-option"),
+        "run args before --": ("--baseline", str(small_run), "app.trace"),
         "no baseline": ("--probes", "cpu.*"),
-        "no id matches": ("--baseline", str(base_run), "--probes", "mem.*"),
+        "no id matches": ("--baseline", str(small_run), "--probes", "mem.*"),
     }
     for what, args in cases.items():
         out = () if "--out" in args else ("--out", str(tmp_path / "out"))
@@ -68,13 +59,13 @@ def test_wrong_usage_exits_128_or_more_in_one_line(base_run, tmp_path):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
-def test_a_run_that_fails_is_cannot_tell_125_and_its_runs_stay_in_a_private_directory(base_run, tmp_path):
+def test_a_run_that_fails_is_cannot_tell_125_and_its_runs_stay_in_a_private_directory(small_run, tmp_path):
     """A run that fails (its --app-trace missing) is git bisect's skip, 125,
     never bad, with its last line said; what it wrote stays in a private
     directory (0700, an unguessable name) made inside --out, and nothing
     else is made there. Mutant caught: a failed run calling the commit bad."""
     out = tmp_path / "out"
-    r = osmeter("decide", "--baseline", str(base_run), "--out", str(out), "--", "--app-trace",
+    r = osmeter("decide", "--baseline", str(small_run), "--out", str(out), "--", "--app-trace",
                 str(tmp_path / "nonexistent"), timeout=300)
     assert r.returncode == 125, r.stdout + r.stderr
     assert "run 1 failed" in r.stderr and "nonexistent" in r.stderr and "Traceback" not in r.stderr
@@ -85,7 +76,7 @@ def test_a_run_that_fails_is_cannot_tell_125_and_its_runs_stay_in_a_private_dire
     assert (made[0] / "run-01.log").exists()
 
 
-def test_an_unexpected_failure_of_decide_is_255_in_one_line_never_1(base_run, tmp_path, monkeypatch, capsys):
+def test_an_unexpected_failure_of_decide_is_255_in_one_line_never_1(small_run, tmp_path, monkeypatch, capsys):
     """An exception decide does not expect (here: starting the run fails
     with a RuntimeError) is one line on stderr and exit 255, which stops
     git bisect; not a traceback and exit 1, which git bisect reads as bad.
@@ -96,13 +87,13 @@ def test_an_unexpected_failure_of_decide_is_255_in_one_line_never_1(base_run, tm
         raise RuntimeError("boom")
 
     monkeypatch.setattr(cmd_decide.subprocess, "Popen", boom)
-    args = build_parser().parse_args(["decide", "--baseline", str(base_run), "--out", str(tmp_path / "o")])
+    args = build_parser().parse_args(["decide", "--baseline", str(small_run), "--out", str(tmp_path / "o")])
     assert cmd_decide.main(args) == 255
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "RuntimeError: boom" in err[0], err
 
 
-def test_a_dead_runs_state_that_cannot_be_undone_stops_the_bisection(base_run, tmp_path, monkeypatch, capsys):
+def test_a_dead_runs_state_that_cannot_be_undone_stops_the_bisection(small_run, tmp_path, monkeypatch, capsys):
     """What a killed run left, when it cannot be undone (here: the undo
     raises RunError, as a tracefs it cannot write), makes the whole command
     exit 255 in one line before any run; not the 2 every other command
@@ -116,7 +107,7 @@ def test_a_dead_runs_state_that_cannot_be_undone_stops_the_bisection(base_run, t
         raise RunError("tracefs: instance osmeter-1: Device or resource busy")
 
     monkeypatch.setattr(recover, "undo_dead_runs", stuck)
-    assert cli_main(["decide", "--baseline", str(base_run), "--out", str(tmp_path / "o")]) == 255
+    assert cli_main(["decide", "--baseline", str(small_run), "--out", str(tmp_path / "o")]) == 255
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "could not be undone" in err[0] and "resource busy" in err[0], err
     assert not (tmp_path / "o").exists()

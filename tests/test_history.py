@@ -45,22 +45,13 @@ def fake_run(src: Path, dst: Path, when: str, scale: float = 1.0) -> Path:
 
 # ---------------------------------------------------------------- store
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    """One small real run (two ids) to copy."""
-    d = tmp_path_factory.mktemp("hist-base") / "run"
-    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--out", str(d), "--no-report", "--no-history")
-    assert r.returncode == 0, r.stderr[-2000:]
-    return d
-
-
-def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(base_run, tmp_path):
+def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(small_run, tmp_path):
     """Four processes add runs at once (WAL, immediate transactions, a busy
     timeout): every run is there once and the file passes SQLite's integrity
     check. A writer killed inside its transaction leaves nothing of its run
     and the rest intact. Mutant caught: writes outside one transaction."""
     db = tmp_path / "h.sqlite"
-    runs = [fake_run(base_run, tmp_path / f"r{k:02d}", f"2026-11-01T00:{k:02d}:00+00:00") for k in range(12)]
+    runs = [fake_run(small_run, tmp_path / f"r{k:02d}", f"2026-11-01T00:{k:02d}:00+00:00") for k in range(12)]
     procs = [subprocess.Popen([str(ROOT / "osmeter"), "history", "add", *map(str, runs[k::4])], env=env(db),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(4)]
     for p in procs:
@@ -72,7 +63,7 @@ def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(b
     assert sorted(r[0] for r in con.execute("SELECT path FROM runs")) == sorted(str(r.resolve()) for r in runs)
     con.close()
     # a writer killed in the middle of adding two runs, after the first: nothing of either stays
-    late = [fake_run(base_run, tmp_path / f"late{k}", f"2026-11-02T00:0{k}:00+00:00") for k in range(2)]
+    late = [fake_run(small_run, tmp_path / f"late{k}", f"2026-11-02T00:0{k}:00+00:00") for k in range(2)]
     code = ("import sys, time\nfrom pathlib import Path\nfrom osmeter.history import store\n"
             "orig, calls = store._row, []\n"
             "def slow(run, doc):\n    calls.append(run)\n"
@@ -95,7 +86,7 @@ def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(b
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_a_commit_id_from_a_run_never_reaches_git_as_an_option(base_run, tmp_path):
+def test_a_commit_id_from_a_run_never_reaches_git_as_an_option(small_run, tmp_path):
     """Runs whose recorded osmeter commit is "--output=FILE" (a hostile run
     directory, issue 57): `history changes` says the commits cannot be
     compared and truncates nothing. Mutant caught: the ids passed to git
@@ -106,7 +97,7 @@ def test_a_commit_id_from_a_run_never_reaches_git_as_an_option(base_run, tmp_pat
     db = tmp_path / "h.sqlite"
     runs = []
     for k in range(12):
-        d = fake_run(base_run, tmp_path / f"r{k:02d}", f"2026-11-01T00:{k:02d}:00+00:00", 1.0 if k < 6 else 3.0)
+        d = fake_run(small_run, tmp_path / f"r{k:02d}", f"2026-11-01T00:{k:02d}:00+00:00", 1.0 if k < 6 else 3.0)
         doc = json.loads((d / "results.json").read_text())
         doc["conditions"].setdefault("osmeter", {})["commit"] = f"--output={victims[k >= 6]}"
         (d / "results.json").write_text(json.dumps(doc))
@@ -118,7 +109,7 @@ def test_a_commit_id_from_a_run_never_reaches_git_as_an_option(base_run, tmp_pat
     assert [v.read_text() for v in victims] == ["keep me\n"] * 2
 
 
-def test_an_older_schema_is_migrated_and_a_foreign_or_damaged_file_is_refused(base_run, tmp_path):
+def test_an_older_schema_is_migrated_and_a_foreign_or_damaged_file_is_refused(small_run, tmp_path):
     """A history of schema 1 (before the per-figure CV) is migrated by the
     next add, its run kept; a file that is not SQLite, an SQLite database of
     something else, and a history of a newer schema are each a clear error
@@ -136,7 +127,7 @@ def test_an_older_schema_is_migrated_and_a_foreign_or_damaged_file_is_refused(ba
     con.close()
     r = osmeter("history", "list", env=env(db))
     assert r.returncode == 2 and "schema 1" in r.stderr, r.stderr  # reading never migrates
-    one = fake_run(base_run, tmp_path / "one", "2026-11-03T00:00:00+00:00")
+    one = fake_run(small_run, tmp_path / "one", "2026-11-03T00:00:00+00:00")
     r = osmeter("history", "add", str(one), env=env(db))
     assert r.returncode == 0, r.stderr
     con = sqlite3.connect(db)

@@ -33,14 +33,6 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("hostile-base") / "run"
-    r = osmeter("run", "--probes", "cpu.syscall.getppid", "--out", str(d), "--no-report", "--no-history")
-    assert r.returncode == 0, r.stderr[-2000:]
-    return d
-
-
 def variant(base: Path, dst: Path, change) -> Path:
     """A copy of the real run's results.json, changed by change(doc)."""
     dst.mkdir(parents=True)
@@ -61,7 +53,7 @@ def at(when: str, median: float | None = None, mid: str = "cpu.syscall.getppid",
     return change
 
 
-def test_the_page_marks_a_series_with_nothing_to_plot_and_keeps_the_rest(base_run, tmp_path):
+def test_the_page_marks_a_series_with_nothing_to_plot_and_keeps_the_rest(small_run, tmp_path):
     """An id whose medians are all 0 or negative, and a run started in year 1
     at +14:00 (year 0 in UTC): `history html` exits 0, the bad series is a
     marked line (data-bad: how many runs), the run of year 1 is counted out
@@ -69,9 +61,9 @@ def test_the_page_marks_a_series_with_nothing_to_plot_and_keeps_the_rest(base_ru
     lost to a traceback (min() of an empty sequence; year 0 out of range).
     Mutant caught: every run plotted."""
     db = tmp_path / "h.sqlite"
-    runs = [variant(base_run, tmp_path / f"z{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00", v))
+    runs = [variant(small_run, tmp_path / f"z{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00", v))
             for k, v in enumerate((0.0, -5.0, 0.0, -1.0))]
-    runs.append(variant(base_run, tmp_path / "y1", at("0001-01-01T00:00:00+14:00", 0.0)))
+    runs.append(variant(small_run, tmp_path / "y1", at("0001-01-01T00:00:00+14:00", 0.0)))
     assert hx(db, "add", *map(str, runs)).returncode == 0
     r = hx(db, "html", "--out", str(tmp_path / "page"))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
@@ -81,13 +73,13 @@ def test_the_page_marks_a_series_with_nothing_to_plot_and_keeps_the_rest(base_ru
     assert page.count('data-id="cpu.syscall.getppid.libc"') == 1 and page.count("<circle") == 4
 
 
-def test_csv_keeps_its_columns_when_an_id_is_named_as_one(base_run, tmp_path):
+def test_csv_keeps_its_columns_when_an_id_is_named_as_one(small_run, tmp_path):
     """An id named `time` (a hand-made or hostile results.json): the csv has
     one `time` column holding the runs' times, the id left out with a
     warning. Before, a second `time` column overwrote the times. Mutant
     caught: the clash not left out."""
     db = tmp_path / "h.sqlite"
-    runs = [variant(base_run, tmp_path / f"r{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00", name="time"))
+    runs = [variant(small_run, tmp_path / f"r{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00", name="time"))
             for k in range(2)]
     assert hx(db, "add", *map(str, runs)).returncode == 0
     r = hx(db, "csv")
@@ -98,7 +90,7 @@ def test_csv_keeps_its_columns_when_an_id_is_named_as_one(base_run, tmp_path):
     assert "id(s) time left out" in r.stderr
 
 
-def test_json_nested_deep_is_one_line_in_every_reader(base_run, tmp_path):
+def test_json_nested_deep_is_one_line_in_every_reader(small_run, tmp_path):
     """A results.json nested 200,000 deep: `history add`, `compare` and
     `report` each exit 2 with one line naming the file and its depth (Python's
     decoder raised RecursionError before). A results.json that is /dev/zero
@@ -107,9 +99,9 @@ def test_json_nested_deep_is_one_line_in_every_reader(base_run, tmp_path):
     from osmeter.results import reader
     deep = tmp_path / "deep"
     deep.mkdir()
-    text = (base_run / "results.json").read_text().rstrip()
+    text = (small_run / "results.json").read_text().rstrip()
     (deep / "results.json").write_text(text[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}")
-    for args in (("history", "add", str(deep)), ("compare", str(base_run), str(deep)), ("report", str(deep))):
+    for args in (("history", "add", str(deep)), ("compare", str(small_run), str(deep)), ("report", str(deep))):
         r = subprocess.run([str(ROOT / "osmeter"), *args], capture_output=True, text=True, timeout=120,
                            env=env(tmp_path / "h.sqlite"))
         line = one_line_error(r)
@@ -121,14 +113,14 @@ def test_json_nested_deep_is_one_line_in_every_reader(base_run, tmp_path):
         d.mkdir()
         make(d / "results.json")
         t0 = time.monotonic()
-        r = subprocess.run([str(ROOT / "osmeter"), "compare", str(base_run), str(d)], capture_output=True,
+        r = subprocess.run([str(ROOT / "osmeter"), "compare", str(small_run), str(d)], capture_output=True,
                            text=True, timeout=60)
         assert "not a file" in one_line_error(r) and time.monotonic() - t0 < 30
         with pytest.raises(ValueError, match="not a regular file"):  # the reader itself, without store's check
             reader.read_json(d / "results.json")
 
 
-def test_alpha_is_bounded_and_the_terminal_gets_no_escape_from_a_host_name(base_run, tmp_path):
+def test_alpha_is_bounded_and_the_terminal_gets_no_escape_from_a_host_name(small_run, tmp_path):
     """--alpha 5e-324 (OverflowError before), 1e-300 (10/alpha shuffles:
     never returned), NaN and 0.6: one line each, at once. A host name with a
     newline, a colour and a window title: `history list` and the error that
@@ -139,7 +131,7 @@ def test_alpha_is_bounded_and_the_terminal_gets_no_escape_from_a_host_name(base_
 
     def host(doc):
         doc["machine"]["hostname"] = evil
-    runs = [variant(base_run, tmp_path / "e", host), variant(base_run, tmp_path / "v", at("2026-11-01T00:00:00Z"))]
+    runs = [variant(small_run, tmp_path / "e", host), variant(small_run, tmp_path / "v", at("2026-11-01T00:00:00Z"))]
     assert hx(db, "add", *map(str, runs)).returncode == 0
     for alpha in ("5e-324", "1e-300", "nan", "0.6"):
         line = one_line_error(hx(db, "changes", "--host", evil, "--alpha", alpha, timeout=30))
@@ -152,13 +144,13 @@ def test_alpha_is_bounded_and_the_terminal_gets_no_escape_from_a_host_name(base_
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only file system is mounted as root")
-def test_a_read_only_history_is_read_and_its_writer_told_why(base_run, tmp_path):
+def test_a_read_only_history_is_read_and_its_writer_told_why(small_run, tmp_path):
     """A history on a read-only file system (a snapshot, a CD, a read-only
     NFS export): list and show read it (immutable: no -shm can be made
     there), and `history add` says the file system is read-only, not
     "damaged, or not SQLite". Mutant caught: the reader opened read-write."""
     db = tmp_path / "h.sqlite"
-    runs = [variant(base_run, tmp_path / f"r{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00")) for k in range(3)]
+    runs = [variant(small_run, tmp_path / f"r{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00")) for k in range(3)]
     assert hx(db, "add", *map(str, runs)).returncode == 0
     mnt = tmp_path / "ro"
     mnt.mkdir()
@@ -169,7 +161,7 @@ def test_a_read_only_history_is_read_and_its_writer_told_why(base_run, tmp_path)
         r = hx(mnt / "h.sqlite", "list")
         assert r.returncode == 0 and " 3 " in r.stdout, r.stdout + r.stderr
         assert hx(mnt / "h.sqlite", "show", "--id", "cpu.syscall.getppid").returncode == 0
-        line = one_line_error(hx(mnt / "h.sqlite", "add", str(base_run)))
+        line = one_line_error(hx(mnt / "h.sqlite", "add", str(small_run)))
         assert "read-only file system" in line and "damaged" not in line
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -137,8 +137,9 @@ def _read_only(path: Path) -> str:
 
 
 def _connect(path: Path, ro: bool) -> sqlite3.Connection:
-    """The history opened; where nothing can be written beside it, read-only (mode=ro), else as an
-    immutable file (no -shm can be made there: nothing writes it either)."""
+    """The history opened: read-write where this user can write it and its directory; else read-only
+    (mode=ro), and where even that fails (a WAL database whose -shm cannot be made on a read-only file
+    system) as an immutable file, which nothing there can write either."""
     if not ro:
         return sqlite3.connect(path, timeout=BUSY_S, isolation_level=None)
     uri = "file:" + urllib.parse.quote(str(path.resolve()))
