@@ -5,6 +5,9 @@ bounded at thousands of runs, and a minimum segment length keeps single
 spikes from being change points."""
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import tracemalloc
 
 import numpy as np
@@ -236,3 +239,163 @@ def test_min_runs_reaches_the_change_points_of_history_show_and_changes(tmp_path
     assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
     r = osmeter("history", "show", "--id", "synth.m000", "--db", str(db), "--alpha", "0.05", "--min-runs", "2")
     assert r.returncode == 0 and sum(ln.startswith(">") for ln in r.stdout.splitlines()) == 1, r.stdout + r.stderr
+
+
+# ------------------------------------------------------------ long series: windows, and their cache
+
+def test_the_windows_tile_a_long_series_and_each_owned_run_has_a_quarter_window_each_side():
+    from osmeter.history.changes import WINDOW, windows
+    for ms in (2, 3, 40):
+        w = max(WINDOW, 8 * ms)
+        for n in (2 * ms, w - 1, w, w + 1, w + w // 2, 3 * w + 17, 10_000):
+            wins = windows(n, ms)
+            assert wins[0][0] == 0 and wins[-1][1] == n and all(b - a <= w for a, b, _, _ in wins), (n, ms, wins)
+            owned = [r for _, _, a, b in wins for r in range(a, b)]
+            assert owned == list(range(n)), (n, ms)  # every run owned once, in order
+            if len(wins) == 1:
+                assert wins == [(0, n, 0, n)]
+                continue
+            for k, (a, b, oa, ob) in enumerate(wins):
+                assert k == 0 or oa - a >= w // 4, (n, ms, k)
+                assert k == len(wins) - 1 or b - ob >= w // 4, (n, ms, k)
+
+
+def _long(rng, n, shifts):
+    v = np.exp(rng.normal(0, 0.03, n))
+    for at, f in shifts:
+        v[at:] *= f
+    return v
+
+
+def test_a_long_series_has_its_planted_shifts_once_each_and_nothing_else():
+    """3,000 runs with shifts of 10%, 8% and -12% (one near where two windows meet): each found within a
+    run of where it was planted, once, with its ratio; a series with nothing planted has no change point."""
+    from osmeter.history.changes import find
+    rng = np.random.default_rng(11)
+    planted = [(700, 1.10), (1600, 1.08), (2368, 0.88)]  # 2368 = 18.5 windows of 128: on an owner's edge
+    got = find(list(_long(rng, 3000, planted)))
+    assert [c[0] for c in got] == pytest.approx([t for t, _ in planted], abs=1), got
+    for (t, f), c in zip(planted, got):
+        assert c[3] <= f * 1.03 and c[4] >= f / 1.03 and c[1] < 0.01, (t, f, c)
+    assert find(list(_long(rng, 3000, []))) == []
+
+
+def _synthetic(tmp_path, runs, ids, **kw):
+    db = tmp_path / "h.sqlite"
+    _bench_history().build(db, runs, ids, **kw)
+    return db
+
+
+def test_a_history_keeps_each_windows_breaks_and_a_run_more_searches_only_the_last(tmp_path, monkeypatch):
+    """The change points of 1,500 runs x 2 ids are the same searched, read from the history, and with no
+    cache at all; read back, nothing is searched; one run more searches one window an id; a value
+    changed in an early run searches that run's windows again and finds what the change made."""
+    from osmeter.history import changes, store
+    db = _synthetic(tmp_path, 1500, 2, seed=5)
+    bench = _bench_history()
+    mids = ["synth.m000", "synth.m001"]
+
+    def searched():
+        n = {"windows": 0}
+        real = store.WindowCache.put
+
+        def put(self, k, digest, found):
+            n["windows"] += k >= 0
+            real(self, k, digest, found)
+        monkeypatch.setattr(store.WindowCache, "put", put)
+        return n
+
+    def points():
+        with store.opened(db) as con:
+            return {m: [(c.after["run"], round(c.ratio, 9)) for c in cps]
+                    for m, cps in changes.cached(con, "synth", mids).items()}
+
+    n = searched()
+    first = points()
+    assert n["windows"] == 2 * len(changes.windows(1500)), n
+    with store.opened(db) as con:
+        bare = {m: [(r["run"], round(x[2], 9)) for x in changes.find(store.medians(con, "synth", m)[2])
+                    for r in [store.series(con, "synth", m)[x[0]]]] for m in mids}
+    assert first == bare and first["synth.m000"], (first, bare)  # id 0 has its planted shift
+    n = searched()
+    assert points() == first and n["windows"] == 0, n
+    bench.append(db)
+    n = searched()
+    points()
+    assert n["windows"] == 2, n
+    with store.opened(db, write=True) as con:
+        con.execute("UPDATE figures SET median = median * 1.5 WHERE mid = 'synth.m001' AND run > 300")
+    n = searched()
+    moved = points()
+    assert n["windows"] == len(changes.windows(1501)) - 1, n  # the first window holds no run after 300
+    assert [r for r, _ in moved["synth.m001"]][:1] == [301], moved
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only file system is mounted as root")
+def test_a_read_only_history_of_schema_2_is_read_and_a_writable_one_migrated(tmp_path):
+    """Schema 3 adds an index and the windows' cache: a history of schema 2 on a read-only file system
+    has its change points all the same (searched, nothing kept); a writable one is migrated by the
+    reader and keeps its windows."""
+    import sqlite3
+    db = _synthetic(tmp_path, 40, 1, seed=2, tail=(10, 1.5))
+    con = sqlite3.connect(db)
+    con.executescript("DROP TABLE windows; DROP INDEX figures_mid; UPDATE meta SET value = '2' "
+                      "WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        shutil.copy(db, mnt / "h.sqlite")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = osmeter("history", "changes", "--db", str(mnt / "h.sqlite"))
+        assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+    r = osmeter("history", "changes", "--db", str(db))
+    assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert con.execute("SELECT COUNT(*) FROM windows WHERE k >= 0").fetchone()[0] == 1
+    finally:
+        con.close()
+
+
+def test_a_break_is_taken_from_its_owner_once_and_the_surer_of_two_a_run_apart_is_kept():
+    """find's merge of windows, given their breaks through a cache: a break reported by a window that does
+    not own its run is left out (the owner reports what it sees), and one shift reported a run apart by
+    two windows (each at its own edge) is one change point, the one of the smaller p."""
+    from osmeter.history.changes import find, windows
+    rng = np.random.default_rng(4)
+    v = _long(rng, 1000, [(250, 1.2), (320, 1.2)])
+    wins = windows(1000)
+    assert wins[0][3] == 192 and wins[1][2:] == (192, 320) and wins[2][2:] == (320, 448), wins[:3]
+    state = np.random.default_rng(0).bit_generator.state
+    told = {0: [(250, 0.001)], 1: [(319 - 128, 0.002)], 2: [(320 - 256, 0.001)]}
+
+    class Told:
+        def get(self, k, digest):
+            return {"breaks": told.get(k, []), "rng": state} if k >= 0 else None
+
+        def put(self, k, digest, found):
+            pass
+
+    assert [c[0] for c in find(list(v), cache=Told())] == [320]
+
+
+def test_the_page_draws_a_long_series_last_runs_as_points_and_the_rest_as_a_line(tmp_path):
+    """600 runs: the last 400 (page.POINTS) are points with a link each, the first 200 one line of at most a
+    point a pixel, said under the chart; the title counts all 600."""
+    import re
+    from osmeter.history.page import POINTS, W
+    db = _synthetic(tmp_path, 600, 1, seed=3)
+    r = osmeter("history", "html", "--db", str(db), "--out", str(tmp_path / "page"))
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "page" / "index.html").read_text()
+    chart = page[page.index("<svg"):page.index("</svg>")]  # (the id is shown twice: it has a change point)
+    assert chart.count('<circle class="pt"') == POINTS == 400
+    line = re.search(r'<polyline class="trend" points="([^"]*)" data-runs="(\d+)"', chart)
+    assert line and int(line.group(2)) == 200, page[:2000]
+    assert 1 < len(line.group(1).split()) <= W
+    assert 'data-trend="200"' in page and "(600 runs, ns)" in page

@@ -22,13 +22,9 @@ def _changes(con, host: str, pattern: str | None, since: str | None, alpha: floa
              min_runs: int):
     from osmeter.history import changes, store
     from osmeter.probes.registry import matches
-    out = []
-    for mid in store.ids(con, host):
-        if pattern and not any(matches(p, mid) for p in pattern.split(",")):
-            continue
-        rows = store.series(con, host, mid)
-        out += [c for c in changes.change_points(rows, mid, alpha, min_change, min_runs)
-                if not since or c.after["time"] >= since]
+    mids = [m for m in store.ids(con, host) if not pattern or any(matches(p, m) for p in pattern.split(","))]
+    found = changes.cached(con, host, mids, None, alpha, min_change, min_runs)
+    out = [c for mid in mids for c in found[mid] if not since or c.after["time"] >= since]
     return sorted(out, key=lambda c: (c.after["time"], c.mid))
 
 
@@ -46,11 +42,12 @@ def _list(con, args) -> int:
 
 def _show(con, host: str, args) -> int:
     from osmeter.history import store
-    from osmeter.history.changes import change_points
+    from osmeter.history.changes import cached
     rows = store.series(con, host, args.id, args.since)
     if not rows:
         raise RunError(f"no run of {pr(host)} has {pr(args.id)} (osmeter history ids)")
-    marks = {c.after["run"]: c for c in change_points(rows, args.id, args.alpha, args.min_change, args.min_runs)}
+    found = cached(con, host, [args.id], {args.id: rows}, args.alpha, args.min_change, args.min_runs)[args.id]
+    marks = {c.after["run"]: c for c in found}
     unit = rows[0]["unit"]
     print(f"{pr(args.id)} on {pr(host)}, {len(rows)} runs ({pr(unit)}); '>' marks a change point\n")
     print(f"  {'time':<26} {'median':>12} {'95% interval':>27}  {'kernel':<20} commit")

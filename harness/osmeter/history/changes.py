@@ -26,10 +26,22 @@ a break is a change point only where its shift (the median of the runs
 up to the next break over that of the runs since the one before) is at
 least min_change and its bootstrap interval (each side's runs resampled)
 does not hold 1.
+
+A series longer than WINDOW runs is searched in overlapping windows of
+WINDOW runs, half a window apart, each as above (windows): a break is
+kept from the window in whose middle half it lies, and each side of its
+interval is at most a window's runs. A search costs O(w^2) a score, so a
+series costs O(n w) and not O(n^2), and a window's breaks depend on its
+runs alone: the history keeps them (store.WindowCache, keyed by a digest
+of the window's values and the parameters), and a run appended searches
+again only the last window. A series of at most WINDOW runs is one window,
+searched whole with the generator and shuffles of the method by the book.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -43,6 +55,8 @@ BOOT = 2000
 COMMIT = re.compile(r"[0-9a-f]{4,64}")  # an object name as a run records it (git rev-parse HEAD)
 ALPHA_MIN, ALPHA_MAX = 1e-4, 0.5  # 10 / alpha shuffles at most 100,000; a rate above 1/2 is no test
 BLOCK = 64          # rows of Q computed together (memory: BLOCK x n doubles)
+WINDOW = 256        # the runs a window holds: a longer series is searched a window at a time (windows)
+METHOD = "e-divisive-means/1"  # in each cached window's key: change it with any change of what a search finds
 ROWS_SCANNED = 0    # rows of Q computed so far (a count the tests read)
 
 
@@ -161,17 +175,8 @@ def shift_interval(before: np.ndarray, after: np.ndarray, rng: np.random.Generat
     return ratio, float(np.quantile(r, 0.025)), float(np.quantile(r, 0.975))
 
 
-def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, seed: int = 1,
-         min_size: int = MIN_SIZE) -> list[tuple[int, float, float, float, float]]:
-    """Change points of a series: (index of the first run after, p, ratio,
-    ratio low, ratio high), in order. Values must be positive."""
-    if not ALPHA_MIN <= alpha <= ALPHA_MAX:
-        raise ValueError(f"alpha {alpha}: a false-alarm rate from {ALPHA_MIN} to {ALPHA_MAX}")
-    v = np.asarray(values, dtype=float)
-    if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
-        return []
-    x = np.log(v)
-    rng = np.random.default_rng(seed)
+def search(x: np.ndarray, rng: np.random.Generator, alpha: float, min_size: int) -> list[tuple[int, float]]:
+    """The breaks of x by binary segmentation: (index of the first run after, p), in order."""
     found: list[tuple[int, float]] = []
     todo = [(0, len(x))]
     while todo:
@@ -182,11 +187,129 @@ def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, see
             continue
         found.append((lo + t, p))  # a break in the series; whether it is a change is asked below
         todo += [(lo, lo + t), (lo + t, hi)]
-    found.sort()
+    return sorted(found)
+
+
+def windows(n: int, min_size: int = MIN_SIZE) -> list[tuple[int, int, int, int]]:
+    """The windows a series of n runs is searched in: (start, end, first run owned, end of those owned).
+    A series of at most WINDOW runs (8 x min_size where that is more) is one window, searched whole;
+    a longer one is searched in windows of that many runs, each half a window after the one before.
+    Each run is owned by one window, the one in whose middle half it lies (the first and the last
+    windows own the series' ends too): a break is taken from its run's owner, where it has at least
+    a quarter of a window on each side."""
+    w = max(WINDOW, 8 * min_size)
+    if n <= w:
+        return [(0, n, 0, n)]
+    h = w // 2
+    last = -(-(n - w) // h)
+    return [(k * h, min(n, k * h + w), 0 if k == 0 else k * h + h // 2, n if k == last else k * h + h + h // 2)
+            for k in range(last + 1)]
+
+
+def _digest(x: np.ndarray, k: int, whole: bool, alpha: float, min_size: int, seed: int) -> str:
+    return hashlib.sha256(f"{METHOD} {alpha!r} {min_size} {seed} {k} {whole}".encode() + x.tobytes()).hexdigest()
+
+
+def _search_window(x: np.ndarray, k: int, whole: bool, alpha: float, min_size: int, seed: int) -> dict:
+    """Window k's breaks (its own indices) and the generator's state after its search (a whole series'
+    intervals are drawn from it, as the method by the book does): what the cache keeps."""
+    rng = np.random.default_rng(seed if whole else [seed, k])
+    found = search(x, rng, alpha, min_size)
+    return {"breaks": found, "rng": rng.bit_generator.state}
+
+
+def _window_breaks(x: np.ndarray, k: int, whole: bool, alpha: float, min_size: int, seed: int,
+                   cache) -> tuple[list[tuple[int, float]], np.random.Generator]:
+    """_search_window's breaks and generator, from the cache where it holds them, else searched (and
+    given to the cache)."""
+    digest = _digest(x, k, whole, alpha, min_size, seed)
+    got = cache.get(k, digest) if cache is not None else None
+    if got is None:
+        got = _search_window(x, k, whole, alpha, min_size, seed)
+        if cache is not None:
+            cache.put(k, digest, got)
+    rng = np.random.default_rng()
+    rng.bit_generator.state = got["rng"]
+    return [(int(t), float(p)) for t, p in got["breaks"]], rng
+
+
+def search_ahead(series: list[tuple[object, list[float]]], alpha: float, min_size: int = MIN_SIZE,
+                 seed: int = 1, workers: int | None = None) -> int:
+    """Every window of these series (cache, values) that its cache does not hold, searched by a pool of
+    a process per CPU this process may run on, each into its cache as it ends (so an interruption keeps
+    those done); find then reads them all from the caches. Returns the windows searched."""
+    todo = []
+    for cache, values in series:
+        v = np.asarray(values, dtype=float)
+        if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+            continue
+        x = np.log(v)
+        wins = windows(len(x), min_size)
+        for k, (a, b, _, _) in enumerate(wins):
+            digest = _digest(x[a:b], k, len(wins) == 1, alpha, min_size, seed)
+            if cache.get(k, digest) is None:
+                todo.append((cache, k, digest, (x[a:b], k, len(wins) == 1, alpha, min_size, seed)))
+    workers = workers or len(os.sched_getaffinity(0))
+    if workers < 2 or len(todo) < 2:
+        for cache, k, digest, args in todo:
+            cache.put(k, digest, _search_window(*args))
+        return len(todo)
+    import concurrent.futures as cf
+    import multiprocessing
+    with cf.ProcessPoolExecutor(min(workers, len(todo)), mp_context=multiprocessing.get_context("fork")) as pool:
+        jobs = {pool.submit(_search_window, *args): (cache, k, digest) for cache, k, digest, args in todo}
+        try:
+            for job in cf.as_completed(jobs):
+                cache, k, digest = jobs[job]
+                cache.put(k, digest, job.result())
+        except BaseException:
+            for job in jobs:
+                job.cancel()
+            raise
+    return len(todo)
+
+
+def _long_interval(v: np.ndarray, t: int, lo: int, hi: int, side: int, seed: int, cache) -> tuple[float, float, float]:
+    """shift_interval of the break at t of a long series, each side at most side runs, drawn from a
+    generator of the break's own, and kept in the cache (under -1 - t) with a digest of both sides."""
+    before, after = v[max(lo, t - side):t], v[t:min(hi, t + side)]
+    digest = hashlib.sha256(f"{METHOD} interval {seed} {t} {len(before)}".encode() + before.tobytes()
+                            + after.tobytes()).hexdigest()
+    hit = cache.get(-1 - t, digest) if cache is not None else None
+    if hit is not None:
+        return tuple(hit["interval"])
+    got = shift_interval(before, after, np.random.default_rng([seed, t]))
+    if cache is not None:
+        cache.put(-1 - t, digest, {"interval": got})
+    return got
+
+
+def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, seed: int = 1,
+         min_size: int = MIN_SIZE, cache=None) -> list[tuple[int, float, float, float, float]]:
+    """Change points of a series: (index of the first run after, p, ratio,
+    ratio low, ratio high), in order. Values must be positive. cache: where
+    each window's breaks are kept between calls (store.WindowCache), or None."""
+    if not ALPHA_MIN <= alpha <= ALPHA_MAX:
+        raise ValueError(f"alpha {alpha}: a false-alarm rate from {ALPHA_MIN} to {ALPHA_MAX}")
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+        return []
+    x = np.log(v)
+    wins = windows(len(x), min_size)
+    found: list[tuple[int, float]] = []
+    for k, (a, b, own_a, own_b) in enumerate(wins):
+        got, rng = _window_breaks(x[a:b], k, len(wins) == 1, alpha, min_size, seed, cache)
+        found += [(a + t, p) for t, p in got if own_a <= a + t < own_b]
+    for i in range(len(found) - 1, 0, -1):  # one break seen from two windows, a run apart: the surer one
+        if found[i][0] - found[i - 1][0] < min_size:
+            del found[i if found[i][1] >= found[i - 1][1] else i - 1]
     out = []
     bounds = [0] + [t for t, _ in found] + [len(v)]
     for k, (t, p) in enumerate(found):  # each break against its neighbours' segments
-        ratio, rlo, rhi = shift_interval(v[bounds[k]:t], v[t:bounds[k + 2]], rng)
+        if len(wins) == 1:
+            ratio, rlo, rhi = shift_interval(v[bounds[k]:t], v[t:bounds[k + 2]], rng)
+        else:
+            ratio, rlo, rhi = _long_interval(v, t, bounds[k], bounds[k + 2], wins[0][1], seed, cache)
         if abs(np.log(ratio)) >= np.log1p(min_change) and not rlo <= 1.0 <= rhi:
             out.append((t, p, ratio, rlo, rhi))
     return out
@@ -248,13 +371,53 @@ def method_change(mid: str, c1: str | None, c2: str | None) -> str:
 
 
 def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: float = 0.02,
-                  min_runs: int = MIN_SIZE) -> list[ChangePoint]:
-    """The change points of one id's series (store.series rows); each segment at least min_runs runs."""
+                  min_runs: int = MIN_SIZE, cache=None, medians: list[float] | None = None) -> list[ChangePoint]:
+    """The change points of one id's series (store.series rows); each segment at least min_runs runs;
+    cache: as find's. medians: the series' medians, where rows holds only the runs around its change
+    points (cached's reading of a long series); rows then are those runs' rows, by run."""
     if not rows:
         return []
     out = []
-    for t, p, ratio, lo, hi in find([r["median"] for r in rows], alpha, min_change, min_size=min_runs):
+    values = [r["median"] for r in rows] if medians is None else medians
+    for t, p, ratio, lo, hi in find(values, alpha, min_change, min_size=min_runs, cache=cache):
         before, after = rows[t - 1], rows[t]
-        out.append(ChangePoint(mid, rows[0]["unit"], before, after, p, ratio, lo, hi, differs(before, after),
+        out.append(ChangePoint(mid, before["unit"], before, after, p, ratio, lo, hi, differs(before, after),
                                method_change(mid, before["commit"], after["commit"])))
     return out
+
+
+class _Around:
+    """A series' rows read only at the change points (rows[i]: run i's row, read when first asked)."""
+
+    def __init__(self, con, host: str, mid: str, runs: list[int]):
+        self.con, self.host, self.mid, self.runs = con, host, mid, runs
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __getitem__(self, i: int) -> dict:
+        from osmeter.history.store import series
+        return series(self.con, self.host, self.mid, runs=[int(self.runs[i])])[0]
+
+
+def cached(con, host: str, mids: list[str], rows: dict[str, list[dict]] | None = None, alpha: float = 0.01,
+           min_change: float = 0.02, min_runs: int = MIN_SIZE) -> dict[str, list[ChangePoint]]:
+    """change_points of host's ids (rows: their series by id, read here where not given), their windows'
+    breaks kept in the history con (store.WindowCache) and those it lacks searched ahead by a pool
+    (search_ahead): kept even when interrupted, so a search of a long history goes on where it stopped."""
+    from osmeter.history.store import WindowCache, medians
+    caches = {mid: WindowCache(con, host, mid, f"{alpha!r} {min_runs}") for mid in mids}
+    try:
+        series = {}
+        for mid in mids:
+            if rows is not None and mid in rows:
+                series[mid] = (rows[mid], [r["median"] for r in rows[mid]])
+            else:
+                runs, _, values = medians(con, host, mid)  # kept as arrays: 16 bytes a run, not a dict
+                series[mid] = (_Around(con, host, mid, np.array(runs, dtype=np.int64)), np.array(values, dtype=float))
+        search_ahead([(caches[mid], series[mid][1]) for mid in mids], alpha, min_runs)
+        return {mid: change_points(series[mid][0], mid, alpha, min_change, min_runs, caches[mid], series[mid][1])
+                for mid in mids}
+    finally:
+        for cache in caches.values():
+            cache.flush()

@@ -5,7 +5,9 @@ its 95% interval (run-level: the interval of the run's median), a red line
 at each change point, and under the chart the change points' sizes and the
 conditions that differ across them. A point's tooltip (its SVG <title>)
 names the run, its median and interval; a point links to the run's report
-(its PDF) where there is one, else its results.json. The data sit in the
+(its PDF) where there is one, else its results.json; a series of more
+than POINTS runs has its last POINTS as points and those before as a line,
+the median of the runs at each pixel. The data sit in the
 elements' data- attributes (data-id, data-run, data-median, data-change),
 which the test reads back from Chromium."""
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 from pathlib import Path
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 720, 170, 74, 14, 12, 28
+POINTS = 400  # a series' last runs drawn as points (a link and a tooltip each); those before as a line
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.2em auto; max-width: 1180px; padding: 0 1em; color: #222; }
@@ -25,7 +28,7 @@ h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
 h4 { font-size: 0.95em; margin: 0.8em 0 0.2em; font-family: ui-monospace, monospace; }
 .series { display: inline-block; vertical-align: top; margin: 0 1em 1em 0; }
 svg { background: #fafafa; border: 1px solid #ddd; }
-.pt { fill: #1f77b4; } .iv { stroke: #1f77b4; stroke-width: 1.2; opacity: 0.55; }
+.pt { fill: #1f77b4; } .trend { fill: none; stroke: #1f77b4; stroke-width: 1.2; opacity: 0.7; } .iv { stroke: #1f77b4; stroke-width: 1.2; opacity: 0.55; }
 .cp { stroke: #d62728; stroke-width: 2; stroke-dasharray: 5 3; }
 .axis { font-size: 11px; fill: #555; } .grid { stroke: #e6e6e6; }
 ul.changes { margin: 0.2em 0 0 1.2em; padding: 0; font-size: 13px; max-width: 720px; }
@@ -63,21 +66,24 @@ def _link(run_path: str, out: Path) -> str:
     return target.resolve().as_uri()
 
 
-def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
+def series_svg(mid: str, rows: list[dict], cps, out: Path, early: list[tuple[str, float]] = ()) -> str:
     """One id's chart: time on x (each run at its start), the median and interval on a log y where the values
-    span more than a factor 3, else linear."""
+    span more than a factor 3, else linear. early: the (start, median) of the runs before rows, drawn as a
+    line, the median of those at each pixel (a long history: POINTS runs as points, the rest as its trend)."""
     from osmeter.present.values import fmt_value
     unit = rows[0]["unit"]
-    left = len(rows)
+    left = len(rows) + len(early)
     rows = [r for r in rows if _plottable(r)]
+    early = [(t, v) for t, v in ((_t(s), v) for s, v in early)
+             if t is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
     if not rows:  # the series is marked, the page goes on
         return (f'<p class="none bad" data-id="{html.escape(mid)}" data-bad="{left}">no run of this id has a '
                 'positive median at a readable time: nothing to plot</p>')
     ts = [_t(r["time"]) for r in rows]
-    lo_t, hi_t = min(ts), max(ts)
+    lo_t, hi_t = min(ts + [t for t, _ in early]), max(ts)
     span_t = hi_t - lo_t or 1.0
     vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"])
-            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] + [v for _, v in early]
     vmin, vmax = min(vals), max(vals)
     log = vmax / vmin > 3
     f = (math.log if log else float)
@@ -111,6 +117,12 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
         parts.append(f'<line class="cp" x1="{xx:.1f}" x2="{xx:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" '
                      f'data-change="{c.after["run"]}" data-ratio="{c.ratio:.4f}">'
                      f'<title>change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}): {html.escape(c.cause)}</title></line>')
+    if early:
+        cols: dict[int, list[float]] = {}
+        for t, v in early:
+            cols.setdefault(round(x(t)), []).append(v)
+        line = " ".join(f"{c},{y(sorted(vs)[len(vs) // 2]):.1f}" for c, vs in sorted(cols.items()))
+        parts.append(f'<polyline class="trend" points="{line}" data-runs="{len(early)}"/>')
     for r, t in zip(rows, ts):
         xx = x(t)
         if all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in ("lo", "hi")) and r["lo"] > 0:
@@ -122,8 +134,12 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path) -> str:
                      f'cy="{y(r["median"]):.1f}" r="3.2" data-run="{r["run"]}" data-median="{r["median"]!r}">'
                      f'<title>{html.escape(tip)}</title></circle></a>')
     parts.append("</svg>")
-    if left > len(rows):
-        parts.append(f'<p class="none bad" data-bad="{left - len(rows)}">{left - len(rows)} of {left} runs not '
+    if early:
+        parts.append(f'<p class="none" data-trend="{len(early)}">the first {len(early)} runs as a line (the median '
+                     f'of those at each pixel), the last {len(rows)} as points</p>')
+    if left > len(rows) + len(early):
+        bad = left - len(rows) - len(early)
+        parts.append(f'<p class="none bad" data-bad="{bad}">{bad} of {left} runs not '
                      'plotted: a median 0, negative or missing, or a start time that is no time</p>')
     return "".join(parts)
 
@@ -155,12 +171,16 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
         titles = {a.name: a.title for a in registry.AREAS}
         charts: dict[str, str] = {}
         moved: list[tuple[str, str]] = []  # (time of the latest change point, id)
+        cps_of = changes.cached(con, h, [mid for mids in by_area.values() for mid in mids], None, alpha, min_change,
+                                min_runs)
         for area in sorted(by_area, key=lambda a: order.get(a, 999)):
             for mid in by_area[area]:
-                rows = store.series(con, h, mid)
+                rows = store.series(con, h, mid, last=POINTS)
                 if not rows:
                     continue
-                cps = changes.change_points(rows, mid, alpha, min_change, min_runs)
+                _, times, meds = store.medians(con, h, mid) if len(rows) == POINTS else ((), (), ())
+                early = list(zip(times, meds))[:-POINTS]
+                cps = cps_of[mid]
                 summary.setdefault(h, {})[mid] = [c.after["run"] for c in cps]
                 if cps:
                     moved.append((cps[-1].after["time"], mid))
@@ -168,8 +188,9 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
                     f'<li class="{"method" if c.method else ""}">{html.escape(c.after["time"])}: x{c.ratio:.3f} '
                     f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["median"], c.unit))} &rarr; '
                     f'{html.escape(fmt_value(c.after["median"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
-                charts[mid] = (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({len(rows)} runs, '
-                               f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, out)}'
+                n = len(rows) + len(early)
+                charts[mid] = (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({n} runs, '
+                               f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, out, early)}'
                                + (f'<ul class="changes">{items}</ul>' if cps else '<p class="none">no change point</p>')
                                + "</div>")
         # what moved first, the latest change first; then every series by area

@@ -8,6 +8,9 @@ that keeps the raw samples. The database is an index, never a copy.
     figures  (run, id): unit, median, mean, std, n, the 95% interval of the
              median, the within-run CV (std / mean)
     meta     schema_version
+    windows  per host, id, change-point parameters and window: the digest of
+             the window's values and the breaks found in it (changes.find's
+             cache, made again whenever the digest differs)
 
 Where it is: $OSMETER_HISTORY, else results/history.sqlite in the tree.
 Several writers at once (two runs ending together, a fleet's hosts on a
@@ -31,7 +34,8 @@ from pathlib import Path
 from osmeter.core.errors import RunError
 
 APP_ID = 0x6F736D68  # "osmh": PRAGMA application_id of an osmeter history
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+READABLE = 2  # the oldest schema a read-only history is read at (3 adds an index and a cache)
 BUSY_S = 60.0
 
 # each version's statements, applied in order from the database's version to SCHEMA_VERSION
@@ -47,6 +51,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # version 2: the within-run CV of each figure, and the campaign a run belongs to
     2: ("ALTER TABLE figures ADD COLUMN cv REAL",
         "ALTER TABLE runs ADD COLUMN campaign TEXT"),
+    # version 3: an id's series read without a scan of every figure, and each window's breaks kept
+    3: ("CREATE INDEX figures_mid ON figures (mid, run)",
+        "CREATE TABLE windows (host TEXT NOT NULL, mid TEXT NOT NULL, params TEXT NOT NULL, k INTEGER NOT NULL, "
+        "digest TEXT NOT NULL, found TEXT NOT NULL, PRIMARY KEY (host, mid, params, k))"),
 }
 
 
@@ -99,10 +107,10 @@ def opened(path: Path | None = None, write: bool = False) -> Iterator[sqlite3.Co
                                "update osmeter")
             if write:
                 con.execute("PRAGMA journal_mode = WAL")
-            if have < SCHEMA_VERSION:
-                if not write:
-                    raise RunError(f"{path}: a history of schema {have}: any writing command (osmeter history add) "
-                                   f"migrates it to {SCHEMA_VERSION}")
+            if have < READABLE and not write:
+                raise RunError(f"{path}: a history of schema {have}: any writing command (osmeter history add) "
+                               f"migrates it to {SCHEMA_VERSION}")
+            if have < SCHEMA_VERSION and not ro:  # a reader too: what 3 adds is for reading
                 con.execute("BEGIN IMMEDIATE")
                 try:
                     have = _version(con, path)  # another process may have migrated it meanwhile
@@ -252,6 +260,43 @@ def add(paths: list[Path], db: Path | None = None) -> tuple[int, int]:
 
 # ------------------------------------------------------------ reading
 
+class WindowCache:
+    """changes.find's cache of one host's id: each window's breaks under the digest of its values and
+    the parameters, read at once, kept by flush() in one transaction. A history this process cannot
+    write (read-only, or of schema 2) keeps nothing: what is put is then only remembered until flush."""
+
+    def __init__(self, con: sqlite3.Connection, host: str, mid: str, params: str):
+        self.con, self.key, self.new, self.kept = con, (host, mid, params), {}, True
+        try:
+            self.have = {k: (d, f) for k, d, f in con.execute(
+                "SELECT k, digest, found FROM windows WHERE host = ? AND mid = ? AND params = ?", self.key)}
+        except sqlite3.OperationalError:  # no such table: a read-only history of schema 2
+            self.have, self.kept = {}, False
+
+    def get(self, k: int, digest: str) -> dict | None:
+        if k in self.new and self.new[k][0] == digest:
+            return self.new[k][1]
+        d, found = self.have.get(k, (None, None))
+        return json.loads(found) if d == digest else None
+
+    def put(self, k: int, digest: str, found: dict) -> None:
+        self.new[k] = (digest, found)
+
+    def flush(self) -> None:
+        rows = [(*self.key, k, d, json.dumps(f)) for k, (d, f) in self.new.items()]
+        self.new = {}
+        if not rows or not self.kept:
+            return
+        try:
+            self.con.execute("BEGIN IMMEDIATE")
+            self.con.executemany("INSERT OR REPLACE INTO windows VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self.con.execute("COMMIT")
+        except sqlite3.OperationalError:  # read-only, or busy past BUSY_S: searched again next time
+            if self.con.in_transaction:
+                self.con.execute("ROLLBACK")
+            self.kept = False
+
+
 def hosts(con: sqlite3.Connection) -> list[tuple[str, int, str, str, int]]:
     """(host, runs, first, last, ids) per host."""
     return con.execute("SELECT r.host, COUNT(DISTINCT r.id), MIN(r.started_utc), MAX(r.started_utc), "
@@ -273,16 +318,31 @@ def only_host(con: sqlite3.Connection, host: str | None) -> str:
     return names[0]
 
 
-def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = None) -> list[dict]:
-    """One id's runs on a host, oldest first."""
-    q = ("SELECT r.id, r.path, r.started_utc, r.kernel, r.commit_id, r.facts, f.unit, f.median, f.mean, f.std, f.n, "
-         "f.lo, f.hi, f.cv FROM figures f JOIN runs r ON r.id = f.run WHERE r.host = ? AND f.mid = ?"
-         + (" AND r.started_utc >= ?" if since else "") + " ORDER BY r.started_utc, r.id")
-    keys = ("run", "path", "time", "kernel", "commit", "facts", "unit", "median", "mean", "std", "n", "lo", "hi", "cv")
-    rows = [dict(zip(keys, row)) for row in con.execute(q, (host, mid, since) if since else (host, mid))]
+SERIES = ("SELECT r.id, r.path, r.started_utc, r.kernel, r.commit_id, r.facts, f.unit, f.median, f.mean, f.std, "
+          "f.n, f.lo, f.hi, f.cv FROM figures f JOIN runs r ON r.id = f.run WHERE r.host = ? AND f.mid = ?")
+KEYS = ("run", "path", "time", "kernel", "commit", "facts", "unit", "median", "mean", "std", "n", "lo", "hi", "cv")
+
+
+def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = None,
+           runs: list[int] | None = None, last: int | None = None) -> list[dict]:
+    """One id's runs on a host, oldest first (runs: only these; last: only the last so many)."""
+    q = (SERIES + (" AND r.started_utc >= ?" if since else "")
+         + (f" AND r.id IN ({','.join('?' * len(runs))})" if runs else "")
+         + (f" ORDER BY r.started_utc DESC, r.id DESC LIMIT {int(last)}" if last else " ORDER BY r.started_utc, r.id"))
+    rows = [dict(zip(KEYS, row)) for row in con.execute(q, (host, mid, *([since] if since else []), *(runs or [])))]
+    if last:
+        rows.reverse()
     for r in rows:
         r["path"] = _from_db(r["path"])
     return rows
+
+
+def medians(con: sqlite3.Connection, host: str, mid: str) -> tuple[list[int], list[str], list[float | None]]:
+    """One id's runs on a host, oldest first, as three lists (runs, start times, medians): what a search
+    for change points and a long series' trend read, without a dict a run."""
+    got = con.execute("SELECT r.id, r.started_utc, f.median FROM figures f JOIN runs r ON r.id = f.run WHERE "
+                      "r.host = ? AND f.mid = ? ORDER BY r.started_utc, r.id", (host, mid)).fetchall()
+    return [r for r, _, _ in got], [t for _, t, _ in got], [v for _, _, v in got]
 
 
 def ids(con: sqlite3.Connection, host: str) -> list[str]:
