@@ -41,6 +41,21 @@ def small_run(tmp_path_factory) -> Path:
     return d
 
 
+@contextlib.contextmanager
+def read_only_copy(src: Path, tmp: Path):
+    """src copied onto a small tmpfs mounted read-only under tmp (a snapshot, a CD, a read-only NFS
+    export): yields the copy's path; unmounted after. Root only."""
+    mnt = tmp / "ro"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
+    try:
+        shutil.copy(src, mnt / src.name)
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        yield mnt / src.name
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
 def osmeter(*args: str, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
     """Runs the harness the way a person does, through the launcher."""
     return subprocess.run([str(ROOT / "osmeter"), *args], capture_output=True, text=True, timeout=timeout, **kw)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, osmeter
+from conftest import ROOT, osmeter, read_only_copy
 
 
 def env(db: Path) -> dict:
@@ -152,19 +151,12 @@ def test_a_read_only_history_is_read_and_its_writer_told_why(small_run, tmp_path
     db = tmp_path / "h.sqlite"
     runs = [variant(small_run, tmp_path / f"r{k}", at(f"2026-11-0{k + 1}T00:00:00+00:00")) for k in range(3)]
     assert hx(db, "add", *map(str, runs)).returncode == 0
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
-    try:
-        shutil.copy(db, mnt / "h.sqlite")
-        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        r = hx(mnt / "h.sqlite", "list")
+    with read_only_copy(db, tmp_path) as ro:
+        r = hx(ro, "list")
         assert r.returncode == 0 and " 3 " in r.stdout, r.stdout + r.stderr
-        assert hx(mnt / "h.sqlite", "show", "--id", "cpu.syscall.getppid").returncode == 0
-        line = one_line_error(hx(mnt / "h.sqlite", "add", str(small_run)))
+        assert hx(ro, "show", "--id", "cpu.syscall.getppid").returncode == 0
+        line = one_line_error(hx(ro, "add", str(small_run)))
         assert "read-only file system" in line and "damaged" not in line
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_app_trace_reads_no_device_or_fifo(tmp_path):

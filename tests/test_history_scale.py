@@ -6,14 +6,12 @@ spikes from being change points."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import tracemalloc
 
 import numpy as np
 import pytest
 
-from conftest import ROOT, osmeter
+from conftest import ROOT, osmeter, read_only_copy
 
 
 def _bench_history():
@@ -342,16 +340,9 @@ def test_a_read_only_history_of_schema_2_is_read_and_a_writable_one_migrated(tmp
     con.executescript("DROP TABLE windows; DROP INDEX figures_mid; UPDATE meta SET value = '2' "
                       "WHERE key = 'schema_version'; PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], check=True)
-    try:
-        shutil.copy(db, mnt / "h.sqlite")
-        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        r = osmeter("history", "changes", "--db", str(mnt / "h.sqlite"))
+    with read_only_copy(db, tmp_path) as ro:
+        r = osmeter("history", "changes", "--db", str(ro))
         assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
     r = osmeter("history", "changes", "--db", str(db))
     assert r.returncode == 0 and r.stdout.startswith("1 change points"), r.stdout + r.stderr
     con = sqlite3.connect(db)

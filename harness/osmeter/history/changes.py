@@ -206,6 +206,15 @@ def windows(n: int, min_size: int = MIN_SIZE) -> list[tuple[int, int, int, int]]
             for k in range(last + 1)]
 
 
+def _logs(values, min_size: int) -> np.ndarray | None:
+    """The logs of a series to search; None where it is shorter than two segments or holds a value that
+    is not a positive finite number."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+        return None
+    return np.log(v)
+
+
 def _digest(x: np.ndarray, k: int, whole: bool, alpha: float, min_size: int, seed: int) -> str:
     return hashlib.sha256(f"{METHOD} {alpha!r} {min_size} {seed} {k} {whole}".encode() + x.tobytes()).hexdigest()
 
@@ -240,10 +249,9 @@ def search_ahead(series: list[tuple[object, list[float]]], alpha: float, min_siz
     those done); find then reads them all from the caches. Returns the windows searched."""
     todo = []
     for cache, values in series:
-        v = np.asarray(values, dtype=float)
-        if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+        x = _logs(values, min_size)
+        if x is None:
             continue
-        x = np.log(v)
         wins = windows(len(x), min_size)
         for k, (a, b, _, _) in enumerate(wins):
             digest = _digest(x[a:b], k, len(wins) == 1, alpha, min_size, seed)
@@ -291,10 +299,10 @@ def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, see
     each window's breaks are kept between calls (store.WindowCache), or None."""
     if not ALPHA_MIN <= alpha <= ALPHA_MAX:
         raise ValueError(f"alpha {alpha}: a false-alarm rate from {ALPHA_MIN} to {ALPHA_MAX}")
-    v = np.asarray(values, dtype=float)
-    if len(v) < 2 * min_size or np.any(~np.isfinite(v)) or np.any(v <= 0):
+    x = _logs(values, min_size)
+    if x is None:
         return []
-    x = np.log(v)
+    v = np.asarray(values, dtype=float)
     wins = windows(len(x), min_size)
     found: list[tuple[int, float]] = []
     for k, (a, b, own_a, own_b) in enumerate(wins):
