@@ -45,19 +45,20 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 PY ?= .venv/bin/python
 
 .PHONY: all run test clean venv report fuzz notebook mutants mutants-ci
-# iotrace: the command (bench/iotrace/*.c) and its parts (bench/iotrace/README.md): the trace
-# format, the POSIX recorder, the replayer
-IOTRACE_PARTS := format posix replay mpiio
+# iotrace: the command's main (bench/iotrace/iotrace.c) over its parts (bench/iotrace/README.md,
+# lowest first): the trace format, what the command's parts share, a replay's preparation, the MPI
+# launch, the POSIX recorder, the replayer, show, and the MPI-IO recorder and replayer
+IOTRACE_PARTS := format base prepare launch posix replay show mpiio
 IOTRACE_INC := -Ibench/iotrace $(addprefix -Ibench/iotrace/,$(IOTRACE_PARTS))
 IOTRACE_SRC := $(wildcard bench/iotrace/*.c $(IOTRACE_PARTS:%=bench/iotrace/%/*.c))
 IOTRACE_HDR := $(wildcard bench/iotrace/*.h $(IOTRACE_PARTS:%=bench/iotrace/%/*.h))
 IOTRACE_LIB_SRC := bench/iotrace/posix/preload.c bench/iotrace/format/trace.c
-# the MPI-IO recorder (bench/iotrace/mpiio/record.c with the POSIX one), one build per MPI found
+# the MPI-IO recorder (bench/iotrace/mpiio/mpi_record.c with the POSIX one), one build per MPI found
 # (their ABIs differ), each by that MPI's own compiler wrapper; none where no MPI is installed
 MPI_IMPLS := $(foreach m,openmpi mpich,$(if $(shell command -v mpicc.$(m) 2>/dev/null),$(m)))
-MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,record.c record_large.c complete.c describe.c start.c)
+MPI_REC_SRC := $(addprefix bench/iotrace/mpiio/,mpi_record.c mpi_record_large.c complete.c describe.c start.c)
 # the MPI-IO replayer's parts (bench/iotrace/mpiio/replayer.h), an MPI program of its own
-MPI_REPLAYER_SRC := $(addprefix bench/iotrace/mpiio/,replay.c rebuild.c watch.c report.c)
+MPI_REPLAYER_SRC := $(addprefix bench/iotrace/mpiio/,mpi_replay.c rebuild.c watch.c report.c)
 MPI_RECORDERS := $(MPI_IMPLS:%=$(BUILD)/lib/libiotrace-mpi-%.so) $(MPI_IMPLS:%=$(BIN)/iotrace-mpi-replay-%)
 
 all: $(VTIMER_LIB) $(BUILD)/include/vtimer.h $(BIN)/cpu_vtimer $(BIN)/vtimer_example $(PROBES) $(BIN)/iogen $(BIN)/netpeer $(if $(IOTRACE_SRC),$(BIN)/iotrace $(BUILD)/lib/libiotrace.so $(MPI_RECORDERS)) $(TEST_BINS) $(BUILD)/buildinfo.json $(BUILD)/syscalls.tsv
@@ -104,9 +105,16 @@ $(BIN)/vtimer_example: bench/vtimer/example.c $(VTIMER_LIB) bench/vtimer/vtimer.
 
 # iotrace: the command (record, replay, show) and the LD_PRELOAD recorder
 # (position-independent, libc and libdl only: it runs inside other programs)
-$(BIN)/iotrace: $(filter-out bench/iotrace/posix/preload.c $(MPI_REC_SRC) $(MPI_REPLAYER_SRC),$(IOTRACE_SRC)) $(IOTRACE_HDR) $(COMMON_LIB)
+# (one object per source, build/obj/iotrace/<part>/<name>.o: the part order is checked on them)
+IOTRACE_CMD_OBJ := $(patsubst bench/%.c,$(OBJ)/%.o,$(filter-out bench/iotrace/posix/preload.c $(MPI_REC_SRC) \
+                   $(MPI_REPLAYER_SRC),$(IOTRACE_SRC)))
+$(OBJ)/iotrace/%.o: bench/iotrace/%.c $(IOTRACE_HDR) $(wildcard bench/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(IOTRACE_INC) -c -o $@ $<
+
+$(BIN)/iotrace: $(IOTRACE_CMD_OBJ) $(COMMON_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $(IOTRACE_INC) $(LDFLAGS) -o $@ $(filter %.c,$^) $(COMMON_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(IOTRACE_CMD_OBJ) $(COMMON_LIB) $(LDLIBS)
 
 $(BUILD)/lib/libiotrace.so: $(IOTRACE_LIB_SRC) $(IOTRACE_HDR)
 	@mkdir -p $(dir $@)

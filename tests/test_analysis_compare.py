@@ -812,7 +812,7 @@ def _geometric_ratio_and_clock_gap(out: Path, mid: str) -> tuple[float, float]:
     log core clocks of its processes (interference.measurement_clock)."""
     from osmeter.results.readings import measurement_clock
     from osmeter.results.store import load_side
-    from osmeter.results.writer import run_figure
+    from osmeter.core.stats import run_figure
 
     logs, clocks = [], []
     for side in ("a", "b"):
@@ -1595,3 +1595,19 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
             (m.get("processes") or {}).pop("core_width", None)
     assert {r.id: r for r in compare.compare_sides(a, b, 0.05).rows}["cpu.call.args0"].verdict != "="
 
+
+def test_sides_whose_clocks_do_not_overlap_give_an_unbounded_interval_not_a_crash():
+    """Two runs a side, each side's clock the same in both its runs and the
+    sides' clocks apart (a host whose clock moved between them: a fresh CI's
+    noisy A/A, 3,482 against 2,800 MHz): the change at equal clock is an
+    extrapolation at one degree of freedom. compare's interval is then
+    (0, inf) for the ratio it states, and every format shows it."""
+    import math
+    from types import SimpleNamespace
+
+    from osmeter.analysis.per_id import clock_adjust
+
+    row = SimpleNamespace(ci=None)
+    la, lb = np.log([133.4, 135.0]), np.log([187.2, 160.1])
+    clock_adjust(row, la, [3600.0, 3600.0], lb, [2700.0, 2700.1])
+    assert row.ci[0] == 0.0 and row.ci[1] == math.inf and math.isfinite(row.ratio)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, osmeter, read_only_copy
+from osmeter.core.stats import median_var, t_quantile
 
 
 def _bench_history():
@@ -69,6 +70,15 @@ def ref_best_split(x, rng, min_size, permutations, alpha):
 
 def ref_shift_interval(before, after, rng):
     ratio = float(np.median(after) / np.median(before))
+    if min(len(before), len(after)) < 6 and np.all(before > 0) and np.all(after > 0):
+        # Student's t on the logs: each side's median has variance median_var(k) s^2; pooled df at equal
+        # counts, Welch's otherwise
+        vb, va = (median_var(len(x)) * np.var(np.log(x), ddof=1) for x in (before, after))
+        se2 = vb + va
+        df = (2 * len(before) - 2 if len(before) == len(after)
+              else se2 ** 2 / (vb ** 2 / (len(before) - 1) + va ** 2 / (len(after) - 1)))
+        half = t_quantile(0.975, df) * np.sqrt(se2)
+        return ratio, ratio * float(np.exp(-half)), ratio * float(np.exp(half))
     b = rng.choice(before, (REF_BOOT, len(before)))
     a = rng.choice(after, (REF_BOOT, len(after)))
     r = np.median(a, axis=1) / np.median(b, axis=1)
@@ -312,7 +322,7 @@ def test_a_history_keeps_each_windows_breaks_and_a_run_more_searches_only_the_la
     first = points()
     assert n["windows"] == 2 * len(changes.windows(1500)), n
     with store.opened(db) as con:
-        bare = {m: [(r["run"], round(x[2], 9)) for x in changes.find(store.medians(con, "synth", m)[2])
+        bare = {m: [(r["run"], round(x[2], 9)) for x in changes.find(store.medians(con, "synth", [m])[m][2])
                     for r in [store.series(con, "synth", m)[x[0]]]] for m in mids}
     assert first == bare and first["synth.m000"], (first, bare)  # id 0 has its planted shift
     n = searched()
@@ -356,10 +366,12 @@ def test_a_read_only_history_of_schema_2_is_read_and_a_writable_one_migrated(tmp
 def test_a_break_is_taken_from_its_owner_once_and_the_surer_of_two_a_run_apart_is_kept():
     """find's merge of windows, given their breaks through a cache: a break reported by a window that does
     not own its run is left out (the owner reports what it sees), and one shift reported a run apart by
-    two windows (each at its own edge) is one change point, the one of the smaller p."""
+    two windows (each at its own edge) is one change point, the one of the smaller p. Run 319 stands alone
+    between two steps, so that both breaks, were both kept, would each pass the interval's gate (a segment
+    of one run has the other side's spread)."""
     from osmeter.history.changes import find, windows
     rng = np.random.default_rng(4)
-    v = _long(rng, 1000, [(250, 1.2), (320, 1.2)])
+    v = _long(rng, 1000, [(250, 1.2), (319, 1.2), (320, 1.2)])
     wins = windows(1000)
     assert wins[0][3] == 192 and wins[1][2:] == (192, 320) and wins[2][2:] == (320, 448), wins[:3]
     state = np.random.default_rng(0).bit_generator.state
@@ -390,3 +402,55 @@ def test_the_page_draws_a_long_series_last_runs_as_points_and_the_rest_as_a_line
     assert line and int(line.group(2)) == 200, page[:2000]
     assert 1 < len(line.group(1).split()) <= W
     assert 'data-trend="200"' in page and "(600 runs, ns)" in page
+
+
+def test_a_series_read_for_a_search_is_its_hosts_runs_in_start_order(tmp_path):
+    """store.medians reads each id's figures without a join and orders them itself: it gives exactly the
+    runs, times and medians of the joined, sorted query (store.series), on two hosts whose run ids
+    interleave, start times out of id order, a median missing (NaN) and an id of one host only."""
+    from osmeter.history import store
+    rng = np.random.default_rng(4)
+    db = tmp_path / "h.sqlite"
+    when = rng.permutation(60)
+    with store.opened(db, write=True) as con:
+        con.execute("BEGIN IMMEDIATE")
+        for r in range(1, 61):
+            con.execute("INSERT INTO runs (id, path, host, started_utc, kernel, preset, commit_id, facts, added_utc, "
+                        "campaign) VALUES (?, ?, ?, ?, '6.1', 'quick', NULL, '{}', '2026-01-01', NULL)",
+                        (r, f"/r{r}", "ab"[r % 2], f"2026-01-01T00:{when[r - 1] // 2:02d}:00"))
+            for mid in ("x.both", "x.odd") if r % 2 else ("x.both",):
+                con.execute("INSERT INTO figures (run, mid, unit, median, n) VALUES (?, ?, 'ns', ?, 5)",
+                            (r, mid, None if r == 17 else float(rng.uniform(1, 2))))
+        con.execute("COMMIT")
+    with store.opened(db) as con:
+        assert store.host_names(con) == ["a", "b"]
+        assert store.ids(con, "a") == ["x.both"] and store.ids(con, "b") == ["x.both", "x.odd"]
+        got = store.medians(con, "b", ["x.both", "x.odd"])
+        for mid in ("x.both", "x.odd"):
+            ref = store.series(con, "b", mid)
+            runs, times, meds = got[mid]
+            assert runs.tolist() == [r["run"] for r in ref] and len(ref) == 30
+            assert times.tolist() == [r["time"] for r in ref]
+            assert np.array_equal(meds, np.array([r["median"] for r in ref], dtype=float), equal_nan=True)
+            assert np.isnan(meds).sum() == 1
+        assert store.medians(con, "a", ["x.odd"])["x.odd"][0].tolist() == []
+
+
+def test_a_long_series_trend_is_the_median_of_the_runs_at_each_pixel():
+    """page._trend against the plain reading: the runs grouped by pixel column, each column's middle run
+    (the upper of an even count) by value; a column of one run is that run."""
+    from osmeter.history import page
+    rng = np.random.default_rng(8)
+    t = np.sort(rng.uniform(0, 1e6, 3000))
+    v = rng.lognormal(0, 0.3, 3000)
+    t[:5] = t[0]  # five runs at one time: one column
+
+    def x(s):
+        return 10 + s / 2000.0
+
+    cols: dict[int, list[float]] = {}
+    for a, b in zip(t, v):
+        cols.setdefault(round(x(a)), []).append(b)
+    want = " ".join(f"{c},{sorted(vs)[len(vs) // 2] * 100:.1f}" for c, vs in sorted(cols.items()))
+    assert page._trend(t, v, x, lambda m: m * 100) == want
+    assert len(want.split()) < len(t) and any(len(vs) % 2 == 0 for vs in cols.values())

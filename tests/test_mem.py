@@ -244,10 +244,14 @@ def test_major_fault_costs_far_more_than_a_minor_one(quick_run):
     assert major["params"]["filesystem"] != "tmpfs" and major["params"]["device"]
     assert major["params"]["not_major"] <= major["samples_total"] // 10
     assert major["params"]["device_reads"] >= 1  # (the read itself: the next test)
+    # the ratio's run figure (the median of its processes' medians) is that of its inputs' run
+    # figures; the pooled median of its samples ("median") is not when the processes sit in two
+    # modes (CI once: 89.99 pooled against 85.22 from the run figures)
     r = m["mem.pagefault.major_vs_copy"]
     p = r["params"]
-    assert r["median"] == pytest.approx(p["fault_ns_per_byte"] / p["copy_ns_per_byte"], rel=0.05)
-    assert r["median"] > 1
+    fig = r["processes"]["median_of_medians"]
+    assert fig == pytest.approx(p["fault_ns_per_byte"] / p["copy_ns_per_byte"], rel=1e-9)
+    assert fig > 1
 
 
 def test_the_device_read_beside_the_faults_is_most_of_a_major_fault():

@@ -472,16 +472,24 @@ def _upward_calls(obj_root: Path, order: list[str]) -> list[str]:
                   if part[o] is not None and (part[d] is None or rank[part[d]] > rank[part[o]]))
 
 
-def test_iogen_and_iotrace_name_their_parts_and_iogens_are_layered():
+def test_iogen_and_iotrace_name_their_parts_and_are_layered():
     """bench/iogen and bench/iotrace are programs of parts, one folder each,
     which their README.md lists: every folder listed exists and every one
-    that exists is listed; iogen's objects call only their own part and
-    those its README lists before it (main, iogen.o, above all)."""
+    that exists is listed; each program's objects call only their own part
+    and those its README lists before it (main, iogen.o or iotrace.o, above
+    all, and alone in its file: it defines main and nothing else). Mutant
+    caught: iotrace's base/ calling a command of a part above it."""
     for program in ("iogen", "iotrace"):
         listed = _program_parts(program)
         assert listed and sorted(listed) == sorted(d.name for d in (ROOT / "bench" / program).iterdir()
                                                    if d.is_dir()), (program, listed)
-    assert _upward_calls(ROOT / "build" / "obj" / "iogen", _program_parts("iogen")) == []
+        objs = ROOT / "build" / "obj" / program
+        assert len(list(objs.rglob("*.o"))) > len(listed) // 2, program
+        assert _upward_calls(objs, listed) == [], program
+        assert _cycle(_object_graph(sorted(objs.rglob("*.o")))) is None, program
+    defined = subprocess.run(["nm", "--defined-only", "--extern-only", str(ROOT / "build/obj/iotrace/iotrace.o")],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert [w for w in defined if len(w) > 1 and not re.fullmatch(r"[0-9a-f]+", w)] == ["main"], defined
 
 
 def test_the_part_order_check_catches_an_upward_call():
@@ -686,7 +694,7 @@ def _design_map() -> tuple[list[str], list[str], list[str]]:
     """DESIGN.md's map: the packages it names, the bench/ areas, and the
     harness files its walk of one measurement names."""
     text = (ROOT / "docs" / "DESIGN.md").read_text()
-    section = text.split("\n## The map\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## The map\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
     packages = re.findall(r"^    ([a-z_]+)/ ", section, re.M)
     areas = re.findall(r"^    bench/([a-z_]+)/ ", section, re.M)
     walk = section.split("One measurement's walk", 1)[1]
@@ -703,6 +711,10 @@ def test_the_design_map_names_every_package_and_area_and_no_other():
     assert packages == list(LAYERS), packages
     assert sorted(areas) == sorted(p.name for p in (ROOT / "bench").iterdir() if p.is_dir()), areas
     assert files and [f for f in files if not (HARNESS / f).is_file()] == []
+    # the README's Layout points to this map and names the packages in the same order
+    readme = (ROOT / "README.md").read_text().split("\n## Layout\n", 1)[1]
+    named = re.search(r"`harness/osmeter/`: ([a-z_, \n]+), lowest first", readme)
+    assert named and re.split(r",\s*", named.group(1).strip()) == list(LAYERS), named
 
 
 def misnamed_tests(names: list[str], rooms: set[str]) -> list[str]:
@@ -710,6 +722,12 @@ def misnamed_tests(names: list[str], rooms: set[str]) -> list[str]:
     test_<room>_<topic>.py for one of rooms (tests/README.md)."""
     rx = re.compile(rf"test_(?:{'|'.join(sorted(rooms))})(?:_[a-z0-9_]+)?\.py")
     return sorted(n for n in names if not rx.fullmatch(n))
+
+
+def test_every_harness_package_has_a_test_file_of_its_own():
+    names = [p.name for p in (ROOT / "tests").glob("test_*.py")]
+    assert [room for room in LAYERS if not any(n == f"test_{room}.py" or n.startswith(f"test_{room}_")
+                                               for n in names)] == []
 
 
 def test_each_test_file_is_named_for_its_room():
@@ -780,3 +798,65 @@ def test_the_mutant_check_catches_what_it_should():
               Mutant("no-test", src, once, "x", f"{layout}::test_gone"),
               Mutant("no-word", src, once, "x", f"{layout} -k gone_word")]
     assert [p.split(":")[0] for p in mutant_problems(listed)] == ["twice", "no-file", "no-test", "no-word"]
+
+
+# Files a text may name that are no file of this tree: a kernel header, a user's own program in an example
+# (and build/'s, which make writes).
+CITED_ELSEWHERE = {"include/linux/sched.h", "my.c"}
+
+
+def cited_files(text: str) -> set[str]:
+    """The source paths a text names (a/b/c.py, x.c, y.h), whole words only."""
+    return set(re.findall(r"(?<![\w/.<>-])((?:[a-z0-9_]+/)*[a-z0-9_]+\.(?:py|c|h))\b", text))
+
+
+def test_every_source_file_the_docs_and_docstrings_cite_exists():
+    """docs/, the READMEs and the harness's modules name the files they mean by path or by the path's
+    tail (history/changes.py, changes.py); each is a file of the tree, so a file moved or renamed
+    leaves no text pointing at its old place (issue 58 found present.py, ktrace.py and units.py)."""
+    tree = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
+    texts = [*ROOT.glob("docs/*.md"), ROOT / "README.md", ROOT / "tests" / "README.md", *ROOT.glob("bench/*/README.md"),
+             *HARNESS.rglob("*.py")]
+    missing = sorted(f"{p.relative_to(ROOT)}: {c}" for p in texts for c in cited_files(p.read_text())
+                     if c not in CITED_ELSEWHERE and not c.startswith("build/") and not any(t == c or t.endswith("/" + c) for t in tree))
+    assert missing == []
+    assert cited_files("see present.py and bench/common/args.c, not x.pyc") == {"present.py", "bench/common/args.c"}
+
+
+MAX_C_FUNCTION_LINES = 120
+# The C functions over MAX_C_FUNCTION_LINES, each at its length: none may grow and none may join them; each
+# leaves this list as it is split. Issue 58 found 6 (the longest 205 lines); all are split.
+C_LONG_TODAY: dict[str, int] = {}
+
+
+def c_functions(text: str) -> dict[str, int]:
+    """The functions of a C file in this tree's style (the body's braces alone on their lines) and their
+    lengths, from the first line of the definition to the closing brace."""
+    lines = text.splitlines()
+    found = {}
+    for i, ln in enumerate(lines):
+        if ln != "{":
+            continue
+        start = i
+        while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith(("}", "#", " *", "/*")):
+            start -= 1
+        name = re.findall(r"(\w+)\s*\(", " ".join(lines[start:i]))
+        end = next((k for k in range(i + 1, len(lines)) if lines[k] == "}"), len(lines) - 1)
+        if name:
+            found[name[0] if name[0] not in ("static", "inline") else name[-1]] = end - start + 1
+    return found
+
+
+def test_no_c_function_grows_past_120_lines():
+    """A C function a newcomer reads is one step, as a Python one is (80 lines there): the ones longer
+    today are listed at their length, to be split, and may not grow; no other passes 120."""
+    over, listed = {}, {}
+    for path in sorted((ROOT / "bench").rglob("*.c")):
+        for name, n in c_functions(path.read_text()).items():
+            key = f"{path.relative_to(ROOT).as_posix()}:{name}"
+            listed[key] = n
+            if n > max(MAX_C_FUNCTION_LINES, C_LONG_TODAY.get(key, 0)):
+                over[key] = n
+    assert over == {}
+    assert [k for k in C_LONG_TODAY if listed.get(k, 0) <= MAX_C_FUNCTION_LINES] == []  # split: off the list
+    assert c_functions("static int\nf(int a,\n  int b)\n{\n    return a;\n}\n\nvoid g(void)\n{\n}\n") == {"f": 6, "g": 3}

@@ -93,6 +93,34 @@ static int cmp_point(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Between the last fast size (pts[n - 2]) and the first slow one (pts[n - 1]): halves tried, each a
+ * point more, while the steps and the time limit allow; the bracket left in lo..hi. Returns the points. */
+static size_t bisect(const char *path, char *buf, struct point *pts, size_t n, double fast, uint64_t start,
+                     uint64_t *lo, uint64_t *hi)
+{
+    *lo = pts[n - 2].size;
+    *hi = pts[n - 1].size;
+    for (unsigned k = 0; k < bisect_steps && (double)(osm_clock_ns() - start) * 1e-9 <= time_limit; k++) {
+        uint64_t mid = (*lo + *hi) / 2 / (1 << 20) * (1 << 20);
+        if (mid <= *lo || mid >= *hi)
+            break;
+        /* start from an empty file (its cached pages dropped): a shrinking file keeps nothing useful */
+        int t = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        if (t < 0)
+            osm_die("cannot empty %s: %s", path, strerror(errno));
+        close(t);
+        osm_progress("bisecting %llu..%llu MiB: step %u of at most %u, %llu MiB", (unsigned long long)(*lo >> 20),
+                     (unsigned long long)(*hi >> 20), k + 1, bisect_steps, (unsigned long long)(mid >> 20));
+        pts[n] = try_size(path, mid, buf);
+        if (pts[n].second > 3 * fast)
+            *hi = mid;
+        else
+            *lo = mid;
+        n++;
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     struct osm_opts o;
@@ -150,27 +178,8 @@ int main(int argc, char **argv)
         }
     }
     uint64_t lo = 0, hi = 0;
-    if (found && n >= 2) { /* bisect between the last fast size and the first slow one */
-        lo = pts[n - 2].size;
-        hi = pts[n - 1].size;
-        for (unsigned k = 0; k < bisect_steps && (double)(osm_clock_ns() - start) * 1e-9 <= time_limit; k++) {
-            uint64_t mid = (lo + hi) / 2 / (1 << 20) * (1 << 20);
-            if (mid <= lo || mid >= hi)
-                break;
-            /* start from an empty file (its cached pages dropped): a shrinking file keeps nothing useful */
-            int t = open(path, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-            if (t < 0)
-                osm_die("cannot empty %s: %s", path, strerror(errno));
-            close(t);
-            osm_progress("bisecting %llu..%llu MiB: step %u of at most %u, %llu MiB", (unsigned long long)(lo >> 20),
-                         (unsigned long long)(hi >> 20), k + 1, bisect_steps, (unsigned long long)(mid >> 20));
-            pts[n] = try_size(path, mid, buf);
-            if (pts[n].second > 3 * fast)
-                hi = mid;
-            else
-                lo = mid;
-            n++;
-        }
+    if (found && n >= 2) {
+        n = bisect(path, buf, pts, n, fast, start, &lo, &hi);
     } else if (found) {
         stop_why = "already the smallest file was not cached";
         hi = pts[0].size;

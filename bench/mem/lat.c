@@ -145,6 +145,60 @@ static void measure_size(uint64_t size, enum osm_pages pages, size_t samples, ui
     osm_buffer_free(buf, size);
 }
 
+/* mem.lat.dram.thp: the largest size again on transparent huge pages, with what the kernel gave. */
+static void dram_thp(const struct osm_opts *o, uint64_t size, bool *dist)
+{
+    struct osm_meas m;
+    double *v = malloc(o->samples * sizeof *v);
+    long thp_kib = 0;
+    if (!v)
+        osm_die("out of memory");
+    measure_size(size, OSM_PAGES_HUGE, o->samples, o->iterations, v, dist, &thp_kib);
+    osm_meas_init(&m, "mem.lat.dram.thp", o->samples);
+    for (size_t i = 0; i < o->samples; i++)
+        osm_meas_add(&m, v[i], dist[i]);
+    const char *mode = osm_thp_mode();
+    if (thp_kib <= 0)
+        osm_warn("no transparent huge pages were obtained (THP mode: %s); mem.lat.dram.thp used 4 KiB pages",
+                 mode);
+    osm_param_num(&m, "size", (double)size);
+    osm_param_str(&m, "pages", "MADV_HUGEPAGE");
+    osm_param_str(&m, "thp_mode", mode);
+    osm_param_int(&m, "huge_kib", thp_kib);
+    osm_param_num(&m, "huge_fraction", round((double)thp_kib * 1024 / (double)size * 1000) / 1000);
+    osm_param_str(&m, "chain", chain_names[chain]);
+    osm_emit(&m);
+    osm_meas_free(&m);
+    free(v);
+}
+
+/* mem.lat.stride: the largest size walked in address order, stride_walk bytes a step (what a
+ * prefetcher makes of it); the curve's stride and chain put back after. */
+static void stride_at(const struct osm_opts *o, uint64_t size, bool *dist)
+{
+    struct osm_meas m;
+    uint64_t keep_stride = stride;
+    int keep_chain = chain;
+    double *v = malloc(o->samples * sizeof *v);
+    if (!v)
+        osm_die("out of memory");
+    stride = stride_walk;
+    chain = OSM_CHAIN_SEQUENTIAL;
+    measure_size(size / stride * stride, curve_pages, o->samples, o->iterations, v, dist, NULL);
+    osm_meas_init(&m, "mem.lat.stride", o->samples);
+    for (size_t i = 0; i < o->samples; i++)
+        osm_meas_add(&m, v[i], dist[i]);
+    osm_param_num(&m, "size", (double)(size / stride * stride));
+    osm_param_num(&m, "stride", (double)stride);
+    osm_param_str(&m, "chain", "sequential (each element to the next one up)");
+    osm_param_int(&m, "loads_per_turn", loads_per_turn);
+    osm_emit(&m);
+    osm_meas_free(&m);
+    stride = keep_stride;
+    chain = keep_chain;
+    free(v);
+}
+
 int main(int argc, char **argv)
 {
     struct osm_opts o;
@@ -230,52 +284,10 @@ int main(int argc, char **argv)
     osm_emit(&m);
     osm_meas_free(&m);
 
-    if (!no_thp) {
-        uint64_t size = (uint64_t)sizes[cap - 1];
-        double *v = malloc(o.samples * sizeof *v);
-        long thp_kib = 0;
-        if (!v)
-            osm_die("out of memory");
-        measure_size(size, OSM_PAGES_HUGE, o.samples, o.iterations, v, dist, &thp_kib);
-        osm_meas_init(&m, "mem.lat.dram.thp", o.samples);
-        for (size_t i = 0; i < o.samples; i++)
-            osm_meas_add(&m, v[i], dist[i]);
-        const char *mode = osm_thp_mode();
-        if (thp_kib <= 0)
-            osm_warn("no transparent huge pages were obtained (THP mode: %s); mem.lat.dram.thp used 4 KiB pages",
-                     mode);
-        osm_param_num(&m, "size", (double)size);
-        osm_param_str(&m, "pages", "MADV_HUGEPAGE");
-        osm_param_str(&m, "thp_mode", mode);
-        osm_param_int(&m, "huge_kib", thp_kib);
-        osm_param_num(&m, "huge_fraction", round((double)thp_kib * 1024 / (double)size * 1000) / 1000);
-        osm_param_str(&m, "chain", chain_names[chain]);
-        osm_emit(&m);
-        osm_meas_free(&m);
-        free(v);
-    }
-    if (stride_walk) { /* the same size walked in address order: what a prefetcher makes of it */
-        uint64_t size = (uint64_t)sizes[cap - 1], keep_stride = stride;
-        int keep_chain = chain;
-        double *v = malloc(o.samples * sizeof *v);
-        if (!v)
-            osm_die("out of memory");
-        stride = stride_walk;
-        chain = OSM_CHAIN_SEQUENTIAL;
-        measure_size(size / stride * stride, curve_pages, o.samples, o.iterations, v, dist, NULL);
-        osm_meas_init(&m, "mem.lat.stride", o.samples);
-        for (size_t i = 0; i < o.samples; i++)
-            osm_meas_add(&m, v[i], dist[i]);
-        osm_param_num(&m, "size", (double)(size / stride * stride));
-        osm_param_num(&m, "stride", (double)stride);
-        osm_param_str(&m, "chain", "sequential (each element to the next one up)");
-        osm_param_int(&m, "loads_per_turn", loads_per_turn);
-        osm_emit(&m);
-        osm_meas_free(&m);
-        stride = keep_stride;
-        chain = keep_chain;
-        free(v);
-    }
+    if (!no_thp)
+        dram_thp(&o, (uint64_t)sizes[cap - 1], dist);
+    if (stride_walk)
+        stride_at(&o, (uint64_t)sizes[cap - 1], dist);
     free(dist);
     return 0;
 }

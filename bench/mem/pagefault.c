@@ -126,6 +126,39 @@ static void check_dir(struct statfs *sfs)
                         dir, osm_fs_type_name((unsigned long)sfs->f_type));
 }
 
+/* The fault file written whole (file_size bytes of a pattern) and on the device. */
+static void fill_file(int fd)
+{
+    char *buf = malloc(1 << 20);
+    if (!buf)
+        osm_die("out of memory");
+    for (size_t i = 0; i < (1 << 20); i++)
+        buf[i] = (char)(i * 31 + 7);
+    for (uint64_t off = 0; off < file_size; off += 1 << 20)
+        if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20)
+            osm_die("writing the fault file: %s", strerror(errno));
+    free(buf);
+    if (fsync(fd) != 0)
+        osm_die("fsync: %s", strerror(errno));
+}
+
+/* The pages 0..npages-1 in a random order (a fixed seed: every run the same). */
+static size_t *random_order(size_t npages)
+{
+    size_t *order = malloc(npages * sizeof *order);
+    if (!order)
+        osm_die("out of memory");
+    for (size_t i = 0; i < npages; i++)
+        order[i] = i;
+    uint64_t s = 0x12345678abcdefull;
+    for (size_t i = npages - 1; i > 0; i--) {
+        size_t j = osm_rand(&s) % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    return order;
+}
+
 static void major_faults(const struct osm_opts *o, size_t page, struct statfs sfs)
 {
     char path[4096];
@@ -139,30 +172,8 @@ static void major_faults(const struct osm_opts *o, size_t page, struct statfs sf
     osm_dev_name(major(st.st_dev), minor(st.st_dev), dev, sizeof dev);
 
     size_t npages = file_size / page;
-    char *buf = malloc(1 << 20);
-    if (!buf)
-        osm_die("out of memory");
-    for (size_t i = 0; i < (1 << 20); i++)
-        buf[i] = (char)(i * 31 + 7);
-    for (uint64_t off = 0; off < file_size; off += 1 << 20)
-        if (pwrite(fd, buf, 1 << 20, (off_t)off) != 1 << 20)
-            osm_die("writing the fault file: %s", strerror(errno));
-    free(buf);
-    if (fsync(fd) != 0)
-        osm_die("fsync: %s", strerror(errno));
-
-    /* a random order of the pages, each faulted once */
-    size_t *order = malloc(npages * sizeof *order);
-    if (!order)
-        osm_die("out of memory");
-    for (size_t i = 0; i < npages; i++)
-        order[i] = i;
-    uint64_t s = 0x12345678abcdefull;
-    for (size_t i = npages - 1; i > 0; i--) {
-        size_t j = osm_rand(&s) % (i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
+    fill_file(fd);
+    size_t *order = random_order(npages); /* each page faulted once */
 
     /* the device's own read of a page, beside each fault: O_DIRECT, so the page cache plays no part */
     char fdpath[64];

@@ -1,4 +1,3 @@
 """osmeter: microbenchmarks that characterize a machine's hardware and OS."""
 
 __version__ = "0.1.0"
-SCHEMA = "osmeter/1"

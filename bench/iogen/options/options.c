@@ -393,7 +393,8 @@ static void one_worker(struct job *job, int spec)
     job->workers[0].outstanding = 1;
 }
 
-void options_build_job(const struct iogen_config *c, struct job *job)
+/* The job's specifications and workers from the workload, spec or .icf file, one spec by name if asked. */
+static void job_load(const struct iogen_config *c, struct job *job)
 {
     char err[512];
     job_init(job);
@@ -427,6 +428,11 @@ void options_build_job(const struct iogen_config *c, struct job *job)
                             job->nspecs);
         one_worker(job, 0);
     }
+}
+
+/* Workers, outstanding I/Os and cycling as the options say. */
+static void job_shape(const struct iogen_config *c, struct job *job)
+{
     if (c->workers) {
         for (unsigned i = (unsigned)job->nworkers; i < c->workers; i++) {
             job->workers[i] = job->workers[0];
@@ -467,6 +473,12 @@ void options_build_job(const struct iogen_config *c, struct job *job)
     if (job->cycle_workers.on && job->cycle_workers.start > (uint64_t)job->nworkers)
         osm_usage_error("cycling workers from %llu: the job has %d", (unsigned long long)job->cycle_workers.start,
                         job->nworkers);
+}
+
+/* What the job asks against what iogen and the engine allow, and its run and ramp times. */
+static void job_check(const struct iogen_config *c, struct job *job)
+{
+    char err[512];
     if (c->verify && c->ntargets > 1)
         osm_usage_error("--verify checks one target: give one --target");
     if (c->zones)
@@ -513,6 +525,13 @@ void options_build_job(const struct iogen_config *c, struct job *job)
                                     "network feature; osmeter's disk generator does not support it",
                                     s->name, k + 1, (unsigned long long)s->line[k].reply);
         }
+}
+
+void options_build_job(const struct iogen_config *c, struct job *job)
+{
+    job_load(c, job);
+    job_shape(c, job);
+    job_check(c, job);
 }
 
 /* A target that refuses non-blocking I/O (zram) makes io_uring hand every request to one of its worker

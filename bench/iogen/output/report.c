@@ -163,6 +163,98 @@ static void zones_json(struct json *j, const struct run_result *in)
     json_arr_end(j);
 }
 
+/* --verify: every block read is accounted for: checked against what the verify state says it holds (a
+ * mismatch, or not), never written under the state (not checked), or read while written. */
+static void verify_report(struct json *j, const struct totals *tot)
+{
+    json_key(j, "verify");
+    json_obj(j);
+    verify_json(j);
+    json_kuint(j, "blocks_read", tot->vread);
+    json_kuint(j, "blocks_checked", tot->verified);
+    json_kuint(j, "mismatches", tot->bad);
+    json_kuint(j, "blocks_stale", tot->vstale);
+    json_kuint(j, "blocks_without_pattern", tot->vnopattern);
+    json_kuint(j, "blocks_never_written", tot->vnever);
+    json_kuint(j, "blocks_raced", tot->raced);
+    json_obj_end(j);
+    if (tot->vnever)
+        fprintf(stderr, "iogen: warning: --verify: %llu of the %llu blocks read were never written under the "
+                "verify state: nothing to check them against\n",
+                (unsigned long long)tot->vnever, (unsigned long long)tot->vread);
+    if (tot->vstale)
+        fprintf(stderr, "iogen: error: --verify: %llu blocks hold an earlier generation's data: a later write to "
+                "them was lost\n", (unsigned long long)tot->vstale);
+}
+
+/* One worker's figures: its load, latency, each of its targets, its mix as generated (per spec line:
+ * I/Os, reads and random ones) and its intervals. */
+static void worker_json(struct json *j, const struct run_result *in, int i)
+{
+    double secs = in->secs;
+    struct worker *w = &in->ws[i];
+    struct totals wt;
+    totals_clear(&wt);
+    for (unsigned k = 0; k < w->nstreams; k++)
+        add_stream(&wt, &w->streams[k]);
+    json_obj(j);
+    json_kstr(j, "name", w->cfg->name);
+    json_kstr(j, "spec", w->spec->name);
+    json_kuint(j, "qd", w->qd);
+    json_kfixed(j, "iops", (double)(wt.reads + wt.writes) / secs, 3);
+    json_kfixed(j, "mbps", (double)(wt.bytes_r + wt.bytes_w) / secs / 1e6, 3);
+    json_kuint(j, "reads", wt.reads);
+    json_kuint(j, "writes", wt.writes);
+    json_kuint(j, "bytes_read", wt.bytes_r);
+    json_kuint(j, "bytes_written", wt.bytes_w);
+    json_key(j, "lat_ns");
+    hist_json(j, &wt.all);
+    json_key(j, "targets");
+    json_arr(j);
+    for (unsigned k = 0; k < w->ntargets; k++) {
+        struct tstat s = worker_target(w, k);
+        target_json(j, w->tg[k].t, &s, secs);
+    }
+    json_arr_end(j);
+    json_key(j, "lines"); /* the mix as generated: per spec line, I/Os, reads and random ones */
+    json_arr(j);
+    for (int l = 0; l < w->spec->nlines; l++) {
+        struct lstat ls = { 0, 0, 0 };
+        for (unsigned k = 0; k < w->nstreams; k++) {
+            ls.ios += w->streams[k].lst[l].ios;
+            ls.reads += w->streams[k].lst[l].reads;
+            ls.random += w->streams[k].lst[l].random;
+        }
+        json_obj(j);
+        json_kuint(j, "size", w->spec->line[l].size);
+        json_kuint(j, "ios", ls.ios);
+        json_kuint(j, "reads", ls.reads);
+        json_kuint(j, "random", ls.random);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_key(j, "intervals");
+    intervals(j, in->rs, in->ws, i, i + 1);
+    json_obj_end(j);
+}
+
+/* Target k over every worker that has it. */
+static void target_over_workers(struct json *j, const struct run_result *in, int k)
+{
+    double secs = in->secs;
+    struct tstat s;
+    memset(&s, 0, sizeof s);
+    const struct target *tk = NULL;
+    for (int i = 0; i < in->nw; i++)
+        if ((unsigned)k < in->ws[i].ntargets) {
+            struct tstat ws = worker_target(&in->ws[i], (unsigned)k);
+            tstat_add(&s, &ws);
+            tk = in->ws[i].tg[k].t;
+        }
+    if (tk)
+        target_json(j, tk, &s, secs);
+}
+
 void report(FILE *f, const struct run_result *in, const char *name, const struct precondition *pre)
 {
     const struct run_state *rs = in->rs;
@@ -239,28 +331,8 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kfixed(&j, "syscalls_per_io", (double)tot.syscalls * per, 4);
     json_kint(&j, "ctx_switches", ctx);
     json_kfixed(&j, "ctx_switches_per_io", (double)ctx * per, 4);
-    if (rs->verify) {
-        /* every block read is accounted for: checked against what the verify state says it holds (a
-         * mismatch, or not), never written under the state (not checked), or read while written */
-        json_key(&j, "verify");
-        json_obj(&j);
-        verify_json(&j);
-        json_kuint(&j, "blocks_read", tot.vread);
-        json_kuint(&j, "blocks_checked", tot.verified);
-        json_kuint(&j, "mismatches", tot.bad);
-        json_kuint(&j, "blocks_stale", tot.vstale);
-        json_kuint(&j, "blocks_without_pattern", tot.vnopattern);
-        json_kuint(&j, "blocks_never_written", tot.vnever);
-        json_kuint(&j, "blocks_raced", tot.raced);
-        json_obj_end(&j);
-        if (tot.vnever)
-            fprintf(stderr, "iogen: warning: --verify: %llu of the %llu blocks read were never written under the "
-                    "verify state: nothing to check them against\n",
-                    (unsigned long long)tot.vnever, (unsigned long long)tot.vread);
-        if (tot.vstale)
-            fprintf(stderr, "iogen: error: --verify: %llu blocks hold an earlier generation's data: a later write to "
-                    "them was lost\n", (unsigned long long)tot.vstale);
-    }
+    if (rs->verify)
+        verify_report(&j, &tot);
     if (rs->steady.on)
         steady_json(&rs->steady, &j);
     if (pre) {
@@ -273,68 +345,13 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     }
     json_key(&j, "per_worker");
     json_arr(&j);
-    for (int i = 0; i < in->nw; i++) {
-        struct worker *w = &in->ws[i];
-        struct totals wt;
-        totals_clear(&wt);
-        for (unsigned k = 0; k < w->nstreams; k++)
-            add_stream(&wt, &w->streams[k]);
-        json_obj(&j);
-        json_kstr(&j, "name", w->cfg->name);
-        json_kstr(&j, "spec", w->spec->name);
-        json_kuint(&j, "qd", w->qd);
-        json_kfixed(&j, "iops", (double)(wt.reads + wt.writes) / secs, 3);
-        json_kfixed(&j, "mbps", (double)(wt.bytes_r + wt.bytes_w) / secs / 1e6, 3);
-        json_kuint(&j, "reads", wt.reads);
-        json_kuint(&j, "writes", wt.writes);
-        json_kuint(&j, "bytes_read", wt.bytes_r);
-        json_kuint(&j, "bytes_written", wt.bytes_w);
-        json_key(&j, "lat_ns");
-        hist_json(&j, &wt.all);
-        json_key(&j, "targets");
-        json_arr(&j);
-        for (unsigned k = 0; k < w->ntargets; k++) {
-            struct tstat s = worker_target(w, k);
-            target_json(&j, w->tg[k].t, &s, secs);
-        }
-        json_arr_end(&j);
-        json_key(&j, "lines"); /* the mix as generated: per spec line, I/Os, reads and random ones */
-        json_arr(&j);
-        for (int l = 0; l < w->spec->nlines; l++) {
-            struct lstat ls = { 0, 0, 0 };
-            for (unsigned k = 0; k < w->nstreams; k++) {
-                ls.ios += w->streams[k].lst[l].ios;
-                ls.reads += w->streams[k].lst[l].reads;
-                ls.random += w->streams[k].lst[l].random;
-            }
-            json_obj(&j);
-            json_kuint(&j, "size", w->spec->line[l].size);
-            json_kuint(&j, "ios", ls.ios);
-            json_kuint(&j, "reads", ls.reads);
-            json_kuint(&j, "random", ls.random);
-            json_obj_end(&j);
-        }
-        json_arr_end(&j);
-        json_key(&j, "intervals");
-        intervals(&j, in->rs, in->ws, i, i + 1);
-        json_obj_end(&j);
-    }
+    for (int i = 0; i < in->nw; i++)
+        worker_json(&j, in, i);
     json_arr_end(&j);
     json_key(&j, "targets"); /* each target over every worker */
     json_arr(&j);
-    for (int k = 0; k < in->p.ntargets; k++) {
-        struct tstat s;
-        memset(&s, 0, sizeof s);
-        const struct target *tk = NULL;
-        for (int i = 0; i < in->nw; i++)
-            if ((unsigned)k < in->ws[i].ntargets) {
-                struct tstat ws = worker_target(&in->ws[i], (unsigned)k);
-                tstat_add(&s, &ws);
-                tk = in->ws[i].tg[k].t;
-            }
-        if (tk)
-            target_json(&j, tk, &s, secs);
-    }
+    for (int k = 0; k < in->p.ntargets; k++)
+        target_over_workers(&j, in, k);
     json_arr_end(&j);
     if (rs->zones)
         zones_json(&j, in);

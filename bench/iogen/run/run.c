@@ -114,6 +114,149 @@ static void wait_start_at(const struct iogen_config *cfg)
         ;
 }
 
+/* The run's clock: where measuring begins (after a ramp by time, or, with --ramp-ios, once so many I/Os came
+ * back: complete() sets it then) and ends (a time limit, a count with --transactions, or both: the first),
+ * and each stream's first interval. */
+static void arm_clock(struct run_state *rs, const struct job *job, struct worker *ws, int nw, uint64_t now)
+{
+    rs->ramp_ios = rs->cfg->ramp_ios;
+    rs->run_s = job->run_s;
+    atomic_store(&rs->ramp_done, 0);
+    rs->t_measure = rs->ramp_ios ? UINT64_MAX : now + (uint64_t)(job->ramp_s * osm_timer.hz);
+    rs->count_stop = false;
+    rs->t_end = job->run_s > 0 && !rs->ramp_ios ? rs->t_measure + (uint64_t)(job->run_s * osm_timer.hz) : UINT64_MAX;
+    rs->ival_ticks = rs->cfg->interval_s > 0 ? (uint64_t)(rs->cfg->interval_s * osm_timer.hz) : 0;
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            ws[i].streams[k].ival_end = rs->ramp_ios ? 0 : rs->t_measure + rs->ival_ticks;
+}
+
+/* One thread per stream; one that cannot start fails its worker and stops the run. */
+static void start_streams(struct run_state *rs, struct worker *ws, int nw)
+{
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++) {
+            struct stream *s = &ws[i].streams[k];
+            if (pthread_create(&s->th, NULL, stream_main, s) != 0) {
+                snprintf(ws[i].err, sizeof ws[i].err, "cannot start thread %u of worker %d", k + 1, i + 1);
+                atomic_store(&ws[i].failed, true);
+                atomic_store(&rs->stop, 1);
+                break;
+            }
+            s->started = true;
+        }
+}
+
+/* --steady: the window that ended at next_sample, from the workers' measured counts since the last (prev),
+ * to the steady-state test; true where it found the load steady (the run ends there). */
+static bool steady_window(struct run_state *rs, struct worker *ws, int nw, uint64_t next_sample, uint64_t prev[3])
+{
+    uint64_t cur[3] = { 0, 0, 0 };
+    for (int i = 0; i < nw; i++) {
+        cur[0] += atomic_load(&ws[i].meas_ios);
+        cur[1] += atomic_load(&ws[i].meas_bytes);
+        cur[2] += atomic_load(&ws[i].meas_lat_ns);
+    }
+    double t_s = (double)(next_sample - rs->t_measure) / osm_timer.hz;
+    bool steady = steady_sample(&rs->steady, t_s, (double)(cur[0] - prev[0]), (double)(cur[1] - prev[1]),
+                                (double)(cur[2] - prev[2]), (double)(cur[0] - prev[0]));
+    memcpy(prev, cur, 3 * sizeof *prev);
+    return steady;
+}
+
+/* Watches the streams until every one is done, every 20 ms: starts the prober (and the run's first
+ * rusage) when measuring begins, passes an interrupt on, feeds --steady its windows, and on a terminal
+ * draws the one-line status every half second or (--live) per-worker bars every second; never in a pipe,
+ * and no one-line status under --status (its lines would land in the middle of it). Joins each stream's
+ * thread once, after. Returns whether measuring began. */
+static bool watch(struct run_state *rs, const struct job *job, struct target *ts, struct worker *ws, int nw,
+                  struct run_result *out, uint64_t start)
+{
+    bool bars = rs->cfg->live && isatty(STDERR_FILENO);
+    bool live = !bars && !rs->cfg->status && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+    bool measuring = false;
+    rs->steady_stop = false;
+    double period = rs->cfg->interval_s > 0 ? rs->cfg->interval_s : 1.0;
+    uint64_t period_ticks = (uint64_t)(period * osm_timer.hz), next_sample = 0;
+    uint64_t prev[3] = { 0, 0, 0 };
+    if (rs->steady.on)
+        steady_start(&rs->steady, period);
+    uint64_t last_ios = 0, last_bytes = 0;
+    uint64_t *lios = calloc((size_t)nw * 3, sizeof *lios); /* --live: each worker's last counts */
+    if (!lios)
+        osm_die("out of memory");
+    double total = job->run_s > 0 ? job->ramp_s + job->run_s : 0;
+    uint64_t last_disp = start;
+    struct status_ctx sctx = { rs, ws, nw, 0, 0, 0 };
+    while (!all_done(ws, nw)) {
+        uint64_t now = osm_stamp();
+        if (!measuring && now >= rs->t_measure) {
+            getrusage(RUSAGE_SELF, &out->ru0);
+            next_sample = rs->t_measure + period_ticks;
+            const char *dev = strrchr(ts[0].device, '/');
+            out->pr = prober_start(period, dev ? dev + 1 : "", rs->cfg->status ? status_line : NULL, &sctx);
+            measuring = true;
+        }
+        if (interrupted)
+            atomic_store(&rs->stop, 1);
+        if (rs->steady.on && measuring && now >= next_sample && !rs->steady_stop) {
+            if (steady_window(rs, ws, nw, next_sample, prev)) {
+                rs->steady_stop = true; /* steady: the run ends here */
+                atomic_store(&rs->stop, 1);
+            }
+            next_sample += period_ticks;
+        }
+        double since = (double)(now - last_disp) * rs->tick_ns, so_far = (double)(now - start) * rs->tick_ns * 1e-9;
+        if (bars && since >= 1e9) {
+            live_frame(stderr, ws, nw, out->qd, lios, lios + nw, lios + 2 * nw, since * 1e-9, so_far, total);
+            last_disp = now;
+        }
+        if (live && since >= 5e8) {
+            status_display(ws, nw, out->qd, &last_ios, &last_bytes, since * 1e-9, so_far, total);
+            last_disp = now;
+        }
+        struct timespec d = { 0, 20 * 1000 * 1000 };
+        nanosleep(&d, NULL);
+    }
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++)
+            if (ws[i].streams[k].started)
+                pthread_join(ws[i].streams[k].th, NULL);
+    free(lios);
+    if (live)
+        fputs("\r\033[K", stderr);
+    if (bars)
+        live_frame(stderr, NULL, 0, 0, NULL, NULL, NULL, 0, 0, 0); /* the bars cleared */
+    return measuring;
+}
+
+/* The run's status once its streams are done: 1 where a worker failed or nothing was measured, 3 where
+ * --verify found bad data, else 0; the measured seconds and the verify counts kept. */
+static int settle(struct run_state *rs, struct worker *ws, int nw, struct run_result *out, uint64_t end)
+{
+    int rc = 0;
+    for (int i = 0; i < nw; i++)
+        if (atomic_load(&ws[i].failed)) {
+            fprintf(stderr, "iogen: worker '%s': %s\n", ws[i].cfg->name, ws[i].err);
+            rc = 1;
+        }
+    uint64_t stop_at = rs->count_stop || interrupted || rs->steady_stop || end < rs->t_end ? end : rs->t_end;
+    out->secs = stop_at > rs->t_measure ? (double)(stop_at - rs->t_measure) / osm_timer.hz : 0;
+    if (!rc && out->secs <= 0) {
+        fprintf(stderr, "iogen: error: the run %s before its measured window began: nothing was measured\n",
+                interrupted ? "was interrupted" : "ended");
+        rc = 1;
+    }
+    uint64_t bad = 0;
+    for (int i = 0; i < nw; i++)
+        for (unsigned k = 0; k < ws[i].nstreams; k++) {
+            rs->vread_all += ws[i].streams[k].vread;
+            rs->vchecked_all += ws[i].streams[k].verified;
+            bad += ws[i].streams[k].bad;
+        }
+    return !rc && bad ? 3 : rc;
+}
+
 int one_run(struct run_state *rs, const struct job *job, struct target *ts, const struct run_params *p, struct run_result *out)
 {
     struct worker *ws = calloc((size_t)p->nworkers, sizeof *ws);
@@ -143,133 +286,18 @@ int one_run(struct run_state *rs, const struct job *job, struct target *ts, cons
     wait_start_at(rs->cfg);
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    uint64_t now = osm_stamp();
+    uint64_t start = osm_stamp();
     out->start_unix = (double)rt.tv_sec + rt.tv_nsec * 1e-9;
-    /* a ramp by time, or (--ramp-ios) until so many I/Os completed: then the first measured instant is unknown
-     * until the last ramp I/O comes back (complete() sets it) */
-    rs->ramp_ios = rs->cfg->ramp_ios;
-    rs->run_s = job->run_s;
-    atomic_store(&rs->ramp_done, 0);
-    rs->t_measure = rs->ramp_ios ? UINT64_MAX : now + (uint64_t)(job->ramp_s * osm_timer.hz);
-    /* a time limit, a count (--transactions) or both: the run ends at the first */
-    rs->count_stop = false;
-    rs->t_end = job->run_s > 0 && !rs->ramp_ios ? rs->t_measure + (uint64_t)(job->run_s * osm_timer.hz) : UINT64_MAX;
-    rs->ival_ticks = rs->cfg->interval_s > 0 ? (uint64_t)(rs->cfg->interval_s * osm_timer.hz) : 0;
-    for (int i = 0; i < nw; i++)
-        for (unsigned k = 0; k < ws[i].nstreams; k++)
-            ws[i].streams[k].ival_end = rs->ramp_ios ? 0 : rs->t_measure + rs->ival_ticks;
-
-    for (int i = 0; i < nw; i++)
-        for (unsigned k = 0; k < ws[i].nstreams; k++) {
-            struct stream *s = &ws[i].streams[k];
-            if (pthread_create(&s->th, NULL, stream_main, s) != 0) {
-                snprintf(ws[i].err, sizeof ws[i].err, "cannot start thread %u of worker %d", k + 1, i + 1);
-                atomic_store(&ws[i].failed, true);
-                atomic_store(&rs->stop, 1);
-                break;
-            }
-            s->started = true;
-        }
-
-    /* on a terminal: the one-line status every half second, or (--live) per-worker bars every second;
-     * never in a pipe, and no one-line status under --status (its lines would land in the middle of it) */
-    bool bars = rs->cfg->live && isatty(STDERR_FILENO);
-    bool live = !bars && !rs->cfg->status && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
-    bool measuring = false;
-    rs->steady_stop = false;
-    double period = rs->cfg->interval_s > 0 ? rs->cfg->interval_s : 1.0;
-    uint64_t period_ticks = (uint64_t)(period * osm_timer.hz), next_sample = 0;
-    uint64_t prev[3] = { 0, 0, 0 };
-    if (rs->steady.on)
-        steady_start(&rs->steady, period);
-    uint64_t last_ios = 0, last_bytes = 0;
-    uint64_t *lios = calloc((size_t)nw * 3, sizeof *lios); /* --live: each worker's last counts */
-    if (!lios)
-        osm_die("out of memory");
-    double total = job->run_s > 0 ? job->ramp_s + job->run_s : 0;
-    uint64_t start = now, last_disp = now;
-    struct status_ctx sctx = { rs, ws, nw, 0, 0, 0 };
-    /* wait for every stream to say it is done; each thread is joined once, after */
-    while (!all_done(ws, nw)) {
-        now = osm_stamp();
-        if (!measuring && now >= rs->t_measure) {
-            getrusage(RUSAGE_SELF, &out->ru0);
-            next_sample = rs->t_measure + period_ticks;
-            const char *dev = strrchr(ts[0].device, '/');
-            out->pr = prober_start(rs->cfg->interval_s > 0 ? rs->cfg->interval_s : 1.0, dev ? dev + 1 : "",
-                                   rs->cfg->status ? status_line : NULL, &sctx);
-            measuring = true;
-        }
-        if (interrupted)
-            atomic_store(&rs->stop, 1);
-        if (rs->steady.on && measuring && now >= next_sample && !rs->steady_stop) {
-            uint64_t cur[3] = { 0, 0, 0 };
-            for (int i = 0; i < nw; i++) {
-                cur[0] += atomic_load(&ws[i].meas_ios);
-                cur[1] += atomic_load(&ws[i].meas_bytes);
-                cur[2] += atomic_load(&ws[i].meas_lat_ns);
-            }
-            double t_s = (double)(next_sample - rs->t_measure) / osm_timer.hz;
-            if (steady_sample(&rs->steady, t_s, (double)(cur[0] - prev[0]), (double)(cur[1] - prev[1]),
-                              (double)(cur[2] - prev[2]), (double)(cur[0] - prev[0]))) {
-                rs->steady_stop = true; /* steady: the run ends here */
-                atomic_store(&rs->stop, 1);
-            }
-            memcpy(prev, cur, sizeof prev);
-            next_sample += period_ticks;
-        }
-        if (bars && (double)(now - last_disp) * rs->tick_ns >= 1e9) {
-            live_frame(stderr, ws, nw, out->qd, lios, lios + nw, lios + 2 * nw, (double)(now - last_disp) * rs->tick_ns * 1e-9,
-                       (double)(now - start) * rs->tick_ns * 1e-9, total);
-            last_disp = now;
-        }
-        if (live && (double)(now - last_disp) * rs->tick_ns >= 5e8) {
-            status_display(ws, nw, out->qd, &last_ios, &last_bytes, (double)(now - last_disp) * rs->tick_ns * 1e-9,
-                    (double)(now - start) * rs->tick_ns * 1e-9, total);
-            last_disp = now;
-        }
-        struct timespec d = { 0, 20 * 1000 * 1000 };
-        nanosleep(&d, NULL);
-    }
-    for (int i = 0; i < nw; i++)
-        for (unsigned k = 0; k < ws[i].nstreams; k++)
-            if (ws[i].streams[k].started)
-                pthread_join(ws[i].streams[k].th, NULL);
+    arm_clock(rs, job, ws, nw, start);
+    start_streams(rs, ws, nw);
+    bool measured = watch(rs, job, ts, ws, nw, out, start);
     uint64_t end = osm_stamp();
-    free(lios);
     out->ramp_s = (double)((rs->t_measure < end ? rs->t_measure : end) - start) / osm_timer.hz;
-    if (!measuring)
+    if (!measured)
         getrusage(RUSAGE_SELF, &out->ru0);
     getrusage(RUSAGE_SELF, &out->ru1);
     prober_stop(out->pr);
-    if (live)
-        fputs("\r\033[K", stderr);
-    if (bars)
-        live_frame(stderr, NULL, 0, 0, NULL, NULL, NULL, 0, 0, 0); /* the bars cleared */
-
-    int rc = 0;
-    for (int i = 0; i < nw; i++)
-        if (atomic_load(&ws[i].failed)) {
-            fprintf(stderr, "iogen: worker '%s': %s\n", ws[i].cfg->name, ws[i].err);
-            rc = 1;
-        }
-    uint64_t stop_at = rs->count_stop || interrupted || rs->steady_stop || end < rs->t_end ? end : rs->t_end;
-    out->secs = stop_at > rs->t_measure ? (double)(stop_at - rs->t_measure) / osm_timer.hz : 0;
-    if (!rc && out->secs <= 0) {
-        fprintf(stderr, "iogen: error: the run %s before its measured window began: nothing was measured\n",
-                interrupted ? "was interrupted" : "ended");
-        rc = 1;
-    }
-    uint64_t bad = 0;
-    for (int i = 0; i < nw; i++)
-        for (unsigned k = 0; k < ws[i].nstreams; k++) {
-            rs->vread_all += ws[i].streams[k].vread;
-            rs->vchecked_all += ws[i].streams[k].verified;
-            bad += ws[i].streams[k].bad;
-        }
-    if (!rc && bad)
-        rc = 3;
-    return rc;
+    return settle(rs, ws, nw, out, end);
 }
 
 void run_free(struct run_result *r)

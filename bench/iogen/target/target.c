@@ -144,74 +144,69 @@ static int fill_file(int fd, uint64_t from, uint64_t to, char *err, size_t errle
     return 0;
 }
 
-int target_open(struct target *t, const char *path, const struct target_opts *o, char *err, size_t errlen)
+/* A block device: written only when allowed (--allow-destroy-data), never while mounted nor over a
+ * signature unless --allow-signature; opened exclusively for writes, its size read and bounded by --size. */
+static int open_block(struct target *t, const char *path, struct stat st, const struct target_opts *o,
+                      char *err, size_t errlen)
 {
-    memset(t, 0, sizeof *t);
-    t->fd = -1;
-    snprintf(t->path, sizeof t->path, "%s", path);
-    struct stat st;
-    bool exists = stat(path, &st) == 0;
-    if (!exists && errno != ENOENT)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
-    if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-        return fail(err, errlen, "%s: %s", path, "not a regular file or a block device");
-    t->block = exists && S_ISBLK(st.st_mode);
-    t->direct = o->direct;
-
-    if (t->block) {
-        if (o->writes) {
-            char where[2048];
-            if (!o->allow_destroy)
-                return fail(err, errlen,
-                            "%s: %s", path,
-                            "the workload writes to a block device, destroying what it holds; add "
-                            "--allow-destroy-data if that is what you want");
-            if (mounted(st.st_rdev, where, sizeof where)) {
-                snprintf(err, errlen, "%s: refusing to write: it (or a partition of it) is mounted on %s", path,
-                         where);
-                return -1;
-            }
-        }
-        int flags = (o->writes ? O_RDWR | O_EXCL : O_RDONLY) | (o->direct ? O_DIRECT : 0);
-        t->fd = open(path, flags);
-        for (int tries = 0; t->fd < 0 && errno == EBUSY && !mounted(st.st_rdev, NULL, 0) && tries < 20; tries++) {
-            /* a program that just let it go (its io_uring torn down in a kernel worker) may still hold the
-             * claim for a moment */
-            usleep(50000);
-            t->fd = open(path, flags);
-        }
-        if (t->fd < 0)
-            return fail(err, errlen, "%s: %s", path,
-                        errno == EBUSY ? "the device is in use (mounted or held by another program)" : strerror(errno));
-        if (o->writes && !o->allow_signature) {
-            const char *sig = target_signature(t->fd);
-            if (sig) {
-                snprintf(err, errlen,
-                         "%s: refusing to write: it carries a %s signature; add --allow-signature as well "
-                         "to overwrite it",
-                         path, sig);
-                target_close(t);
-                return -1;
-            }
-        }
-        if (ioctl(t->fd, BLKGETSIZE64, &t->size) != 0 || ioctl(t->fd, BLKSSZGET, &t->lbs) != 0) {
-            snprintf(err, errlen, "%s: cannot read the device's size: %s", path, strerror(errno));
-            target_close(t);
+    if (o->writes) {
+        char where[2048];
+        if (!o->allow_destroy)
+            return fail(err, errlen,
+                        "%s: %s", path,
+                        "the workload writes to a block device, destroying what it holds; add "
+                        "--allow-destroy-data if that is what you want");
+        if (mounted(st.st_rdev, where, sizeof where)) {
+            snprintf(err, errlen, "%s: refusing to write: it (or a partition of it) is mounted on %s", path,
+                     where);
             return -1;
         }
-        if (o->size && o->size < t->size)
-            t->size = o->size;
-        else if (o->size > t->size) {
-            snprintf(err, errlen, "%s: the device holds %llu bytes, fewer than --size %llu", path,
-                     (unsigned long long)t->size, (unsigned long long)o->size);
-            target_close(t);
-            return -1;
-        }
-        dev_name(st.st_rdev, t->device, sizeof t->device);
-        snprintf(t->dev_sysfs, sizeof t->dev_sysfs, "%u:%u", major(st.st_rdev), minor(st.st_rdev));
-        return 0;
     }
+    int flags = (o->writes ? O_RDWR | O_EXCL : O_RDONLY) | (o->direct ? O_DIRECT : 0);
+    t->fd = open(path, flags);
+    for (int tries = 0; t->fd < 0 && errno == EBUSY && !mounted(st.st_rdev, NULL, 0) && tries < 20; tries++) {
+        /* a program that just let it go (its io_uring torn down in a kernel worker) may still hold the
+         * claim for a moment */
+        usleep(50000);
+        t->fd = open(path, flags);
+    }
+    if (t->fd < 0)
+        return fail(err, errlen, "%s: %s", path,
+                    errno == EBUSY ? "the device is in use (mounted or held by another program)" : strerror(errno));
+    if (o->writes && !o->allow_signature) {
+        const char *sig = target_signature(t->fd);
+        if (sig) {
+            snprintf(err, errlen,
+                     "%s: refusing to write: it carries a %s signature; add --allow-signature as well "
+                     "to overwrite it",
+                     path, sig);
+            target_close(t);
+            return -1;
+        }
+    }
+    if (ioctl(t->fd, BLKGETSIZE64, &t->size) != 0 || ioctl(t->fd, BLKSSZGET, &t->lbs) != 0) {
+        snprintf(err, errlen, "%s: cannot read the device's size: %s", path, strerror(errno));
+        target_close(t);
+        return -1;
+    }
+    if (o->size && o->size < t->size)
+        t->size = o->size;
+    else if (o->size > t->size) {
+        snprintf(err, errlen, "%s: the device holds %llu bytes, fewer than --size %llu", path,
+                 (unsigned long long)t->size, (unsigned long long)o->size);
+        target_close(t);
+        return -1;
+    }
+    dev_name(st.st_rdev, t->device, sizeof t->device);
+    snprintf(t->dev_sysfs, sizeof t->dev_sysfs, "%u:%u", major(st.st_rdev), minor(st.st_rdev));
+    return 0;
+}
 
+/* A regular file, existing or made here (whole, never sparse; removed if it cannot be), opened for the
+ * workload; its device and logical block size found. */
+static int open_file(struct target *t, const char *path, bool exists, struct stat st, const struct target_opts *o,
+                     char *err, size_t errlen)
+{
     /* a regular file, existing or to be made */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -282,6 +277,25 @@ int target_open(struct target *t, const char *path, const struct target_opts *o,
         return fail(err, errlen, "%s: %s", path, "is empty; give --size");
     }
     return 0;
+}
+
+int target_open(struct target *t, const char *path, const struct target_opts *o, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+    snprintf(t->path, sizeof t->path, "%s", path);
+    struct stat st = {0};
+    bool exists = stat(path, &st) == 0;
+    if (!exists && errno != ENOENT)
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (exists && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+        return fail(err, errlen, "%s: %s", path, "not a regular file or a block device");
+    t->block = exists && S_ISBLK(st.st_mode);
+    t->direct = o->direct;
+
+    if (t->block)
+        return open_block(t, path, st, o, err, errlen);
+    return open_file(t, path, exists, st, o, err, errlen);
 }
 
 void target_none(struct target *t, uint64_t size)

@@ -32,7 +32,7 @@
 #define TRACE_ROW_MAX (3 * TRACE_PATH_MAX + 3 * TRACE_ARGS_MAX + 20 * 24) /* longest formatted row */
 
 /* Every call a recorder wraps, under the name it was called by: the POSIX
- * calls of posix/preload.c, then the MPI calls of mpiio/record.c (the
+ * calls of posix/preload.c, then the MPI calls of mpiio/mpi_record.c (the
  * MPI-IO routines, the completions of their requests, MPI_Init and
  * MPI_Finalize) and the rows that define a datatype or a communicator the
  * MPI rows name. The MPI names are spelled as the standard spells them. */

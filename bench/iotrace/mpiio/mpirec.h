@@ -1,4 +1,4 @@
-/* mpirec.h - what the parts of the MPI-IO recorder share (record.c: the
+/* mpirec.h - what the parts of the MPI-IO recorder share (mpi_record.c: the
  * data-access and file wrappers; complete.c: the requests' completions;
  * describe.c: args, handle tables, datatypes, communicators, hints;
  * start.c: MPI_Init, the clocks, MPI_Finalize and the gather). They are one
@@ -67,21 +67,21 @@ const char *keep(const char *s);                    /* a string kept for the row
 int64_t type_id(MPI_Datatype dt);                   /* tN, its MPI_Type row written once; maps held */
 int64_t comm_id(MPI_Comm comm);                     /* cN, its MPI_Comm row written once; maps held */
 
-/* One MPI-IO call (record.c) */
+/* One MPI-IO call (mpi_record.c) */
 struct call {
     bool on;
     struct trace_rec r;
     struct args a;
     int64_t prev_parent;
     MPI_Datatype dt;
-    long long count; /* an MPI-4 large-count call's too (record_large.c) */
+    long long count; /* an MPI-4 large-count call's too (mpi_record_large.c) */
 };
 bool call_begin(struct call *c, enum trace_call tc, MPI_File fh, MPI_Datatype dt, long long count, MPI_Offset eoff);
 void call_end(struct call *c, int rc, MPI_Status *st);
 int64_t remember(struct call *c, MPI_Request req);
 #define STATUS_OF(st) MPI_Status own_; MPI_Status *s_ = (st) == MPI_STATUS_IGNORE ? &own_ : (st)
 
-/* A wrapper's body (record.c, record_large.c): the row begun, the real call, the row ended. */
+/* A wrapper's body (mpi_record.c, mpi_record_large.c): the row begun, the real call, the row ended. */
 #define BLOCKING(tc, fh, dt, count, eoff, st, realcall)                                                  \
     struct call c;                                                                                       \
     if (!call_begin(&c, tc, fh, dt, count, eoff))                                                        \

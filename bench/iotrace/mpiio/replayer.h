@@ -1,5 +1,5 @@
 /* replayer.h - what the parts of iotrace-mpi-replay-<mpi> share (docs/iotrace.md, "Replaying MPI-IO"):
- * replay.c (main: the trace, this rank's rows, each call issued and timed), rebuild.c (datatypes,
+ * mpi_replay.c (main: the trace, this rank's rows, each call issued and timed), rebuild.c (datatypes,
  * communicators and hints made again from their rows, every number checked first), watch.c (the
  * replay's time bound: where each rank waits when it runs out) and report.c (the tallies gathered
  * on rank 0, the one JSON object). */

@@ -1,5 +1,6 @@
 /* record.c - record: run a command with the recorder preloaded, merge its
  * per-process traces into one (docs/iotrace.md). */
+#include "commands.h"
 #include "iotrace.h"
 #include "mpi_launch.h"
 #include "osm.h"
@@ -133,23 +134,29 @@ static FILE *open_beside(const char *out, char *tmp, size_t n)
     return f;
 }
 
-int cmd_record(int argc, char **argv)
+struct record_opts {
+    const char *out, *launcher, *impl; /* --out, --launcher, --mpi (checked) */
+    unsigned start_timeout;            /* --start-timeout, seconds */
+    char **cmd;                        /* the command, NULL-terminated */
+};
+
+/* record's options, checked; a bad one is a usage error (exit 2). */
+static void record_args(int argc, char **argv, struct record_opts *o)
 {
-    const char *out = NULL, *launcher = NULL, *impl = NULL;
-    unsigned start_timeout = MPI_START_TIMEOUT;
+    *o = (struct record_opts){.start_timeout = MPI_START_TIMEOUT};
     bool timeout_given = false;
     int i;
     for (i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--out") && i + 1 < argc)
-            out = argv[++i];
+            o->out = argv[++i];
         else if (!strncmp(argv[i], "--out=", 6))
-            out = argv[i] + 6;
+            o->out = argv[i] + 6;
         else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
-            launcher = argv[++i];
+            o->launcher = argv[++i];
         else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
-            impl = mpi_check_impl(argv[++i]);
+            o->impl = mpi_check_impl(argv[++i]);
         else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
-            start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
+            o->start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
         else if (!strcmp(argv[i], "--")) {
             i++;
             break;
@@ -158,19 +165,63 @@ int cmd_record(int argc, char **argv)
         else
             break;
     }
-    if (!out || !*out)
+    if (!o->out || !*o->out)
         osm_usage_error("record needs --out TRACE");
     if (i >= argc)
         osm_usage_error("record needs a command: iotrace record --out TRACE -- CMD [ARGS...]");
-    char **cmd = argv + i;
-    if (impl && !launcher)
+    o->cmd = argv + i;
+    if (o->impl && !o->launcher)
         osm_usage_error("--mpi goes with --launcher");
-    if (timeout_given && !launcher)
+    if (timeout_given && !o->launcher)
         osm_usage_error("--start-timeout goes with --launcher");
+}
+
+/* Runs the command with the recorder, its files going to dir, and waits for it and every descendant:
+ * under the launcher, which starts `iotrace rank` in each rank's place, or with lib preloaded. Its wait
+ * status in *status; errno of a command that could not run in *exec_err. True where the launcher's ranks
+ * did not start within the start timeout. */
+static bool run_recorded(const struct record_opts *o, const char *lib, const char *dir, int *status, int *exec_err)
+{
+    /* Descendants that outlive CMD are re-parented to us; wait for them too. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    *status = 0;
+    *exec_err = 0;
+    bool timed_out = false;
+    if (o->launcher) {
+        char **lv = mpi_launch_argv(o->launcher, "rank", o->impl, dir, o->cmd);
+        enum launch_end end;
+        *status = mpi_run_launcher(lv, dir, "trace.r0.", o->start_timeout, 0, &end);
+        free(lv);
+        if (*status < 0)
+            *exec_err = -*status;
+        else
+            timed_out = end == LAUNCH_START_TIMEOUT;
+    } else {
+        pid_t child = iot_spawn(o->cmd, preloaded, &(struct preload){lib, dir});
+        if (child < 0)
+            *exec_err = -child;
+        else {
+            signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
+            signal(SIGQUIT, SIG_IGN);
+            while (waitpid(child, status, 0) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    while (wait(NULL) > 0 || errno == EINTR)
+        ;
+    return timed_out;
+}
+
+int cmd_record(int argc, char **argv)
+{
+    struct record_opts o;
+    record_args(argc, argv, &o);
+    const char *out = o.out, *launcher = o.launcher;
+    char **cmd = o.cmd;
 
     char lib[PATH_MAX];
-    if (impl)
-        mpi_library(impl, lib, sizeof lib); /* before anything runs: is that MPI's recorder built? */
+    if (o.impl)
+        mpi_library(o.impl, lib, sizeof lib); /* before anything runs: is that MPI's recorder built? */
     else if (!launcher)
         library_path(lib);
     char tmp[PATH_MAX];
@@ -181,37 +232,13 @@ int cmd_record(int argc, char **argv)
     if (!mkdtemp(dir) && (unlink(tmp) || 1))
         iot_fail(1, "cannot make a directory for the recorder (%s): %s", dir, strerror(errno));
 
-    /* Descendants that outlive CMD are re-parented to us; wait for them too. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
-    int status = 0, exec_err = 0;
-    if (launcher) { /* the launcher starts `iotrace rank` in each rank's place */
-        char **lv = mpi_launch_argv(launcher, "rank", impl, dir, cmd);
-        enum launch_end end;
-        status = mpi_run_launcher(lv, dir, "trace.r0.", start_timeout, 0, &end);
-        free(lv);
-        while (wait(NULL) > 0 || errno == EINTR)
-            ;
-        if (status < 0)
-            exec_err = -status;
-        else if (end == LAUNCH_START_TIMEOUT) {
-            remove_dir(dir);
-            fclose(f);
-            unlink(tmp);
-            mpi_start_timeout_error(launcher, start_timeout);
-            return 1;
-        }
-    } else {
-        pid_t child = iot_spawn(cmd, preloaded, &(struct preload){lib, dir});
-        if (child < 0)
-            exec_err = -child;
-        else {
-            signal(SIGINT, SIG_IGN); /* the program gets the terminal's signals; we merge after */
-            signal(SIGQUIT, SIG_IGN);
-            while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-                ;
-        }
-        while (wait(NULL) > 0 || errno == EINTR)
-            ;
+    int status, exec_err;
+    if (run_recorded(&o, lib, dir, &status, &exec_err)) {
+        remove_dir(dir);
+        fclose(f);
+        unlink(tmp);
+        mpi_start_timeout_error(launcher, o.start_timeout);
+        return 1;
     }
     if (exec_err) {
         remove_dir(dir);

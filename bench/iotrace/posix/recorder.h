@@ -1,4 +1,4 @@
-/* recorder.h - what the MPI-IO recorder (mpiio/record.c) asks of the POSIX
+/* recorder.h - what the MPI-IO recorder (mpiio/mpi_record.c) asks of the POSIX
  * recorder (preload.c) when both are in one library
  * (libiotrace-mpi-<mpi>.so): one file per process, one seq, one lock. In
  * MPI mode (IOTRACE_MPI set) nothing is recorded before rec_mpi_start and

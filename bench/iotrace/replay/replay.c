@@ -1,5 +1,6 @@
 /* replay.c - replay: the trace's calls again, with the same processes and
  * threads, on files of its own; recorded against replayed times as JSON. */
+#include "commands.h"
 #include "hist.h"
 #include "iotrace.h"
 #include "mpi_launch.h"
@@ -603,82 +604,64 @@ static void run_as_an_application(void)
         fprintf(stderr, "iotrace: --unpin: cannot widen the CPU affinity: %s\n", strerror(errno));
 }
 
-int cmd_replay(int argc, char **argv)
+struct replay_opts {
+    const char *path, *dir;                 /* the trace, --dir */
+    const char *launcher, *impl, *timing;   /* an MPI replay: --launcher, --mpi (checked), --timing */
+    long long limit;                        /* --prepare-limit, bytes */
+    unsigned start_timeout, timeout;        /* --start-timeout, --timeout (0: the trace's own bound) */
+    bool unpin;                             /* --unpin */
+    uint64_t want;                          /* --processes (0: the trace's) */
+};
+
+/* replay's options, checked, and --dir an existing directory; a bad one is a usage error (exit 2). */
+static void replay_args(int argc, char **argv, struct replay_opts *o)
 {
-    const char *path = NULL, *dir = NULL, *launcher = NULL, *impl = NULL, *timing = NULL;
-    long long limit = PREPARE_LIMIT_DEFAULT;
-    unsigned start_timeout = MPI_START_TIMEOUT, timeout = 0;
-    bool timeout_given = false, unpin = false;
-    uint64_t want = 0;
+    *o = (struct replay_opts){.limit = PREPARE_LIMIT_DEFAULT, .start_timeout = MPI_START_TIMEOUT};
+    bool timeout_given = false;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            dir = argv[++i];
+            o->dir = argv[++i];
         else if (!strcmp(argv[i], "--processes") && i + 1 < argc)
-            want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
+            o->want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
         else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
-            launcher = argv[++i];
+            o->launcher = argv[++i];
         else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
-            impl = mpi_check_impl(argv[++i]);
+            o->impl = mpi_check_impl(argv[++i]);
         else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
-            timing = argv[++i];
+            o->timing = argv[++i];
         else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
-            limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
+            o->limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
         else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
-            start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
+            o->start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            timeout = (unsigned)osm_parse_u64("--timeout", argv[++i], 1, 30 * 86400);
+            o->timeout = (unsigned)osm_parse_u64("--timeout", argv[++i], 1, 30 * 86400);
         else if (!strcmp(argv[i], "--unpin"))
-            unpin = true;
-        else if (argv[i][0] == '-' || path)
+            o->unpin = true;
+        else if (argv[i][0] == '-' || o->path)
             osm_usage_error("replay: unexpected '%s'", argv[i]);
         else
-            path = argv[i];
+            o->path = argv[i];
     }
-    if (!path || !dir)
+    if (!o->path || !o->dir)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--timeout S] | "
                         "[--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] "
                         "[--unpin]");
-    if ((impl || timing || timeout_given) && !launcher)
+    if ((o->impl || o->timing || timeout_given) && !o->launcher)
         osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
-    if (timing && strcmp(timing, "asap") && strcmp(timing, "recorded"))
-        osm_usage_error("--timing %s: asap or recorded", timing);
-    if (launcher && want)
+    if (o->timing && strcmp(o->timing, "asap") && strcmp(o->timing, "recorded"))
+        osm_usage_error("--timing %s: asap or recorded", o->timing);
+    if (o->launcher && o->want)
         osm_usage_error("--processes is for POSIX traces; an MPI replay has the launcher's ranks");
     struct stat st;
-    if (stat(dir, &st))
-        iot_fail(2, "--dir %s: %s (replay writes its files into an existing directory)", dir, strerror(errno));
+    if (stat(o->dir, &st))
+        iot_fail(2, "--dir %s: %s (replay writes its files into an existing directory)", o->dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        iot_fail(2, "--dir %s: not a directory", dir);
-    if (unpin)
-        run_as_an_application();
-    if (launcher)
-        return replay_mpi(path, dir, launcher, impl, timing ? timing : "asap", limit, start_timeout, timeout);
-    struct trace t;
-    iot_load_trace(path, &t);
-    for (size_t i = 0; i < t.n; i++)
-        if (trace_calls[t.rec[i].call].mpi)
-            iot_fail(2, "%s:%zu: %s: the trace was recorded under MPI; replay it under its launcher "
-                        "(--launcher \"MPIRUN ARGS\")", path, line_of(&t.rec[i]),
-                     trace_calls[t.rec[i].call].name);
-    struct layout L = layout_of(&t);
-    if (want && want < L.nprocs)
-        iot_fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
-                "replays in a process of its own)", L.nprocs, (unsigned long long)want);
-    if (want > L.nprocs)
-        fprintf(stderr, "iotrace: the trace has %zu processes; the other %llu are not needed\n", L.nprocs,
-                (unsigned long long)(want - L.nprocs));
-    check_replayable(path, &t, &L);
-    R.t = &t;
-    R.L = &L;
-    R.dir = dir;
-    if ((R.dirfd = osm_dir_open(dir)) < 0)
-        iot_fail(2, "--dir %s: %s", dir, strerror(errno));
-    size_t nfiles;
-    struct file_need *need = file_needs(path, &t, &nfiles);
-    check_prepare(path, &t, need, nfiles, limit);
-    prepare_files(&t, need, nfiles);
-    assign_slots(&t);
+        iot_fail(2, "--dir %s: not a directory", o->dir);
+}
 
+/* The shared state every replaying process reports into: its lock, the latency classes. */
+static void share_state(void)
+{
     R.sh = mmap(NULL, sizeof *R.sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (R.sh == MAP_FAILED)
         iot_fail(1, "mmap: %s", strerror(errno));
@@ -688,82 +671,129 @@ int cmd_replay(int argc, char **argv)
     pthread_mutex_init(&R.sh->lock, &ma);
     for (int c = 0; c < TCL_N; c++)
         hist_clear(&R.sh->cls[c]);
-    order_init(&t, &L);
+}
+
+/* Ends every replaying process still running (kids[p] 0 once reaped). */
+static void kill_all(pid_t *kids, size_t n)
+{
+    for (size_t p = 0; p < n; p++)
+        if (kids[p])
+            kill(kids[p], SIGKILL);
+}
+
+/* One process per recorded one, each replaying its threads; all start together once all are ready, and a
+ * failed one stops the others (they may wait for its calls). Past the bound (seconds) every one is ended
+ * and replay exits 124. Returns the wall time from the start to the last one's end, in ns. */
+static uint64_t run_processes(const struct layout *L, unsigned bound)
+{
     int ready[2], go[2];
     if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
         iot_fail(1, "pipe: %s", strerror(errno));
     fflush(NULL);
-    pid_t *kids = iot_xcalloc(L.nprocs, sizeof *kids);
-    for (size_t p = 0; p < L.nprocs; p++) {
+    pid_t *kids = iot_xcalloc(L->nprocs, sizeof *kids);
+    for (size_t p = 0; p < L->nprocs; p++) {
         kids[p] = fork();
         if (kids[p] < 0)
             iot_fail(1, "fork: %s", strerror(errno));
         if (kids[p] == 0) {
             close(ready[0]), close(go[1]);
-            replay_process(&L.procs[p], p, ready[1], go[0]);
+            replay_process(&L->procs[p], p, ready[1], go[0]);
         }
     }
     close(ready[1]), close(go[0]);
     size_t started = 0;
     char c;
-    for (ssize_t got; started < L.nprocs; started += got == 1)
+    for (ssize_t got; started < L->nprocs; started += got == 1)
         if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
             break; /* a replaying process died before it was ready */
     uint64_t t0 = iot_now_ns();
-    unsigned bound = timeout ? timeout : default_timeout(&t);
     struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: wait() returns */
     sigaction(SIGALRM, &sa, NULL);
     alarm(bound);
     close(go[1]); /* go */
-    bool failed = started < L.nprocs;
-    for (size_t left = L.nprocs; left > 0;) {
+    bool failed = started < L->nprocs;
+    for (size_t left = L->nprocs; left > 0;) {
         int status;
         pid_t k = wait(&status);
         if (k < 0 && errno == EINTR && alarmed) {
-            for (size_t p = 0; p < L.nprocs; p++)
-                if (kids[p])
-                    kill(kids[p], SIGKILL);
+            kill_all(kids, L->nprocs);
             while (wait(NULL) > 0 || errno == EINTR)
                 ;
             iot_fail(124, "the replay did not end within its bound of %u s (--timeout); its %zu processes were ended",
-                     bound, L.nprocs);
+                     bound, L->nprocs);
         }
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
             break;
         left--;
-        for (size_t p = 0; p < L.nprocs; p++)
+        for (size_t p = 0; p < L->nprocs; p++)
             kids[p] = kids[p] == k ? 0 : kids[p];
         if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-            failed = true; /* the others may wait for its calls: stop them */
-            for (size_t p = 0; p < L.nprocs; p++)
-                if (kids[p])
-                    kill(kids[p], SIGKILL);
+            failed = true;
+            kill_all(kids, L->nprocs);
         }
     }
     uint64_t wall = iot_now_ns() - t0;
     alarm(0);
+    free(kids);
     if (failed)
         iot_fail(1, "a replaying process failed");
+    return wall;
+}
 
+/* The rows whose replayed result differed from the recorded one (the first MAX_MISMATCHES, in row order). */
+static void mismatches_json(struct json *j, const struct trace *t)
+{
+    unsigned long nmis = atomic_load(&R.sh->nmismatch);
+    size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
+    qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);
+    json_kuint(j, "mismatch_count", nmis);
+    json_key(j, "mismatches");
+    json_arr(j);
+    for (size_t k = 0; k < listed; k++) {
+        const struct mismatch *m = &R.sh->mismatch[k];
+        const struct trace_rec *r = &t->rec[m->row];
+        char file[32];
+        snprintf(file, sizeof file, "f%lld", (long long)r->file);
+        json_obj(j);
+        json_kuint(j, "seq", r->seq);
+        json_kuint(j, "line", line_of(r));
+        json_kint(j, "pid", r->pid);
+        json_kint(j, "tid", r->tid);
+        json_kstr(j, "call", trace_calls[r->call].name);
+        json_kstr(j, "file", file);
+        json_kint(j, "offset", r->offset);
+        json_kint(j, "bytes", r->bytes);
+        json_kint(j, "recorded_ret", r->ret);
+        json_kint(j, "recorded_errno", r->err);
+        json_kint(j, "replayed_ret", m->ret);
+        json_kint(j, "replayed_errno", m->err);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+}
+
+/* The replay's result, one JSON line on standard output: the walls recorded and replayed, per call and in
+ * total, the latency classes and the mismatches. */
+static void replay_result(const struct replay_opts *o, const struct trace *t, const struct layout *L, uint64_t wall)
+{
     struct tally *calls = R.sh->calls, total = {0};
-    for (int j = 0; j < TC_NCALLS; j++) {
-        const struct tally *x = &calls[j];
+    for (int c = 0; c < TC_NCALLS; c++) {
+        const struct tally *x = &calls[c];
         total.count += x->count, total.bytes += x->bytes, total.rec_ns += x->rec_ns;
         total.rep_ns += x->rep_ns, total.done_rec += x->done_rec, total.done_rep += x->done_rep;
     }
     uint64_t rec_wall = 0;
-    for (size_t i = 0; i < t.n; i++)
-        rec_wall = t.rec[i].t_end - t.rec[0].t_start > rec_wall ? t.rec[i].t_end - t.rec[0].t_start : rec_wall;
-
+    for (size_t i = 0; i < t->n; i++)
+        rec_wall = t->rec[i].t_end - t->rec[0].t_start > rec_wall ? t->rec[i].t_end - t->rec[0].t_start : rec_wall;
     struct json j;
     json_to_file(&j, stdout);
     json_obj(&j);
-    json_kstr(&j, "trace", path);
-    json_kstr(&j, "dir", dir);
-    json_kuint(&j, "processes", L.nprocs);
-    json_kuint(&j, "threads", L.nthreads);
+    json_kstr(&j, "trace", o->path);
+    json_kstr(&j, "dir", o->dir);
+    json_kuint(&j, "processes", L->nprocs);
+    json_kuint(&j, "threads", L->nthreads);
     json_kuint(&j, "recorded_wall_ns", rec_wall);
     json_kuint(&j, "replayed_wall_ns", wall);
     json_key(&j, "calls");
@@ -777,34 +807,49 @@ int cmd_replay(int argc, char **argv)
     json_key(&j, "total");
     json_tally(&j, &total);
     json_classes(&j, R.sh->cls, calls);
-    unsigned long nmis = atomic_load(&R.sh->nmismatch);
-    size_t listed = nmis < MAX_MISMATCHES ? nmis : MAX_MISMATCHES;
-    qsort(R.sh->mismatch, listed, sizeof *R.sh->mismatch, by_row);
-    json_kuint(&j, "mismatch_count", nmis);
-    json_key(&j, "mismatches");
-    json_arr(&j);
-    for (size_t k = 0; k < listed; k++) {
-        const struct mismatch *m = &R.sh->mismatch[k];
-        const struct trace_rec *r = &t.rec[m->row];
-        char file[32];
-        snprintf(file, sizeof file, "f%lld", (long long)r->file);
-        json_obj(&j);
-        json_kuint(&j, "seq", r->seq);
-        json_kuint(&j, "line", line_of(r));
-        json_kint(&j, "pid", r->pid);
-        json_kint(&j, "tid", r->tid);
-        json_kstr(&j, "call", trace_calls[r->call].name);
-        json_kstr(&j, "file", file);
-        json_kint(&j, "offset", r->offset);
-        json_kint(&j, "bytes", r->bytes);
-        json_kint(&j, "recorded_ret", r->ret);
-        json_kint(&j, "recorded_errno", r->err);
-        json_kint(&j, "replayed_ret", m->ret);
-        json_kint(&j, "replayed_errno", m->err);
-        json_obj_end(&j);
-    }
-    json_arr_end(&j);
+    mismatches_json(&j, t);
     json_obj_end(&j);
     json_line_end(&j, "the replay's result to standard output");
+}
+
+int cmd_replay(int argc, char **argv)
+{
+    struct replay_opts o;
+    replay_args(argc, argv, &o);
+    if (o.unpin)
+        run_as_an_application();
+    if (o.launcher)
+        return replay_mpi(o.path, o.dir, o.launcher, o.impl, o.timing ? o.timing : "asap", o.limit, o.start_timeout,
+                          o.timeout);
+    const char *path = o.path;
+    struct trace t;
+    iot_load_trace(path, &t);
+    for (size_t i = 0; i < t.n; i++)
+        if (trace_calls[t.rec[i].call].mpi)
+            iot_fail(2, "%s:%zu: %s: the trace was recorded under MPI; replay it under its launcher "
+                        "(--launcher \"MPIRUN ARGS\")", path, line_of(&t.rec[i]),
+                     trace_calls[t.rec[i].call].name);
+    struct layout L = layout_of(&t);
+    if (o.want && o.want < L.nprocs)
+        iot_fail(2, "the trace has %zu processes; replaying with %llu is not possible (each recorded process "
+                "replays in a process of its own)", L.nprocs, (unsigned long long)o.want);
+    if (o.want > L.nprocs)
+        fprintf(stderr, "iotrace: the trace has %zu processes; the other %llu are not needed\n", L.nprocs,
+                (unsigned long long)(o.want - L.nprocs));
+    check_replayable(path, &t, &L);
+    R.t = &t;
+    R.L = &L;
+    R.dir = o.dir;
+    if ((R.dirfd = osm_dir_open(o.dir)) < 0)
+        iot_fail(2, "--dir %s: %s", o.dir, strerror(errno));
+    size_t nfiles;
+    struct file_need *need = file_needs(path, &t, &nfiles);
+    check_prepare(path, &t, need, nfiles, o.limit);
+    prepare_files(&t, need, nfiles);
+    assign_slots(&t);
+    share_state();
+    order_init(&t, &L);
+    uint64_t wall = run_processes(&L, o.timeout ? o.timeout : default_timeout(&t));
+    replay_result(&o, &t, &L, wall);
     return 0;
 }

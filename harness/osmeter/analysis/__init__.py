@@ -1,2 +1,2 @@
-"""Runs set against each other: compare's model, verdicts and output formats, the run-to-run stability
-of every id, and a fleet's hosts side by side."""
+"""Runs set against each other: compare's model and verdicts, the run-to-run stability of every id, a
+fleet's hosts side by side, and the formats all three are shown in."""

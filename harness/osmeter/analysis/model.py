@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from osmeter.core.stats import MIN_CHANGE
 from osmeter.results.store import Run
 
 ALPHA = 0.05
-MIN_CHANGE = 0.02
 # The least run-to-run spread (standard deviation of log run medians) the run-level test assumes. A
 # shared machine's runs fall into discrete modes (address layout, the host core a vCPU lands on) a few
 # percent apart; three runs a side can all land in one mode by chance, the observed spread is then

@@ -53,14 +53,13 @@ from pathlib import Path
 
 import numpy as np
 
-from osmeter.core.stats import t_quantile
+from osmeter.core.stats import MAD_SD, MIN_CHANGE, robust_sd, t_quantile
 from osmeter.core.units import better
 from osmeter.results import store
 from osmeter.results.store import load_side
 
 MIN_HOSTS = 3
 K = 3.5
-MAD_SD = 1.4826
 Z95 = 1.96
 
 
@@ -92,7 +91,7 @@ class Outliers:
     groups: list[HostAreas] = field(default_factory=list)
     heat: dict[str, dict[str, float]] = field(default_factory=dict)  # host -> area -> median signed log2
     areas: list[str] = field(default_factory=list)
-    min_change: float = 0.02
+    min_change: float = MIN_CHANGE
     note: str = ""
 
 
@@ -145,7 +144,7 @@ def judge(values: dict[str, float], own: dict[str, float], min_change: float,
     for h, x in values.items():
         sib = np.array([v for k, v in values.items() if k != h])
         c = float(np.median(sib))
-        s = MAD_SD * float(np.median(np.abs(sib - c)))
+        s = robust_sd(sib)
         if run_sd is not None:
             s = max(s, run_sd * abs(c))
         d = abs(x - c)
@@ -163,7 +162,7 @@ def pooled_run_sd(figs: list[Figure]) -> float | None:
     return math.sqrt(sum(p[0] * p[1] for p in parts) / df) if df else None
 
 
-def find(fleet_dir: Path, hosts: list[str] | None = None, min_change: float = 0.02) -> Outliers:
+def find(fleet_dir: Path, hosts: list[str] | None = None, min_change: float = MIN_CHANGE) -> Outliers:
     """The outlier view of a fleet directory's hosts with results."""
     if hosts is None:
         index = store.read_fleet(fleet_dir)
@@ -172,7 +171,7 @@ def find(fleet_dir: Path, hosts: list[str] | None = None, min_change: float = 0.
     return from_figures(figs, min_change)
 
 
-def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = 0.02) -> Outliers:
+def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = MIN_CHANGE) -> Outliers:
     hosts = list(figs)
     out = Outliers(hosts, min_change=min_change)
     if len(hosts) < MIN_HOSTS:

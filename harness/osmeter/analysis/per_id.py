@@ -9,10 +9,9 @@ import math
 import numpy as np
 
 from osmeter.analysis.model import CLOCK_MAX_SLOPE, FAR_PROCESS, RUN_SD_FLOOR, WIDTH_MIN_DF, WIDTH_P, Row, area_of
-from osmeter.core.inference import (ancova_parts, hierarchical_ratio_ci, mann_whitney, nested_components, ratio_ci,
-                                    t_test, welch, welch_parts, within_slope)
-from osmeter.core.stats import t_quantile
-from osmeter.results.writer import run_figure
+from osmeter.core.inference import (ancova_parts, few_runs_ratio_ci, hierarchical_ratio_ci, mann_whitney,
+                                    nested_components, ratio_ci, t_test, welch, welch_parts, within_slope)
+from osmeter.core.stats import FEW_GROUPS, log_interval, robust_sd, run_figure, t_quantile
 
 
 def _sd_pooled(la: np.ndarray, lb: np.ndarray) -> float | None:
@@ -39,7 +38,7 @@ def far_processes(logs: np.ndarray) -> int:
     """How many of one side's process medians (their logs) lie in a far mode:
     further than FAR_PROCESS robust standard deviations from the side's median."""
     r = np.abs(logs - np.median(logs))
-    sd = max(1.4826 * float(np.median(r)), RUN_SD_FLOOR)
+    sd = max(robust_sd(logs), RUN_SD_FLOOR)
     return int(np.sum(r > FAR_PROCESS * sd))
 
 
@@ -68,7 +67,12 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
         return Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, float("nan"), "within-run",
                    None, test_unit="run", units_a=1, units_b=1, p_within=p)
     positive = np.all(ma > 0) and np.all(mb > 0)
-    ci = hierarchical_ratio_ci(pooled_a, pooled_b) if interval else (float("nan"), float("nan"))
+    if not interval:
+        ci = (float("nan"), float("nan"))
+    elif positive and min(len(a), len(b)) < FEW_GROUPS:
+        ci = few_runs_ratio_ci(np.log(ma), np.log(mb), ratio, RUN_SD_FLOOR)
+    else:
+        ci = hierarchical_ratio_ci(pooled_a, pooled_b)
     row = Row(mid, unit, area, ma.tolist(), mb.tolist(), med_a, med_b, ratio, ci, float("nan"), "runs", None)
     if not positive:  # a figure that can be zero or negative: test the run figures themselves
         _, _, row.p = welch(ma, mb)
@@ -169,5 +173,6 @@ def clock_adjust(row: Row, la: np.ndarray, ca: list, lb: np.ndarray, cb: list, i
     row.run_sd = resid_sd
     row.ratio = math.exp(diff)
     if interval:
-        half = t_quantile(0.975, df) * math.sqrt(se2)
-        row.ci = (math.exp(diff - half), math.exp(diff + half))
+        # the clocks of the two sides apart (an A/A on a host whose clock moved between them): the change at
+        # equal clock is an extrapolation, its interval as wide as that makes it, up to (0, inf)
+        row.ci = log_interval(diff, t_quantile(0.975, df) * math.sqrt(se2))

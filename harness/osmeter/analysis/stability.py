@@ -17,11 +17,11 @@ import numpy as np
 from osmeter.analysis.model import ALPHA, CLOCK_MAX_SLOPE, DESIGNS, POWER, RUN_SD_FLOOR
 from osmeter.analysis.per_id import width_adjust
 from osmeter.core.inference import covariate_fit, runs_to_decide, smallest_change_at, variance_split
+from osmeter.core.stats import run_figure
 from osmeter.probes import registry
 from osmeter.results import store
 from osmeter.results.readings import measurement_clock
 from osmeter.results.store import Run, load_side
-from osmeter.results.writer import run_figure
 
 DETECT = 0.05  # the change the stability table sizes designs for
 STABILITY_HEAD = (

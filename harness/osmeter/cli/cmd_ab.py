@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from osmeter.cli.common import fraction, minutes
 from osmeter.core.errors import RunError
+from osmeter.core.stats import MIN_CHANGE
 from osmeter.running import runopts
 from osmeter.running.runopts import count
 
@@ -53,6 +54,6 @@ def add_parser(sub) -> None:
     ab.add_argument("--max-minutes", type=minutes, metavar="M",
                     help="with --until-decided: a time budget; no round starts that would end past it (the "
                          "mean round so far is the estimate)")
-    ab.add_argument("--min-change", type=fraction, default=0.02, metavar="FRACTION",
-                    help="smallest relative change the final comparison reports (default 0.02)")
+    ab.add_argument("--min-change", type=fraction, default=MIN_CHANGE, metavar="FRACTION",
+                    help=f"smallest relative change the final comparison reports (default {MIN_CHANGE})")
     runopts.add_to(ab, "ab")

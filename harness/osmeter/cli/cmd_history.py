@@ -10,6 +10,7 @@ from pathlib import Path
 
 from osmeter.cli.common import write_output
 from osmeter.core.errors import RunError
+from osmeter.core.stats import MIN_CHANGE
 from osmeter.present.values import printable as pr  # every string from a run reaches the terminal through it
 
 
@@ -160,7 +161,8 @@ def add_parser(sub) -> None:
     h.add_argument("--probes", metavar="PATTERNS", help="changes, csv, html: these ids only (cpu.*, mem.lat)")
     h.add_argument("--since", metavar="DATE", help="runs since this UTC date or time (2026-11-01)")
     h.add_argument("--alpha", type=float, default=0.01, help="false-alarm rate of each change-point test (0.01)")
-    h.add_argument("--min-change", type=float, default=0.02, help="smallest shift a change point may be (0.02)")
+    h.add_argument("--min-change", type=float, default=MIN_CHANGE,
+                   help=f"smallest shift a change point may be ({MIN_CHANGE})")
     h.add_argument("--min-runs", default="3", metavar="N",
                    help="changes, show, html: the fewest runs on each side of a change point, so a spike shorter "
                         "than N runs is none (3; at least 2)")

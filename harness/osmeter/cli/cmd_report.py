@@ -12,15 +12,17 @@ from osmeter.results import store
 
 def main(args) -> int:
     from osmeter.core.tree import repo_root
-    from osmeter.report.latex import LATEX_HINT, build_pdf, latex_installed, write_report
+    from osmeter.present.latexdoc import LATEX_HINT, build_pdf, latex_installed
+    from osmeter.report.latex import write_report
     from osmeter.results.store import load
 
     args.dir = store.run_dir(args.dir)
     try:
         if store.is_fleet(args.dir):
-            from osmeter.report.latex import write_fleet
+            from osmeter.analysis.fleet import compare_fleet
+            from osmeter.analysis.formats.latex import fleet_document
 
-            tex = write_fleet(args.dir, repo_root())
+            tex = fleet_document(compare_fleet(args.dir), args.dir / store.FLEET_TEX)
         else:
             tex = write_report(args.dir, estimates_of(args.estimates, load(args.dir)), repo_root(), args.quote)
     except ValueError as e:

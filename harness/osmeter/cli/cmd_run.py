@@ -27,7 +27,8 @@ def main(args) -> int:
         keep(out)
     if est is not None and (out / store.RESULTS).exists():
         from osmeter.core.tree import repo_root
-        from osmeter.report.latex import build_pdf, write_report
+        from osmeter.present.latexdoc import build_pdf
+        from osmeter.report.latex import write_report
 
         try:
             tex = write_report(out, est, repo_root(), args.quote)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from osmeter.analysis import formats
 from osmeter.core.errors import RunError
+
+KINDS = ("stability",)
 
 
 def main(args) -> int:
-    from osmeter.analysis.stability import (STABILITY_HEAD, area_stability_table, core_state_table, host_params_table,
-                                            stability_rows, stability_table)
     from osmeter.results.store import load_side
 
     try:
@@ -18,9 +19,7 @@ def main(args) -> int:
         raise RunError(str(e)) from None
     if len(runs) < 2:
         raise RunError(f"{len(runs)} run: run-to-run spread needs at least two runs")
-    rows = stability_rows(runs)
-    extra = "".join(f"\n\n{t}" for t in (core_state_table(runs), host_params_table(runs)) if t)
-    print(f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}{extra}")
+    formats.emit("stability", runs, args, KINDS)
     return 0
 
 
@@ -33,3 +32,4 @@ def add_parser(sub) -> None:
                                     "taken together: per id, the run-to-run CV and where its variance comes from; "
                                     "per area, the median CV, the ids at or below 2%% and the worst three.")
     st.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
+    formats.add_options(st, KINDS)  # each format that shows several runs' spread

@@ -24,8 +24,10 @@ searched further. The run-level noise enters twice: the permutation test
 asks whether the split stands out of the series' own run-to-run spread, and
 a break is a change point only where its shift (the median of the runs
 up to the next break over that of the runs since the one before) is at
-least min_change and its bootstrap interval (each side's runs resampled)
-does not hold 1.
+least min_change and its 95% interval does not hold 1: a bootstrap (each
+side's runs resampled), or over fewer than FEW_GROUPS runs a side, where
+no bootstrap of the runs covers 95%, Student's t on the runs' logs
+(inference.few_runs_ratio_ci, compare's interval).
 
 A series longer than WINDOW runs is searched in overlapping windows of
 WINDOW runs, half a window apart, each as above (windows): a break is
@@ -49,6 +51,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from osmeter.core.inference import few_runs_ratio_ci
+from osmeter.core.stats import FEW_GROUPS, MIN_CHANGE
+
 MIN_SIZE = 3
 PERMUTATIONS = 199
 BOOT = 2000
@@ -56,7 +61,7 @@ COMMIT = re.compile(r"[0-9a-f]{4,64}")  # an object name as a run records it (gi
 ALPHA_MIN, ALPHA_MAX = 1e-4, 0.5  # 10 / alpha shuffles at most 100,000; a rate above 1/2 is no test
 BLOCK = 64          # rows of Q computed together (memory: BLOCK x n doubles)
 WINDOW = 256        # the runs a window holds: a longer series is searched a window at a time (windows)
-METHOD = "e-divisive-means/1"  # in each cached window's key: change it with any change of what a search finds
+METHOD = "e-divisive-means/2"  # in each cached window's key: change it with any change of what a search finds
 ROWS_SCANNED = 0    # rows of Q computed so far (a count the tests read)
 
 
@@ -167,8 +172,11 @@ def best_split(x: np.ndarray, rng: np.random.Generator, min_size: int = MIN_SIZE
 
 
 def shift_interval(before: np.ndarray, after: np.ndarray, rng: np.random.Generator) -> tuple[float, float, float]:
-    """after's median over before's, and its 95% bootstrap interval (values, not logs)."""
+    """after's median over before's, and its 95% interval: a bootstrap (values, not logs), or
+    few_runs_ratio_ci where a side has fewer than FEW_GROUPS runs (values all positive)."""
     ratio = float(np.median(after) / np.median(before))
+    if min(len(before), len(after)) < FEW_GROUPS and np.all(before > 0) and np.all(after > 0):
+        return (ratio, *few_runs_ratio_ci(np.log(before), np.log(after), ratio))
     b = rng.choice(before, (BOOT, len(before)))
     a = rng.choice(after, (BOOT, len(after)))
     r = np.median(a, axis=1) / np.median(b, axis=1)
@@ -292,7 +300,7 @@ def _long_interval(v: np.ndarray, t: int, lo: int, hi: int, side: int, seed: int
     return got
 
 
-def find(values: list[float], alpha: float = 0.01, min_change: float = 0.02, seed: int = 1,
+def find(values: list[float], alpha: float = 0.01, min_change: float = MIN_CHANGE, seed: int = 1,
          min_size: int = MIN_SIZE, cache=None) -> list[tuple[int, float, float, float, float]]:
     """Change points of a series: (index of the first run after, p, ratio,
     ratio low, ratio high), in order. Values must be positive. cache: where
@@ -378,7 +386,7 @@ def method_change(mid: str, c1: str | None, c2: str | None) -> str:
     return f"{c1[:10]} -> {c2[:10]} changed {', '.join(files[:3])}" + ("..." if len(files) > 3 else "") if files else ""
 
 
-def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: float = 0.02,
+def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: float = MIN_CHANGE,
                   min_runs: int = MIN_SIZE, cache=None, medians: list[float] | None = None) -> list[ChangePoint]:
     """The change points of one id's series (store.series rows); each segment at least min_runs runs;
     cache: as find's. medians: the series' medians, where rows holds only the runs around its change
@@ -409,20 +417,22 @@ class _Around:
 
 
 def cached(con, host: str, mids: list[str], rows: dict[str, list[dict]] | None = None, alpha: float = 0.01,
-           min_change: float = 0.02, min_runs: int = MIN_SIZE) -> dict[str, list[ChangePoint]]:
-    """change_points of host's ids (rows: their series by id, read here where not given), their windows'
-    breaks kept in the history con (store.WindowCache) and those it lacks searched ahead by a pool
-    (search_ahead): kept even when interrupted, so a search of a long history goes on where it stopped."""
+           min_change: float = MIN_CHANGE, min_runs: int = MIN_SIZE, read: dict | None = None) -> dict[str, list[ChangePoint]]:
+    """change_points of host's ids (rows: their series by id; read: their store.medians; each read here where
+    not given), their windows' breaks kept in the history con (store.WindowCache) and those it lacks searched
+    ahead by a pool (search_ahead): kept even when interrupted, so a search of a long history goes on where
+    it stopped."""
     from osmeter.history.store import WindowCache, medians
     caches = {mid: WindowCache(con, host, mid, f"{alpha!r} {min_runs}") for mid in mids}
     try:
         series = {}
+        rows = rows or {}
+        read = {**medians(con, host, [m for m in mids if m not in rows and m not in (read or {})]), **(read or {})}
         for mid in mids:
-            if rows is not None and mid in rows:
+            if mid in rows:
                 series[mid] = (rows[mid], [r["median"] for r in rows[mid]])
-            else:
-                runs, _, values = medians(con, host, mid)  # kept as arrays: 16 bytes a run, not a dict
-                series[mid] = (_Around(con, host, mid, np.array(runs, dtype=np.int64)), np.array(values, dtype=float))
+            else:  # kept as arrays: 16 bytes a run, not a dict
+                series[mid] = (_Around(con, host, mid, read[mid][0]), read[mid][2])
         search_ahead([(caches[mid], series[mid][1]) for mid in mids], alpha, min_runs)
         return {mid: change_points(series[mid][0], mid, alpha, min_change, min_runs, caches[mid], series[mid][1])
                 for mid in mids}

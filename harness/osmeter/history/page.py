@@ -13,10 +13,15 @@ which the test reads back from Chromium."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import json
 import math
 from pathlib import Path
+
+import numpy as np
+
+from osmeter.core.stats import MIN_CHANGE
 
 W, H, PAD_L, PAD_R, PAD_T, PAD_B = 720, 170, 74, 14, 12, 28
 POINTS = 400  # a series' last runs drawn as points (a link and a tooltip each); those before as a line
@@ -36,6 +41,7 @@ ul.changes { margin: 0.2em 0 0 1.2em; padding: 0; font-size: 13px; max-width: 72
 """
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a history's start times, read once a page and not once an id
 def _t(s: str) -> float | None:
     """A run's start as a POSIX time; None where it is no time (missing, not ISO 8601, or outside what a
     timestamp holds: year 1 at +14:00 is in year 0 in UTC)."""
@@ -66,24 +72,43 @@ def _link(run_path: str, out: Path) -> str:
     return target.resolve().as_uri()
 
 
-def series_svg(mid: str, rows: list[dict], cps, out: Path, early: list[tuple[str, float]] = ()) -> str:
+def _early(times, medians) -> tuple[np.ndarray, np.ndarray]:
+    """The runs before a chart's points that can be drawn, as arrays: (POSIX start times, medians), the
+    runs whose start is a time and whose median a positive number."""
+    t = np.array([_t(s) for s in times], dtype=float)  # None: NaN
+    v = np.array([m if isinstance(m, (int, float)) else None for m in medians], dtype=float)
+    keep = np.isfinite(t) & np.isfinite(v) & (v > 0)
+    return t[keep], v[keep]
+
+
+def _trend(t: np.ndarray, v: np.ndarray, x, y) -> str:
+    """The polyline of the runs at (POSIX) times t with medians v: at each pixel column, the median of the
+    runs there (the upper middle one of an even count)."""
+    col = np.round(np.broadcast_to(x(t), t.shape)).astype(np.int64)  # x() of an array: the columns at once
+    order = np.lexsort((v, col))
+    cols, first, count = np.unique(col[order], return_index=True, return_counts=True)
+    mid = v[order][first + count // 2]
+    return " ".join(f"{c},{y(m):.1f}" for c, m in zip(cols.tolist(), mid.tolist()))
+
+
+def series_svg(mid: str, rows: list[dict], cps, link, early: tuple = ((), ())) -> str:
     """One id's chart: time on x (each run at its start), the median and interval on a log y where the values
-    span more than a factor 3, else linear. early: the (start, median) of the runs before rows, drawn as a
-    line, the median of those at each pixel (a long history: POINTS runs as points, the rest as its trend)."""
+    span more than a factor 3, else linear; link(run path): where a point opens. early: (starts, medians)
+    of the runs before rows, drawn as a line, the median of those at each pixel (a long history: POINTS runs
+    as points, the rest as its trend)."""
     from osmeter.present.values import fmt_value
     unit = rows[0]["unit"]
-    left = len(rows) + len(early)
+    left = len(rows) + len(early[0])
     rows = [r for r in rows if _plottable(r)]
-    early = [(t, v) for t, v in ((_t(s), v) for s, v in early)
-             if t is not None and isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    et, ev = _early(*early)
     if not rows:  # the series is marked, the page goes on
         return (f'<p class="none bad" data-id="{html.escape(mid)}" data-bad="{left}">no run of this id has a '
                 'positive median at a readable time: nothing to plot</p>')
     ts = [_t(r["time"]) for r in rows]
-    lo_t, hi_t = min(ts + [t for t, _ in early]), max(ts)
+    lo_t, hi_t = min(ts + et.tolist()[:1]), max(ts)
     span_t = hi_t - lo_t or 1.0
     vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"])
-            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] + [v for _, v in early]
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] + ev.tolist()
     vmin, vmax = min(vals), max(vals)
     log = vmax / vmin > 3
     f = (math.log if log else float)
@@ -117,12 +142,8 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path, early: list[tuple[str
         parts.append(f'<line class="cp" x1="{xx:.1f}" x2="{xx:.1f}" y1="{PAD_T}" y2="{H - PAD_B}" '
                      f'data-change="{c.after["run"]}" data-ratio="{c.ratio:.4f}">'
                      f'<title>change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}): {html.escape(c.cause)}</title></line>')
-    if early:
-        cols: dict[int, list[float]] = {}
-        for t, v in early:
-            cols.setdefault(round(x(t)), []).append(v)
-        line = " ".join(f"{c},{y(sorted(vs)[len(vs) // 2]):.1f}" for c, vs in sorted(cols.items()))
-        parts.append(f'<polyline class="trend" points="{line}" data-runs="{len(early)}"/>')
+    if len(et):
+        parts.append(f'<polyline class="trend" points="{_trend(et, ev, x, y)}" data-runs="{len(et)}"/>')
     for r, t in zip(rows, ts):
         xx = x(t)
         if all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in ("lo", "hi")) and r["lo"] > 0:
@@ -130,31 +151,46 @@ def series_svg(mid: str, rows: list[dict], cps, out: Path, early: list[tuple[str
         tip = (f'{r["time"]}  {fmt_value(r["median"], unit)}'
                + (f' ({fmt_value(r["lo"], unit)} .. {fmt_value(r["hi"], unit)})' if r["lo"] is not None else "")
                + f'\n{r["path"]}\nkernel {r["kernel"] or "-"}, osmeter {str(r["commit"] or "-")[:10]}')
-        parts.append(f'<a href="{html.escape(_link(r["path"], out))}"><circle class="pt" cx="{xx:.1f}" '
+        parts.append(f'<a href="{html.escape(link(r["path"]))}"><circle class="pt" cx="{xx:.1f}" '
                      f'cy="{y(r["median"]):.1f}" r="3.2" data-run="{r["run"]}" data-median="{r["median"]!r}">'
                      f'<title>{html.escape(tip)}</title></circle></a>')
     parts.append("</svg>")
-    if early:
-        parts.append(f'<p class="none" data-trend="{len(early)}">the first {len(early)} runs as a line (the median '
+    if len(et):
+        parts.append(f'<p class="none" data-trend="{len(et)}">the first {len(et)} runs as a line (the median '
                      f'of those at each pixel), the last {len(rows)} as points</p>')
-    if left > len(rows) + len(early):
-        bad = left - len(rows) - len(early)
+    if left > len(rows) + len(et):
+        bad = left - len(rows) - len(et)
         parts.append(f'<p class="none bad" data-bad="{bad}">{bad} of {left} runs not '
                      'plotted: a median 0, negative or missing, or a start time that is no time</p>')
     return "".join(parts)
 
 
-def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min_change: float = 0.02,
+def _chart(con, host: str, mid: str, read: tuple, cps, link) -> str:
+    """One id's chart and its change points' list: its last POINTS runs' rows read (by run), the runs before
+    those (read: the id's store.medians) its trend."""
+    from osmeter.history import store
+    from osmeter.present.values import fmt_value
+    runs, times, meds = read
+    rows = store.series(con, host, mid, runs=runs[-POINTS:].tolist())
+    early = (times[:-POINTS], meds[:-POINTS])
+    items = "".join(
+        f'<li class="{"method" if c.method else ""}">{html.escape(c.after["time"])}: x{c.ratio:.3f} '
+        f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["median"], c.unit))} &rarr; '
+        f'{html.escape(fmt_value(c.after["median"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
+    return (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({len(runs)} runs, '
+            f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, link, early)}'
+            + (f'<ul class="changes">{items}</ul>' if cps else '<p class="none">no change point</p>') + "</div>")
+
+
+def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min_change: float = MIN_CHANGE,
                probes: str | None = None, min_runs: int = 3) -> Path:
     from osmeter.history import changes, store
-    from osmeter.present.values import fmt_value
     from osmeter.results.writer import write_bytes_atomic
     from osmeter.probes import registry
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    hosts = [host] if host else [h[0] for h in store.hosts(con)]
-    if host:
-        store.only_host(con, host)
+    hosts = [store.only_host(con, host)] if host else store.host_names(con)
+    link = functools.lru_cache(maxsize=None)(lambda path: _link(path, out))  # a run's link, looked up once a page
     body = [f"<h1>osmeter history</h1><p>{len(hosts)} host(s); change points by E-divisive with means "
             f"(false-alarm rate {alpha} per test, shifts of at least {min_change:.0%}); each point is a run's median "
             "with its 95% interval; a point opens the run's report.</p>"]
@@ -171,28 +207,17 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
         titles = {a.name: a.title for a in registry.AREAS}
         charts: dict[str, str] = {}
         moved: list[tuple[str, str]] = []  # (time of the latest change point, id)
-        cps_of = changes.cached(con, h, [mid for mids in by_area.values() for mid in mids], None, alpha, min_change,
-                                min_runs)
-        for area in sorted(by_area, key=lambda a: order.get(a, 999)):
-            for mid in by_area[area]:
-                rows = store.series(con, h, mid, last=POINTS)
-                if not rows:
-                    continue
-                _, times, meds = store.medians(con, h, mid) if len(rows) == POINTS else ((), (), ())
-                early = list(zip(times, meds))[:-POINTS]
-                cps = cps_of[mid]
-                summary.setdefault(h, {})[mid] = [c.after["run"] for c in cps]
-                if cps:
-                    moved.append((cps[-1].after["time"], mid))
-                items = "".join(
-                    f'<li class="{"method" if c.method else ""}">{html.escape(c.after["time"])}: x{c.ratio:.3f} '
-                    f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["median"], c.unit))} &rarr; '
-                    f'{html.escape(fmt_value(c.after["median"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
-                n = len(rows) + len(early)
-                charts[mid] = (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({n} runs, '
-                               f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, out, early)}'
-                               + (f'<ul class="changes">{items}</ul>' if cps else '<p class="none">no change point</p>')
-                               + "</div>")
+        mids = [mid for area in by_area.values() for mid in area]
+        read = store.medians(con, h, mids)  # once, for the search and the charts
+        cps_of = changes.cached(con, h, mids, None, alpha, min_change, min_runs, read)
+        for mid in mids:
+            if not len(read[mid][0]):
+                continue
+            cps = cps_of[mid]
+            summary.setdefault(h, {})[mid] = [c.after["run"] for c in cps]
+            if cps:
+                moved.append((cps[-1].after["time"], mid))
+            charts[mid] = _chart(con, h, mid, read[mid], cps, link)
         # what moved first, the latest change first; then every series by area
         body.append(f"<h3>Ids with a change point ({len(moved)})</h3>"
                     + ("".join(charts[mid] for _, mid in sorted(moved, reverse=True)) if moved

@@ -26,10 +26,13 @@ import datetime as dt
 import json
 import os
 import sqlite3
+import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
+
+import numpy as np
 
 from osmeter.core.errors import RunError
 
@@ -106,7 +109,7 @@ def opened(path: Path | None = None, write: bool = False) -> Iterator[sqlite3.Co
                 raise RunError(f"{path}: a history of schema {have}, newer than this osmeter's {SCHEMA_VERSION}: "
                                "update osmeter")
             if write:
-                con.execute("PRAGMA journal_mode = WAL")
+                _into_wal(con)
             if have < READABLE and not write:
                 raise RunError(f"{path}: a history of schema {have}: any writing command (osmeter history add) "
                                f"migrates it to {SCHEMA_VERSION}")
@@ -142,6 +145,22 @@ def _read_only(path: Path) -> str:
     if path.exists() and not os.access(path, os.W_OK):
         return "a read-only file"
     return "" if os.access(path.parent, os.W_OK) else "a directory this user cannot write"
+
+
+def _into_wal(con: sqlite3.Connection) -> None:
+    """PRAGMA journal_mode = WAL, tried again for up to BUSY_S: switching a
+    new file's mode takes its exclusive lock, and SQLite may answer "locked"
+    at once, without its busy timeout, while another writer opens it (a
+    fresh CI saw one of four concurrent adds fail so)."""
+    end = time.monotonic() + BUSY_S
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > end:
+                raise
+            time.sleep(0.05)
 
 
 def _connect(path: Path, ro: bool) -> sqlite3.Connection:
@@ -304,10 +323,14 @@ def hosts(con: sqlite3.Connection) -> list[tuple[str, int, str, str, int]]:
                        "GROUP BY r.host ORDER BY r.host").fetchall()
 
 
+def host_names(con: sqlite3.Connection) -> list[str]:
+    return [h for h, in con.execute("SELECT DISTINCT host FROM runs ORDER BY host")]
+
+
 def only_host(con: sqlite3.Connection, host: str | None) -> str:
     """The host asked for, or the only one there is."""
     from osmeter.present.values import printable
-    names = [h[0] for h in hosts(con)]
+    names = host_names(con)
     listed = ", ".join(map(printable, names)) or "none"
     if host:
         if host not in names:
@@ -337,14 +360,33 @@ def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = Non
     return rows
 
 
-def medians(con: sqlite3.Connection, host: str, mid: str) -> tuple[list[int], list[str], list[float | None]]:
-    """One id's runs on a host, oldest first, as three lists (runs, start times, medians): what a search
-    for change points and a long series' trend read, without a dict a run."""
-    got = con.execute("SELECT r.id, r.started_utc, f.median FROM figures f JOIN runs r ON r.id = f.run WHERE "
-                      "r.host = ? AND f.mid = ? ORDER BY r.started_utc, r.id", (host, mid)).fetchall()
-    return [r for r, _, _ in got], [t for _, t, _ in got], [v for _, _, v in got]
+def medians(con: sqlite3.Connection, host: str, mids: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each id's runs on a host, oldest first, as three arrays (run ids, start times, medians: NaN where
+    there is none): what a search for change points and a long series' trend read, without a dict a run.
+    The host's runs are read in order once, and each id's figures found by the index on figures (mid,
+    run), with no join and no sort (the median is read from its row);
+    an id's runs are put in the host's order here."""
+    if not mids:
+        return {}
+    order = con.execute("SELECT id, started_utc FROM runs WHERE host = ? ORDER BY started_utc, id", (host,)).fetchall()
+    runs = np.array([r for r, _ in order], dtype=np.int64)
+    times = np.array([t for _, t in order], dtype=object)
+    by_id = np.argsort(runs)
+    known = runs[by_id]
+    out = {}
+    for mid in mids:
+        got = con.execute("SELECT run, median FROM figures WHERE mid = ?", (mid,)).fetchall()
+        run = np.array([r for r, _ in got], dtype=np.int64)
+        med = np.array([m if isinstance(m, (int, float)) else None for _, m in got], dtype=float)  # None: NaN
+        i = np.searchsorted(known, run).clip(0, max(len(known) - 1, 0))
+        mine = known[i] == run if len(known) else np.zeros(len(run), dtype=bool)  # the host's runs only
+        pos = by_id[i[mine]]
+        k = np.argsort(pos, kind="stable")
+        out[mid] = (runs[pos[k]], times[pos[k]], med[mine][k])
+    return out
 
 
 def ids(con: sqlite3.Connection, host: str) -> list[str]:
-    return [r[0] for r in con.execute("SELECT DISTINCT f.mid FROM figures f JOIN runs r ON r.id = f.run "
-                                      "WHERE r.host = ? ORDER BY f.mid", (host,))]
+    return [r[0] for r in con.execute("SELECT m.mid FROM (SELECT DISTINCT mid FROM figures) m WHERE EXISTS "
+                                      "(SELECT 1 FROM figures f JOIN runs r ON r.id = f.run WHERE f.mid = m.mid "
+                                      "AND r.host = ?) ORDER BY m.mid", (host,))]

@@ -6,7 +6,7 @@ instances of tracefs.py taking the probe processes' events on any CPU, and
 the probe writing a marker after each sample (bench/common/trace.c: which
 thread, which ticks, how many operations). The timed figures never come
 from that run. Each sample's time is then split along its thread's
-timeline (ktrace.py) into
+timeline (trace.py) into
   user, each system call by name, page faults, hard interrupts by irq,
   softirqs by vector, and time off the CPU: preempted, waiting (asleep,
   by what woke it), the wake-up itself;

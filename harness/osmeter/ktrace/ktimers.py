@@ -9,7 +9,7 @@ them. No kernel module can be built here, so the timers are read off a
 trace instead: a timer is a named kernel path whose start and stop are
 tracepoints of one thread, and its virtual time is its physical time with
 the thread's interrupts, softirqs and time off the CPU taken out (the
-timeline of ktrace.py says which ticks those were). A timer is one of:
+timeline of trace.py says which ticks those were). A timer is one of:
 
   syscall:NAME   a system call by name (raw_syscalls sys_enter .. sys_exit)
   syscalls       every system call

@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from osmeter.core.stats import MIN_CHANGE  # noqa: E402
+
 # Every figure is drawn at the report's text width (A4, 2.2 cm margins: 16.6 cm) and set at its own size,
 # never scaled, so one font size (font.size, in points) holds on every page; the layout engine keeps the
 # figure at exactly that width
@@ -201,7 +203,7 @@ def kernel_path_change(row, labels=("A", "B")):
 VERDICT_COLORS = {"faster": "C2", "slower": "C3", "higher": "C0", "lower": "C1", "=": "C4"}
 
 
-def forest(rows, title: str, min_change: float = 0.02, labels=("A", "B")):
+def forest(rows, title: str, min_change: float = MIN_CHANGE, labels=("A", "B")):
     """B/A of each id with its 95% interval (log scale), one line per id,
     coloured by verdict; the band is the smallest change reported."""
     fig, ax = plt.subplots(figsize=(6.4, 0.75 + 0.19 * len(rows)))

@@ -1,26 +1,24 @@
 """The LaTeX report: report/report.tex filled from a results directory and
 an estimates file; each area's figures from its module (Area.figures, from
 probes/areas/<area>.py), the shared ones from plots.py; PDF with latexmk or pdflatex.
-The rows come from present.py, as for every other output."""
+The rows come from present/rows.py, as for every other output."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 from osmeter.present import plots
 from osmeter.present.rows import (KERNEL_HEAD, KERNEL_NOTE, LMBENCH_HEAD, QUOTES, REPORT_HEAD, SPREAD_HEAD,
                                   estimate_rows, interference_rows, known, lmbench_rows, machine_rows, spread_rows,
                                   traced)
-from osmeter.present.values import cell, esc, tex_file_name
+from osmeter.present.latexdoc import fill
+from osmeter.present.values import cell, esc
 from osmeter.probes import registry
 from osmeter.report.estimates import Estimate, EstimateError, Source, for_run
 from osmeter.results import store
 from osmeter.results.store import kept_samples, load
-from osmeter.results.writer import save_figure, write_text_atomic
+from osmeter.results.writer import save_figure
 
 
 def _machine(doc: dict) -> str:
@@ -325,79 +323,10 @@ def write_report(run_dir: Path, source: Source, root: Path, quote: str = "mean")
             sections.append(_section(area, probes, doc, est, figdir, run_dir, quote))
     curves = {m.id for _, m in registry.all_measures() if m.curve}
     host = doc["machine"].get("hostname", "")
-    return fill(root, "report.tex", out / store.REPORT_TEX, {
+    return fill("report.tex", out / store.REPORT_TEX, root=root, fields={
         "TITLE": esc(f"osmeter: {host}"),
         "DATE": esc(doc["conditions"].get("started_utc") or dt.date.today().isoformat()),
         "INTRO": _intro(doc, source, quote), "SECTIONS": "\n\n".join(sections),
         "FINDINGS": _findings(doc, est, curves, quote), "SUMMARY": _summary(doc, est, curves, quote),
         "STABILITY": _stability(doc, curves, run_dir, figdir), "REFERENCES": REFERENCES,
         "LMBENCH": _lmbench(doc, quote)})
-
-
-def fill(root: Path, template: str, path: Path, fields: dict[str, str]) -> Path:
-    """report/<template> with its <<FIELD>> markers (and the shared preamble) filled, written to path."""
-    fields = {"PREAMBLE": (root / "report" / "preamble.tex").read_text(), **fields}
-    tex = (root / "report" / template).read_text()
-    return write_text_atomic(path, re.sub(r"<<([A-Z]+)>>", lambda mo: fields[mo.group(1)], tex))
-
-
-def write_compare(c, tex: Path, root: Path) -> Path:
-    """A document of its own for `osmeter compare --tex FILE`: the
-    before/after section, its figures in FILE's directory."""
-    from osmeter.analysis.formats.latex import to_latex
-
-    figdir = tex.parent / f"{tex_file_name(tex.stem)}-figures"
-    body = to_latex(c, figdir, prefix=tex_file_name(tex.stem))
-    return fill(root, "compare.tex", tex, {"TITLE": "osmeter: before and after",
-                                           "DATE": esc(dt.date.today().isoformat()), "BODY": body})
-
-
-def write_fleet(fleet_dir: Path, root: Path, baseline: str | None = None) -> Path:
-    """`osmeter report FLEETDIR`: FLEETDIR/fleet.tex, the Fleet section (hosts,
-    steps, a figure of every host against the baseline, the table, the
-    conditions that differ)."""
-    from osmeter.analysis.fleet import compare_fleet, to_latex
-
-    fc = compare_fleet(fleet_dir, baseline)
-    tex = fleet_dir / store.FLEET_TEX
-    body = to_latex(fc, fleet_dir / store.FLEET_FIGURES)
-    return fill(root, "compare.tex", tex, {"TITLE": "osmeter: fleet", "DATE": esc(dt.date.today().isoformat()),
-                                           "BODY": body})
-
-
-LATEX_HINT = ("LaTeX is not installed; the .tex is ready. To get the PDF: sudo apt-get install texlive-latex-base "
-              "texlive-latex-recommended texlive-fonts-recommended, then ./osmeter report DIR")
-
-
-def latex_installed() -> bool:
-    return bool(shutil.which("latexmk") or shutil.which("pdflatex"))
-
-
-def build_pdf(tex: Path) -> tuple[Path | None, str]:
-    """(pdf, message). Uses latexmk, else pdflatex twice (longtable widths).
-    LaTeX writes under a job name of its own (<stem>-partial) and the PDF
-    takes its name only once whole: an interrupted or failed build leaves no
-    half-written PDF (and the previous one, if any, as it was; a failed one
-    its log). A whole one leaves only the PDF beside the .tex."""
-    cwd = tex.parent
-    job = f"{tex.stem}-partial"
-    if shutil.which("latexmk"):
-        cmds = [["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]]
-    elif shutil.which("pdflatex"):
-        cmds = [["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"-jobname={job}", tex.name]] * 2
-    else:
-        return None, f"no PDF: {LATEX_HINT}"
-    partial, pdf = cwd / f"{job}.pdf", tex.with_suffix(".pdf")
-    try:
-        for cmd in cmds:
-            r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-            if r.returncode != 0:
-                log = cwd / f"{job}.log"
-                tail = log.read_text(errors="replace")[-1500:] if log.exists() else r.stdout[-1500:]
-                return None, f"LaTeX failed on {tex}:\n{tail}"
-        os.replace(partial, pdf)
-    finally:
-        partial.unlink(missing_ok=True)
-    for f in cwd.glob(f"{job}.*"):  # LaTeX's own files (aux, log, fls ...): kept only when it failed
-        f.unlink(missing_ok=True)
-    return pdf, f"PDF: {pdf}"

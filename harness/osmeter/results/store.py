@@ -27,7 +27,6 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from osmeter import SCHEMA
 from osmeter.results import reader
 
 RESULTS = "results.json"
@@ -44,6 +43,7 @@ REPORT = "report"
 REPORT_TEX = "report.tex"
 FIGURES = "figures"
 CAMPAIGN = "campaign.json"
+SCHEMA = "osmeter/1"  # results.json's
 CAMPAIGN_SCHEMA = "osmeter-campaign/1"
 STABILITY = "stability.txt"
 AB_SIDES = ("a", "b")  # an ab's sides: their labels and their directories

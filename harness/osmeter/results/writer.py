@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from osmeter import SCHEMA
 from osmeter.core.errors import RunError
-from osmeter.core.stats import series_summary, summarize, tail
+from osmeter.core.stats import robust_sd, run_figure, series_summary, summarize, tail
 from osmeter.core.units import has_tail
 from osmeter.results import store
 from osmeter.results.readings import lower_reading
@@ -160,19 +159,14 @@ def process_summary(values: np.ndarray, keep: np.ndarray, process: np.ndarray) -
     ks = sorted(set(process.tolist()))
     if len(ks) < 2:
         return None
-    meds, ns, mads = [], [], []
-    for k in ks:
-        v = values[keep & (process == k)]
-        if v.size:
-            meds.append(float(np.median(v)))
-            ns.append(int(v.size))
-            if np.all(v > 0) and v.size > 1:
-                lv = np.log(v)
-                mads.append(1.4826 * float(np.median(np.abs(lv - np.median(lv)))))
+    per = [values[keep & (process == k)] for k in ks]
+    meds = [float(np.median(v)) for v in per if v.size]
+    ns = [int(v.size) for v in per if v.size]
+    mads = [robust_sd(np.log(v)) for v in per if v.size > 1 and np.all(v > 0)]
     if not meds:
         return None
     med = np.asarray(meds)
-    out = {"n": len(ks), "medians": meds, "kept": ns, "median_of_medians": float(np.median(med))}
+    out = {"n": len(ks), "medians": meds, "kept": ns, "median_of_medians": run_figure(per)}
     out["within_cv"] = float(np.sqrt(np.mean(np.square(mads)))) if mads else None
     out["between_cv"] = float(np.std(np.log(med), ddof=1)) if med.size > 1 and np.all(med > 0) else None
     return out
@@ -234,7 +228,7 @@ class Results:
         self.samples_dir = out / store.SAMPLES
         self.samples_dir.mkdir(parents=True, exist_ok=True)
         self.doc = {
-            "schema": SCHEMA,
+            "schema": store.SCHEMA,
             "machine": machine,
             "conditions": conditions,
             "measurements": [],
@@ -413,16 +407,6 @@ def line_by_process(line: dict) -> tuple[np.ndarray, np.ndarray, list[np.ndarray
     proc = np.asarray(proc, dtype=np.int64) if isinstance(proc, list) and len(proc) == values.size \
         else np.zeros(values.size, dtype=np.int64)
     return store.split_by_process(values, ~disturbed & np.isfinite(values), proc)
-
-
-def run_figure(per_process: list[np.ndarray]) -> float:
-    """One run's figure for an id: the median of its processes' medians
-    (a process, not a sample, lands in one of the machine's modes), or the
-    median of the samples where one process measured it."""
-    meds = [float(np.median(x)) for x in per_process if x.size]
-    if not meds:
-        return float("nan")
-    return float(np.median(meds))
 
 
 def refuse_taken(out: Path) -> None:

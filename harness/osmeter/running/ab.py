@@ -28,6 +28,7 @@ from osmeter.analysis.model import ALPHA, DECIDED, DESIGNS, verdict_text
 from osmeter.analysis.verdicts import counts
 from osmeter.core.errors import Interrupted, RunError, shielded
 from osmeter.core.inference import spend_alpha
+from osmeter.core.stats import MIN_CHANGE
 from osmeter.results import store
 from osmeter.results.writer import ResultsDir, write_text_atomic
 from osmeter.running.campaign import Campaign, new_seed, run_seeds
@@ -102,7 +103,7 @@ def look_alpha(round_: int, rounds: int, alpha: float = 0.05) -> float:
 
 
 def run_ab(opts: RunOptions, a_cmd: str, b_cmd: str, restore: str | None, rounds: int, seed: int | None = None,
-           min_change: float = 0.02, until_decided: bool = False, max_minutes: float | None = None) -> Done:
+           min_change: float = MIN_CHANGE, until_decided: bool = False, max_minutes: float | None = None) -> Done:
     if rounds < 1:
         raise RunError("--rounds: expected 1 or more")
     if max_minutes is not None and not (max_minutes > 0 and until_decided):

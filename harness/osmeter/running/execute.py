@@ -122,11 +122,47 @@ class Execution:
         return conditions
 
     def run(self) -> int:
-        p, out, label, say = self.p, self.out, self.label, self.say
+        out, label, say = self.out, self.label, self.say
         write_failed: WriteError | None = None
         lost: RunError | None = None
         results = self.results = Results(out, self.host.machine(), self.conditions)
         results.save()
+        self.start = time.monotonic()
+        launch = None
+        # from the first results.json on, an interrupt is recorded and everything is put back (_end)
+        try:
+            launch = self._prepare()
+            self._passes()
+            results.doc["complete"] = True
+        except Interrupted:
+            if launch is not None:
+                launch.kill()
+                launch.clean_scratch()
+            results.doc["interrupted"] = True
+            say(f"\nosmeter: {label}interrupted; kept the probes that finished")
+            raise
+        except WriteError as e:
+            if launch is not None:
+                launch.kill()
+            write_failed = e
+        finally:
+            lost, write_failed = self._end(write_failed)
+        if lost is not None:
+            raise lost
+        if write_failed:
+            print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/{store.RESULTS} holds the "
+                  "probes written before", file=sys.stderr)
+            return 1
+        if results.doc["failures"]:
+            say(f"osmeter: {label}{len(results.doc['failures'])} probe(s) failed; see 'failures' in results.json",
+                file=sys.stderr)
+            self.status = 1
+        return self.status
+
+    def _prepare(self) -> Launcher:
+        """The run's directories, the launcher on the measuring CPU, the
+        harness moved off it, the run announced: the probes' launcher."""
+        p, out, results = self.p, self.out, self.results
         raw_dir = out / store.RAW
         raw_dir.mkdir(exist_ok=True)
         self.raw_dir = raw_dir
@@ -142,34 +178,9 @@ class Execution:
         others = self.affinity - {p.cpu}
         if others:
             self.host.set_affinity(others)
-        self.start = time.monotonic()
         self._announce()
         results.doc["interference"] = {"cpu": p.cpu, "probes": self.interference}
-        try:
-            self._passes()
-            results.doc["complete"] = True
-        except Interrupted:
-            launch.kill()
-            launch.clean_scratch()
-            results.doc["interrupted"] = True
-            say(f"\nosmeter: {label}interrupted; kept the probes that finished")
-            raise
-        except WriteError as e:
-            launch.kill()
-            write_failed = e
-        finally:
-            lost, write_failed = self._end(write_failed)
-        if lost is not None:
-            raise lost
-        if write_failed:
-            print(f"\nosmeter: error: {write_failed.strerror}; the run stopped, and {out}/{store.RESULTS} holds the "
-                  "probes written before", file=sys.stderr)
-            return 1
-        if results.doc["failures"]:
-            say(f"osmeter: {label}{len(results.doc['failures'])} probe(s) failed; see 'failures' in results.json",
-                file=sys.stderr)
-            self.status = 1
-        return self.status
+        return launch
 
     def _announce(self) -> None:
         opts, label = self.opts, self.label

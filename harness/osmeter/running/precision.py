@@ -4,9 +4,9 @@
 the sampling."""
 from __future__ import annotations
 
-from osmeter.core.stats import figure_ci
+from osmeter.core.stats import figure_ci, run_figure
 from osmeter.results import store
-from osmeter.results.writer import Results, run_figure
+from osmeter.results.writer import Results
 
 PRECISION = 0.01      # a figure is known when its 95% interval is within +-1% of it
 MORE_PROCESSES = 2    # a probe may run up to this many times its planned processes to get there,

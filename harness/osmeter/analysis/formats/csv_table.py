@@ -1,13 +1,13 @@
-"""compare's table as CSV (`osmeter compare --csv FILE`): one row per id, a
-verdict column, the notes as # lines. A format with an OPTION is one
-file: the compare command adds its option and writes what render()
-returns."""
+"""The CSV format (`osmeter compare --csv FILE`): of two sides, one row per
+id, a verdict column, the conditions that differ and the notes as # lines;
+of a fleet, one row per id and host against the baseline."""
 from __future__ import annotations
 
 import csv
 import io
 import math
 
+from osmeter.analysis.fleet import FleetComparison, host_cells
 from osmeter.analysis.kparts import moved_text
 from osmeter.analysis.model import DESIGNS, DIRECTIONS, Comparison
 
@@ -40,11 +40,23 @@ def to_csv(c: Comparison) -> str:
     return f.getvalue()
 
 
-# the option `osmeter compare` takes for this format, and its place among the formats' options; the
-# command writes render()'s text to the file it names (formats/__init__.py: with_option)
+def fleet_csv(fc: FleetComparison) -> str:
+    """One row per id and host: its median, the baseline's, the ratio and the verdict."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    buf.write(f"# fleet {fc.dir}; baseline {fc.baseline}\n")
+    w.writerow(["id", "unit", "host", "median", "baseline_median", "ratio", "verdict"])
+    for mid, unit in fc.ids:
+        base_med, cells = host_cells(fc, mid)
+        w.writerow([mid, unit, fc.baseline, base_med, base_med, 1.0, "baseline"])
+        for x, c in zip(fc.hosts[1:], cells):
+            if c is not None:
+                w.writerow([mid, unit, x, c[0], base_med, f"{c[1]:.6g}", c[2]])
+    return buf.getvalue()
+
+
+# the option of the commands that show a comparison or a fleet (formats/__init__.py), its place among them, and
+# what it writes of each kind
 OPTION = ("--csv", "FILE", "also write the table as CSV (a verdict column)")
 ORDER = 10
-
-
-def render(c: Comparison) -> str:
-    return to_csv(c)
+RENDER = {"compare": to_csv, "fleet": fleet_csv}

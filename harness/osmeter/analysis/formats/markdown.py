@@ -1,4 +1,4 @@
-"""compare's table in Markdown (the notebook's)."""
+"""The Markdown format: two sides compared, as the notebook shows them."""
 from __future__ import annotations
 
 from osmeter.analysis.formats.text import cells, describe_side, method_line
@@ -23,3 +23,9 @@ def markdown(c: Comparison) -> str:
         out += ["**Which part moved** (kernel paths of the traced runs, per operation):", "", *moved, ""]
     out += [md(f"{', '.join(f'{n} {v}' for v, n in counts(c.rows).items())}. ") + f"*Method:* {md(method_line(c))}."]
     return "\n".join(out)
+
+
+# no option of its own: the notebook renders it (formats/__init__.py)
+OPTION = None
+ORDER = 40
+RENDER = {"compare": markdown}

@@ -1,13 +1,20 @@
-"""compare's terminal output: the table of every id (its figures, ratio,
-interval, verdict), the method line that says how the sides were
-compared, the notes, and the conditions diff."""
+"""The terminal's format, what `osmeter compare` and `osmeter stability`
+print: for two sides, the table of every id (its figures, ratio, interval,
+verdict), the method line that says how the sides were compared, the notes
+and the conditions diff; for a fleet, every host's column against the
+baseline and the slow node; for several runs, the spread of every id and
+area."""
 from __future__ import annotations
 
 import math
 
+from osmeter.analysis import outliers
+from osmeter.analysis.fleet import FleetComparison, table
 from osmeter.analysis.kparts import moved_text
 from osmeter.analysis.model import (ALPHA, DESIGNS, DIRECTIONS, FAR_PROCESS, POWER, RUN_SD_FLOOR, WIDTH_P, Comparison,
                                     Row, pct_change, verdict_text)
+from osmeter.analysis.stability import (STABILITY_HEAD, area_stability_table, core_state_table, host_params_table,
+                                        stability_rows, stability_table)
 from osmeter.analysis.verdicts import area_changes, counts
 from osmeter.present.values import fmt_value, text_table
 from osmeter.results.store import Run
@@ -111,3 +118,39 @@ def text(c: Comparison) -> str:
                                                                            "within-run" else ""))
     out.append(f"Method: {method_line(c)}.")
     return "\n".join(out)
+
+
+def fleet_text(fc: FleetComparison) -> str:
+    out = [f"fleet {fc.dir}: {len(fc.hosts)} hosts with results; each column is the host's median over "
+           f"{fc.baseline}'s (the baseline); a verdict where the change is beyond the runs' spread"]
+    basis = {c.basis for c in fc.columns.values()}
+    if "within-run" in basis:
+        out.append("one run per host: verdicts are WITHIN-RUN ONLY (run each host with --runs 3 or more to "
+                   "test hosts against run-to-run drift)")
+    if len(fc.hosts) < 2:
+        out.append("only one host has results: nothing to compare")
+    else:
+        head, rows = table(fc)
+        out.append(text_table(head, rows))
+        out.append(outliers.text(fc.outliers))
+    if fc.conditions:
+        out.append("conditions that differ across hosts:")
+        out.append(text_table(("condition", *fc.hosts), [(k, *vs) for k, vs in fc.conditions]))
+    for s in fc.skipped:
+        out.append(f"no results: {s}")
+    return "\n".join(out)
+
+
+def stability_text(runs: list[Run]) -> str:
+    """Every id's run-to-run spread and where its variance lies, per area,
+    and the cores' state and the host's facts where the runs record them."""
+    rows = stability_rows(runs)
+    extra = "".join(f"\n\n{t}" for t in (core_state_table(runs), host_params_table(runs)) if t)
+    return f"{len(runs)} runs.\n{STABILITY_HEAD}{stability_table(rows)}\n\n{area_stability_table(rows)}{extra}"
+
+
+# the format each command prints (formats/__init__.py): no option, every kind
+TERMINAL = True
+OPTION = None
+ORDER = 0
+RENDER = {"compare": text, "fleet": fleet_text, "stability": stability_text}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from osmeter.core.stats import run_figure
 from osmeter.probes.memlevels import detect_levels, fit_levels
 from osmeter.probes.model import Area, Derived, Probe, measure
-from osmeter.results.writer import line_by_process, run_figure
+from osmeter.results.writer import line_by_process
 
 AREA = Area("mem", "Memory", 20)
 

@@ -33,8 +33,6 @@ int mpi_run_launcher(char **lv, const char *mark_dir, const char *mark_prefix, u
 void mpi_start_timeout_error(const char *launcher, unsigned start_timeout);
 /* --start-timeout's default, in seconds. */
 #define MPI_START_TIMEOUT 120
-int cmd_rank(int argc, char **argv);
-int cmd_replay_rank(int argc, char **argv);
 /* Before an MPI replay: the files the program found there made again (see launch.c); bytes written. */
 long long mpi_prepare(const char *name, const struct trace *t, int dirfd, const char *dir, long long limit);
 

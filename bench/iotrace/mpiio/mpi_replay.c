@@ -1,5 +1,5 @@
 /*
- * replay.c - iotrace-mpi-replay-<mpi>: an MPI program that replays a trace
+ * mpi_replay.c - iotrace-mpi-replay-<mpi>: an MPI program that replays a trace
  * recorded under MPI (docs/iotrace.md, "Replaying MPI-IO"). `iotrace
  * replay --launcher` starts it under the launcher, one build per MPI; its
  * parts are replayer.h's.
@@ -142,181 +142,200 @@ static long long moved_of(MPI_Status *st, MPI_Datatype t)
     return (long long)got * size;
 }
 
-/* One MPI row of this rank, issued and timed. */
-static void replay_mpi(const struct trace_rec *r)
-{
-    const struct trace_call_info *ci = &trace_calls[r->call];
-    MPI_File *fh = r->fd >= 0 ? map_get(&files, r->fd) : NULL;
-    MPI_Datatype dt = type_of(r, "dtype");
-    long long count = arg_int(r, "count", 0);
-    MPI_Offset off = (MPI_Offset)arg_int(r, "eoff", 0);
+/* What one MPI row is issued with, taken from the trace and this rank's maps. */
+struct mpi_args {
+    MPI_File f;
+    MPI_Comm *comm;                          /* an open's communicator */
+    MPI_Info info;                           /* made from the row: freed after */
+    MPI_Datatype dt, et, ft;                 /* the data's type; a view's etype and filetype */
+    MPI_Offset off;
+    long long count, done_id;                /* items; the request a completion completes */
+    char *buf, *base;                        /* the data's buffer and its allocation */
+    bool own;                                /* base is this row's own (freed after) */
+    MPI_Request *rq, *done;                  /* a nonblocking call's request; a completion's */
     MPI_Status st;
-    MPI_Request *rq = NULL;
-    char *buf = NULL, *base = NULL, path[PATH_MAX];
-    bool own = false;
-    int ret = MPI_SUCCESS;
-    long long moved = -1;
+    char path[PATH_MAX], datarep[64];
+};
+
+/* The data buffer of a read or write: the one its _begin kept (a split collective's _end), or a new one.
+ * False (found) where it cannot be had. */
+static bool data_buffer(const struct trace_rec *r, const struct trace_call_info *ci, struct mpi_args *a)
+{
+    if (ci->split == 2) {
+        char **held = map_get(&rbufs, -1 - r->fd), **hb = map_get(&rbases, -1 - r->fd);
+        a->buf = held ? *held : NULL, a->base = hb ? *hb : NULL;
+        return true;
+    }
+    a->buf = buffer(r->bytes, a->dt, a->count, ci->nonblocking || ci->split == 1, &a->own, &a->base);
+    if (!a->buf)
+        found("line %zu: %s of %lld items: its buffer would pass 1 GiB or is not a size", (size_t)r->seq + 3,
+              ci->name, a->count);
+    return a->buf != NULL;
+}
+
+/* A row's arguments (mpi_args); false (found) where the row names a handle, a communicator or a request no
+ * replayed call made. A nonblocking call's request is entered in the maps here, with its buffer. */
+static bool mpi_args_of(const struct trace_rec *r, const struct trace_call_info *ci, struct mpi_args *a)
+{
+    MPI_File *fh = r->fd >= 0 ? map_get(&files, r->fd) : NULL;
+    *a = (struct mpi_args){.info = MPI_INFO_NULL, .et = MPI_DATATYPE_NULL, .ft = MPI_DATATYPE_NULL, .done_id = -1};
+    a->dt = type_of(r, "dtype");
+    a->count = arg_int(r, "count", 0);
+    a->off = (MPI_Offset)arg_int(r, "eoff", 0);
     if (ci->kind != TK_MPI_OPEN && ci->kind != TK_MPI_WAIT && r->call != TC_MPI_FILE_DELETE && !fh) {
         found("line %zu: %s on file handle %lld, which no replayed open made", (size_t)r->seq + 3, ci->name,
               (long long)r->fd);
-        return;
+        return false;
     }
-    if (ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE) {
-        if (ci->split == 2) {
-            char **held = map_get(&rbufs, -1 - r->fd), **hb = map_get(&rbases, -1 - r->fd);
-            buf = held ? *held : NULL, base = hb ? *hb : NULL;
-        } else {
-            buf = buffer(r->bytes, dt, count, ci->nonblocking || ci->split == 1, &own, &base);
-            if (!buf) {
-                found("line %zu: %s of %lld items: its buffer would pass 1 GiB or is not a size", (size_t)r->seq + 3,
-                      ci->name, count);
-                return;
-            }
-        }
-    }
+    if ((ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE) && !data_buffer(r, ci, a))
+        return false;
     if (ci->nonblocking) {
         long long id = arg_id(r, "req", 'r');
-        rq = map_put(&reqs, id);
-        *(char **)map_put(&rbufs, id) = buf;
-        *(char **)map_put(&rbases, id) = base;
-        *(MPI_Datatype *)map_put(&rtypes, id) = dt;
+        a->rq = map_put(&reqs, id);
+        *(char **)map_put(&rbufs, id) = a->buf;
+        *(char **)map_put(&rbases, id) = a->base;
+        *(MPI_Datatype *)map_put(&rtypes, id) = a->dt;
         *(int *)map_put(&rclass, id) = (int)trace_class_of(r->call);
     }
-    MPI_Info info = MPI_INFO_NULL;
-    MPI_Datatype et = MPI_DATATYPE_NULL, ft = MPI_DATATYPE_NULL;
-    MPI_Comm *comm = NULL;
     if (ci->kind == TK_MPI_OPEN) {
-        if (!mpi_file_path(r, path, sizeof path))
-            return;
-        comm = map_get(&comms, arg_id(r, "comm", 'c'));
-        if (!comm) {
+        if (!mpi_file_path(r, a->path, sizeof a->path))
+            return false;
+        a->comm = map_get(&comms, arg_id(r, "comm", 'c'));
+        if (!a->comm) {
             found("line %zu: MPI_File_open on a communicator no MPI_Comm row defines", (size_t)r->seq + 3);
-            return;
+            return false;
         }
-        info = info_of(r, "info");
+        a->info = info_of(r, "info");
     } else if (r->call == TC_MPI_FILE_DELETE) {
-        if (!mpi_file_path(r, path, sizeof path))
-            return;
-        info = info_of(r, "info");
+        if (!mpi_file_path(r, a->path, sizeof a->path))
+            return false;
+        a->info = info_of(r, "info");
     } else if (r->call == TC_MPI_FILE_SET_VIEW || r->call == TC_MPI_FILE_SET_INFO) {
-        info = info_of(r, "info");
-        et = type_of(r, "etype"), ft = type_of(r, "ftype");
+        a->info = info_of(r, "info");
+        a->et = type_of(r, "etype"), a->ft = type_of(r, "ftype");
     }
-    char datarep[64];
-    arg(r, "datarep", datarep, sizeof datarep);
-    MPI_Request *done = NULL;
-    long long done_id = -1;
+    arg(r, "datarep", a->datarep, sizeof a->datarep);
     if (ci->kind == TK_MPI_WAIT) {
-        done_id = arg_id(r, "req", 'r');
-        done = done_id >= 0 ? map_get(&reqs, done_id) : NULL;
-        if (!done) {
+        a->done_id = arg_id(r, "req", 'r');
+        a->done = a->done_id >= 0 ? map_get(&reqs, a->done_id) : NULL;
+        if (!a->done) {
             found("line %zu: %s completes request r%lld, which no replayed call started", (size_t)r->seq + 3, ci->name,
-                  done_id);
-            return;
+                  a->done_id);
+            return false;
         }
     }
-    MPI_File f = fh ? *fh : MPI_FILE_NULL;
-    /* A collective call on the shared pointer (a shared seek, an ordered read or write) moves it for every
-     * rank: the program's own synchronization before it (a barrier, messages) is not in the trace, and without
-     * it a rank's earlier independent shared read or write could take the pointer after the collective moved
-     * it. Every rank of the file's group waits here, untimed, for the others. */
-    bool on_shared = r->call == TC_MPI_FILE_SEEK_SHARED || r->call == TC_MPI_FILE_READ_ORDERED ||
-                     r->call == TC_MPI_FILE_WRITE_ORDERED || r->call == TC_MPI_FILE_READ_ORDERED_BEGIN ||
-                     r->call == TC_MPI_FILE_WRITE_ORDERED_BEGIN;
-    MPI_Comm *on = on_shared ? map_get(&fcomms, r->fd) : NULL;
-    if (on)
-        MPI_Barrier(*on);
+    a->f = fh ? *fh : MPI_FILE_NULL;
+    return true;
+}
 
-    uint64_t t0 = now();
+/* The row's call, as the program made it: its MPI return. */
+static int mpi_issue(const struct trace_rec *r, struct mpi_args *a)
+{
+    MPI_File f = a->f;
+    MPI_Offset off = a->off;
+    MPI_Datatype dt = a->dt;
+    MPI_Status *st = &a->st;
+    MPI_Request *rq = a->rq;
+    void *buf = a->buf;
+    int n = (int)a->count, ret = MPI_SUCCESS;
     switch (r->call) {
-    case TC_MPI_FILE_OPEN: ret = MPI_File_open(*comm, path, (int)r->flags, info, &f); break;
-    case TC_MPI_FILE_CLOSE: ret = MPI_File_close(&f); break;
-    case TC_MPI_FILE_DELETE: ret = MPI_File_delete(path, info); break;
+    case TC_MPI_FILE_OPEN: ret = MPI_File_open(*a->comm, a->path, (int)r->flags, a->info, &a->f); break;
+    case TC_MPI_FILE_CLOSE: ret = MPI_File_close(&a->f); break;
+    case TC_MPI_FILE_DELETE: ret = MPI_File_delete(a->path, a->info); break;
     case TC_MPI_FILE_SET_SIZE: ret = MPI_File_set_size(f, (MPI_Offset)r->offset); break;
     case TC_MPI_FILE_PREALLOCATE: ret = MPI_File_preallocate(f, (MPI_Offset)r->offset); break;
     case TC_MPI_FILE_GET_SIZE: { MPI_Offset s; ret = MPI_File_get_size(f, &s); break; }
     case TC_MPI_FILE_SET_VIEW:
-        ret = MPI_File_set_view(f, (MPI_Offset)arg_int(r, "disp", 0), et, ft, datarep[0] ? datarep : "native", info);
+        ret = MPI_File_set_view(f, (MPI_Offset)arg_int(r, "disp", 0), a->et, a->ft, a->datarep[0] ? a->datarep : "native",
+                                a->info);
         break;
     case TC_MPI_FILE_SEEK: ret = MPI_File_seek(f, off, (int)r->flags); break;
     case TC_MPI_FILE_SEEK_SHARED: ret = MPI_File_seek_shared(f, off, (int)r->flags); break;
     case TC_MPI_FILE_SYNC: ret = MPI_File_sync(f); break;
     case TC_MPI_FILE_SET_ATOMICITY: ret = MPI_File_set_atomicity(f, (int)arg_int(r, "flag", 0)); break;
-    case TC_MPI_FILE_SET_INFO: ret = MPI_File_set_info(f, info); break;
-    case TC_MPI_FILE_READ_AT: ret = MPI_File_read_at(f, off, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_READ_AT_ALL: ret = MPI_File_read_at_all(f, off, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_AT_ALL: ret = MPI_File_write_at_all(f, off, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_IREAD_AT: ret = MPI_File_iread_at(f, off, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IREAD_AT_ALL: ret = MPI_File_iread_at_all(f, off, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_AT: ret = MPI_File_iwrite_at(f, off, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_AT_ALL: ret = MPI_File_iwrite_at_all(f, off, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_READ_AT_ALL_BEGIN: ret = MPI_File_read_at_all_begin(f, off, buf, (int)count, dt); break;
-    case TC_MPI_FILE_READ_AT_ALL_END: ret = MPI_File_read_at_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_AT_ALL_BEGIN: ret = MPI_File_write_at_all_begin(f, off, buf, (int)count, dt); break;
-    case TC_MPI_FILE_WRITE_AT_ALL_END: ret = MPI_File_write_at_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_READ: ret = MPI_File_read(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_READ_ALL: ret = MPI_File_read_all(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE: ret = MPI_File_write(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_ALL: ret = MPI_File_write_all(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_IREAD: ret = MPI_File_iread(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IREAD_ALL: ret = MPI_File_iread_all(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE: ret = MPI_File_iwrite(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_ALL: ret = MPI_File_iwrite_all(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_READ_ALL_BEGIN: ret = MPI_File_read_all_begin(f, buf, (int)count, dt); break;
-    case TC_MPI_FILE_READ_ALL_END: ret = MPI_File_read_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_ALL_BEGIN: ret = MPI_File_write_all_begin(f, buf, (int)count, dt); break;
-    case TC_MPI_FILE_WRITE_ALL_END: ret = MPI_File_write_all_end(f, buf, &st); break;
-    case TC_MPI_FILE_READ_SHARED: ret = MPI_File_read_shared(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_SHARED: ret = MPI_File_write_shared(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_IREAD_SHARED: ret = MPI_File_iread_shared(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_IWRITE_SHARED: ret = MPI_File_iwrite_shared(f, buf, (int)count, dt, rq); break;
-    case TC_MPI_FILE_READ_ORDERED: ret = MPI_File_read_ordered(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_WRITE_ORDERED: ret = MPI_File_write_ordered(f, buf, (int)count, dt, &st); break;
-    case TC_MPI_FILE_READ_ORDERED_BEGIN: ret = MPI_File_read_ordered_begin(f, buf, (int)count, dt); break;
-    case TC_MPI_FILE_READ_ORDERED_END: ret = MPI_File_read_ordered_end(f, buf, &st); break;
-    case TC_MPI_FILE_WRITE_ORDERED_BEGIN: ret = MPI_File_write_ordered_begin(f, buf, (int)count, dt); break;
-    case TC_MPI_FILE_WRITE_ORDERED_END: ret = MPI_File_write_ordered_end(f, buf, &st); break;
+    case TC_MPI_FILE_SET_INFO: ret = MPI_File_set_info(f, a->info); break;
+    case TC_MPI_FILE_READ_AT: ret = MPI_File_read_at(f, off, buf, n, dt, st); break;
+    case TC_MPI_FILE_READ_AT_ALL: ret = MPI_File_read_at_all(f, off, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE_AT: ret = MPI_File_write_at(f, off, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE_AT_ALL: ret = MPI_File_write_at_all(f, off, buf, n, dt, st); break;
+    case TC_MPI_FILE_IREAD_AT: ret = MPI_File_iread_at(f, off, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IREAD_AT_ALL: ret = MPI_File_iread_at_all(f, off, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_AT: ret = MPI_File_iwrite_at(f, off, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_AT_ALL: ret = MPI_File_iwrite_at_all(f, off, buf, n, dt, rq); break;
+    case TC_MPI_FILE_READ_AT_ALL_BEGIN: ret = MPI_File_read_at_all_begin(f, off, buf, n, dt); break;
+    case TC_MPI_FILE_READ_AT_ALL_END: ret = MPI_File_read_at_all_end(f, buf, st); break;
+    case TC_MPI_FILE_WRITE_AT_ALL_BEGIN: ret = MPI_File_write_at_all_begin(f, off, buf, n, dt); break;
+    case TC_MPI_FILE_WRITE_AT_ALL_END: ret = MPI_File_write_at_all_end(f, buf, st); break;
+    case TC_MPI_FILE_READ: ret = MPI_File_read(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_READ_ALL: ret = MPI_File_read_all(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE: ret = MPI_File_write(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE_ALL: ret = MPI_File_write_all(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_IREAD: ret = MPI_File_iread(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IREAD_ALL: ret = MPI_File_iread_all(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IWRITE: ret = MPI_File_iwrite(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_ALL: ret = MPI_File_iwrite_all(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_READ_ALL_BEGIN: ret = MPI_File_read_all_begin(f, buf, n, dt); break;
+    case TC_MPI_FILE_READ_ALL_END: ret = MPI_File_read_all_end(f, buf, st); break;
+    case TC_MPI_FILE_WRITE_ALL_BEGIN: ret = MPI_File_write_all_begin(f, buf, n, dt); break;
+    case TC_MPI_FILE_WRITE_ALL_END: ret = MPI_File_write_all_end(f, buf, st); break;
+    case TC_MPI_FILE_READ_SHARED: ret = MPI_File_read_shared(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE_SHARED: ret = MPI_File_write_shared(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_IREAD_SHARED: ret = MPI_File_iread_shared(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_IWRITE_SHARED: ret = MPI_File_iwrite_shared(f, buf, n, dt, rq); break;
+    case TC_MPI_FILE_READ_ORDERED: ret = MPI_File_read_ordered(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_WRITE_ORDERED: ret = MPI_File_write_ordered(f, buf, n, dt, st); break;
+    case TC_MPI_FILE_READ_ORDERED_BEGIN: ret = MPI_File_read_ordered_begin(f, buf, n, dt); break;
+    case TC_MPI_FILE_READ_ORDERED_END: ret = MPI_File_read_ordered_end(f, buf, st); break;
+    case TC_MPI_FILE_WRITE_ORDERED_BEGIN: ret = MPI_File_write_ordered_begin(f, buf, n, dt); break;
+    case TC_MPI_FILE_WRITE_ORDERED_END: ret = MPI_File_write_ordered_end(f, buf, st); break;
     default: /* the completions: each recorded one completes its own request; a test recorded as completing
               * none (done=0: the MPI library progressed it there) tests it once */
         if (arg_int(r, "done", 1) == 0) {
             int flag = 0;
-            ret = *done == MPI_REQUEST_NULL ? MPI_SUCCESS : MPI_Test(done, &flag, &st);
+            ret = *a->done == MPI_REQUEST_NULL ? MPI_SUCCESS : MPI_Test(a->done, &flag, st);
             if (flag)
-                *(MPI_Status *)map_put(&early, done_id) = st;
-        } else if (*done == MPI_REQUEST_NULL && map_get(&early, done_id)) {
-            st = *(MPI_Status *)map_get(&early, done_id);
+                *(MPI_Status *)map_put(&early, a->done_id) = *st;
+        } else if (*a->done == MPI_REQUEST_NULL && map_get(&early, a->done_id)) {
+            *st = *(MPI_Status *)map_get(&early, a->done_id);
         } else {
-            ret = MPI_Wait(done, &st);
+            ret = MPI_Wait(a->done, st);
         }
         break;
     }
-    uint64_t t1 = now();
+    return ret;
+}
 
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
+/* After the call: the row's handles, buffers and requests kept or let go, and its time, bytes and result
+ * counted (the class it was started in, for a completion) and set against the recorded ones. */
+static void mpi_account(const struct trace_rec *r, const struct trace_call_info *ci, struct mpi_args *a, int ret,
+                        uint64_t t0, uint64_t t1)
+{
+    long long moved = -1;
+    if (a->info != MPI_INFO_NULL)
+        MPI_Info_free(&a->info);
     bool blocking_data = (ci->kind == TK_MPI_READ || ci->kind == TK_MPI_WRITE) && !ci->nonblocking && ci->split != 1;
     if (ret == MPI_SUCCESS && blocking_data)
-        moved = moved_of(&st, ci->split == 2 ? type_of(r, "dtype") : dt);
+        moved = moved_of(&a->st, ci->split == 2 ? type_of(r, "dtype") : a->dt);
     if (ci->kind == TK_MPI_WAIT && ret == MPI_SUCCESS && arg_int(r, "done", 1)) { /* moved: against its type */
-        MPI_Datatype *rt = map_get(&rtypes, done_id);
-        moved = rt ? moved_of(&st, *rt) : -1;
-        char **held = map_get(&rbufs, done_id), **hb = map_get(&rbases, done_id);
+        MPI_Datatype *rt = map_get(&rtypes, a->done_id);
+        moved = rt ? moved_of(&a->st, *rt) : -1;
+        char **held = map_get(&rbufs, a->done_id), **hb = map_get(&rbases, a->done_id);
         if (held && hb) {
             free(*hb);
             *held = *hb = NULL;
         }
     }
     if (ci->kind == TK_MPI_OPEN && ret == MPI_SUCCESS)
-        *(MPI_File *)map_put(&files, r->fd) = f, *(MPI_Comm *)map_put(&fcomms, r->fd) = *comm;
+        *(MPI_File *)map_put(&files, r->fd) = a->f, *(MPI_Comm *)map_put(&fcomms, r->fd) = *a->comm;
     if (ci->split == 1)
-        *(char **)map_put(&rbufs, -1 - r->fd) = buf, *(char **)map_put(&rbases, -1 - r->fd) = base; /* the _end's */
-    else if (ci->split == 2 && base) {
-        free(base);
+        *(char **)map_put(&rbufs, -1 - r->fd) = a->buf,
+        *(char **)map_put(&rbases, -1 - r->fd) = a->base; /* the _end's */
+    else if (ci->split == 2 && a->base) {
+        free(a->base);
         *(char **)map_put(&rbufs, -1 - r->fd) = *(char **)map_put(&rbases, -1 - r->fd) = NULL;
-    } else if (own && !ci->nonblocking)
-        free(base);
-    int *started_as = ci->kind == TK_MPI_WAIT ? map_get(&rclass, done_id) : NULL;
+    } else if (a->own && !ci->nonblocking)
+        free(a->base);
+    int *started_as = ci->kind == TK_MPI_WAIT ? map_get(&rclass, a->done_id) : NULL;
     int in = started_as ? *started_as : (int)trace_class_of(r->call);
     hist_add(&cls[in], t1 - t0);
     struct tally *x = &tally[r->call];
@@ -330,6 +349,29 @@ static void replay_mpi(const struct trace_rec *r)
     if (ci->collective)
         coll_ns[r->call] += (double)(t1 - t0);
     mismatch(r, ret, blocking_data || ci->kind == TK_MPI_WAIT ? moved : -1);
+}
+
+/* One MPI row of this rank, issued and timed. */
+static void replay_mpi(const struct trace_rec *r)
+{
+    const struct trace_call_info *ci = &trace_calls[r->call];
+    struct mpi_args a;
+    if (!mpi_args_of(r, ci, &a))
+        return;
+    /* A collective call on the shared pointer (a shared seek, an ordered read or write) moves it for every
+     * rank: the program's own synchronization before it (a barrier, messages) is not in the trace, and without
+     * it a rank's earlier independent shared read or write could take the pointer after the collective moved
+     * it. Every rank of the file's group waits here, untimed, for the others. */
+    bool on_shared = r->call == TC_MPI_FILE_SEEK_SHARED || r->call == TC_MPI_FILE_READ_ORDERED ||
+                     r->call == TC_MPI_FILE_WRITE_ORDERED || r->call == TC_MPI_FILE_READ_ORDERED_BEGIN ||
+                     r->call == TC_MPI_FILE_WRITE_ORDERED_BEGIN;
+    MPI_Comm *on = on_shared ? map_get(&fcomms, r->fd) : NULL;
+    if (on)
+        MPI_Barrier(*on);
+    uint64_t t0 = now();
+    int ret = mpi_issue(r, &a);
+    uint64_t t1 = now();
+    mpi_account(r, ci, &a, ret, t0, t1);
 }
 
 /* A POSIX call this rank made itself, on DIR/f<id>, in order. */

@@ -1,7 +1,7 @@
-/* iotrace.h - what the parts of the iotrace command share: iotrace.c (the
- * command, loading a trace, its processes and threads), posix/record.c,
- * show.c, replay/replay.c. The trace format itself is format/trace.h
- * (README.md beside this file: the parts). */
+/* iotrace.h - what the parts of the iotrace command share (base.c): its
+ * errors, the clock, a program run, a trace loaded and laid out by process
+ * and thread. The trace format itself is format/trace.h; the commands main
+ * runs are ../commands.h (README.md beside iotrace.c: the parts). */
 #ifndef IOTRACE_IOTRACE_H
 #define IOTRACE_IOTRACE_H
 
@@ -58,9 +58,5 @@ struct layout layout_of(const struct trace *t);
 size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *));
 int by_process(const void *a, const void *b);
 bool moves_data(enum trace_call c);
-
-int cmd_record(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * record_large.c - the MPI-4 large-count MPI-IO routines (MPI_File_write_at_all_c
+ * mpi_record_large.c - the MPI-4 large-count MPI-IO routines (MPI_File_write_at_all_c
  * and the rest: their count an MPI_Count), recorded as the rows of the
- * routines they stand for (record.c), so that a trace and its replay do not
+ * routines they stand for (mpi_record.c), so that a trace and its replay do not
  * depend on which form a program took. An MPI before 4.0 (Open MPI 4.1)
  * has none; MPICH 4 has them, and programs built against it use them where
  * they are there (IOR's MPI-IO back end does): without these wrappers their

@@ -1,5 +1,5 @@
 /*
- * record.c - the MPI-IO recorder's wrappers of the MPI-IO routines. With
+ * mpi_record.c - the MPI-IO recorder's wrappers of the MPI-IO routines. With
  * describe.c, complete.c and start.c (mpirec.h), posix/preload.c and
  * format/trace.c it makes libiotrace-mpi-<mpi>.so, one build per MPI implementation (their
  * ABIs differ), which `iotrace record --launcher` preloads into each rank.

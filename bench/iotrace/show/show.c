@@ -1,4 +1,5 @@
 /* show.c - show: a trace's processes, threads, files and calls. */
+#include "commands.h"
 #include "iotrace.h"
 #include "osm.h"
 

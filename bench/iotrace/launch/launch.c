@@ -3,6 +3,7 @@
  * recorder preloaded, then the program), the launcher's command line for
  * `iotrace record --launcher`, and the check of a merged MPI trace's ranks
  * (docs/iotrace.md, "MPI-IO"). */
+#include "commands.h"
 #include "iotrace.h"
 #include "mpi_launch.h"
 #include "osm.h"
