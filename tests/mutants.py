@@ -656,8 +656,18 @@ MUTANTS = [
            "            self.stream.write(f\"\\033[{self.drawn}F\\033[J\")", "            self.stream.write(\"\")",
            "tests/test_fleet.py::test_the_live_table_draws_each_frame_over_the_last_and_nothing_off_a_terminal "
            "tests/test_fleet.py::test_fleet_loads_live_table_redraws_on_a_terminal"),
+    Mutant("results-write-not-shielded-from-signals", "harness/osmeter/results/writer.py",
+           "    with shielded() if shield else contextlib.nullcontext():",
+           "    with contextlib.nullcontext():",
+           "tests/test_running_reliability.py::test_a_signal_while_a_results_file_is_written_is_neither_lost_nor_taken_for_bad_data"),
+    Mutant("collect-takes-an-interrupt-for-bad-output", "harness/osmeter/running/collect.py",
+           "        if (signal := interrupt_behind(e)) is not None:", "        if False:",
+           "tests/test_running_reliability.py::test_a_signal_while_a_results_file_is_written_is_neither_lost_nor_taken_for_bad_data"),
+    Mutant("samples-reader-takes-an-interrupt-for-a-bad-file", "harness/osmeter/results/store.py",
+           "        if (signal := interrupt_behind(e)) is not None:", "        if False:",
+           "tests/test_running_reliability.py::test_a_signal_while_a_results_file_is_written_is_neither_lost_nor_taken_for_bad_data"),
     Mutant("probe-start-not-shielded-from-signals", "harness/osmeter/host/launch.py",
-           "            with _deferred_signals():  # a signal here", "            with contextlib.nullcontext():  # a signal here",
+           "            with shielded():", "            with contextlib.nullcontext():",
            "tests/test_running_reliability.py::test_a_signal_while_a_probe_starts_leaves_the_probe_held"),
     Mutant("disk-empty-interval-a-zero-latency", "harness/osmeter/probes/areas/disk.py",
            "    done = [i for i in iv if i[\"iops\"] > 0]", "    done = list(iv)",
@@ -1450,7 +1460,9 @@ def run_one(m: Mutant, env: dict) -> tuple[str, str]:
         _restore({m.file: text})
         JOURNAL.unlink(missing_ok=True)
     out = r.stdout + r.stderr
-    tail = out.strip().splitlines()[-1] if out.strip() else ""
+    # pytest's summary is stdout's last line; stderr may end with what a wrong program left to the
+    # interpreter's exit (an "Exception ignored in ... __del__")
+    tail = (r.stdout.strip() or out.strip()).splitlines()[-1] if out.strip() else ""
     if r.returncode == 0:
         if re.search(r"\bpassed\b", tail):
             return "SURVIVED", tail

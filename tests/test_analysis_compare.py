@@ -726,11 +726,15 @@ def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_n
             assert not rows[mid]["runs_needed"] or int(rows[mid]["runs_needed"]) > 2, rows[mid]  # blank: over 200
     split = {x["id"]: x["split"] for x in stability_rows(load_side([out / "a", out / "b"]))}
     # the curve and the huge-page DRAM latency run in several processes a run (the levels are read off
-    # the curve, its processes merged)
+    # the curve, its processes merged): both are split by process (the mutant pools a run's samples as one)
     for mid in ("mem.lat.curve", "mem.lat.dram.thp"):
-        share = {k: v or 0.0 for k, v in split[mid]["share"].items()}
         assert split[mid]["process_cv"] is not None, (mid, split[mid])
-        assert share.get("process", 0) + share.get("run", 0) > share["within"], (mid, split[mid])
+    # the noise lies between the curve's processes and runs. Not asserted of the huge-page latency: two
+    # samples a process, so its spread inside a process is one difference each, and a noise phase that turns
+    # between a process's two samples (0.3-2 s phases) lands there by chance (a fresh CI: within 3.5%, the
+    # processes' and runs' parts 0)
+    share = {k: v or 0.0 for k, v in split["mem.lat.curve"]["share"].items()}
+    assert share.get("process", 0) + share.get("run", 0) > share["within"], split["mem.lat.curve"]
 
 
 def test_ab_until_decided_stops_once_decided_and_keeps_its_looks(tmp_path):

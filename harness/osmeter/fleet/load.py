@@ -262,7 +262,7 @@ def _fetch_file(h: Host, remote: str, local: Path) -> None:
     got = {}
     write_atomic(local, lambda f: got.setdefault("r", subprocess.run(
         ssh.argv(h.target, f"cat {ssh.quote(remote)} && rm -f {ssh.quote(remote)}"), stdout=f,
-        stderr=subprocess.PIPE, timeout=600)), binary=True)
+        stderr=subprocess.PIPE, timeout=600)), binary=True, shield=False)  # a copy a Ctrl-C must stop
     r = got["r"]
     if r.returncode != 0:
         raise HostFailed(f"fetching {remote}: {r.stderr.decode(errors='replace').strip()}")

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from osmeter.core.errors import shielded
+
 SPIN = "while :; do :; done"  # an awake probe's busy loop (Launcher._spinner)
 RT_PRIORITY = 50  # below the kernel's own RT threads (migration, watchdog: 99)
 PR_SET_PDEATHSIG = 1
@@ -52,33 +54,6 @@ def _read_progress(fd: int, progress: Callable[[str], None]) -> None:
         for line in f:
             if line.strip():
                 progress(line.strip())
-
-
-@contextlib.contextmanager
-def _deferred_signals():
-    """SIGINT, SIGTERM and SIGHUP that arrive inside the block reach their
-    handlers when it ends. Starting a probe takes a fork and an exec; a
-    handler that raised in between (the harness's Interrupted) would leave
-    the probe running with nobody holding it, and it would die only with the
-    harness (PR_SET_PDEATHSIG's SIGKILL), leaving its scratch files. Only
-    the main thread can swap handlers; elsewhere the block runs as is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    got: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.signal(s, lambda signum, frame: got.append(signum)) for s in sigs}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-        for signum in got[:1]:
-            h = old[signum]
-            if callable(h):
-                h(signum, None)
-            elif h == signal.SIG_DFL:
-                signal.raise_signal(signum)
 
 
 class Launcher:
@@ -152,7 +127,9 @@ class Launcher:
             r, w = os.pipe()
             env["OSM_PROGRESS_FD"] = str(w)
         try:
-            with _deferred_signals():  # a signal here must not orphan a started probe: kill() needs self.proc
+            # a signal between the fork and the exec would leave the probe running with nobody holding it (it would
+            # die only with the harness, PR_SET_PDEATHSIG, leaving its scratch files): kill() needs self.proc
+            with shielded():
                 woke = None
                 if awake:
                     try:

@@ -27,6 +27,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from osmeter.core.errors import interrupt_behind
 from osmeter.results import reader
 
 RESULTS = "results.json"
@@ -266,11 +267,13 @@ def _arrays(f: Path):
                 raise ValueError(f"lacks {' and '.join(missing)}")
             v, d = z["values"], z["disturbed"]
             proc = z["process"] if "process" in z.files else np.zeros(v.size, dtype=np.int32)
-    except (OSError, EOFError, KeyError, TypeError, AttributeError, zipfile.BadZipFile):  # cut short, not an .npz
-        # (an .npy gives an array, no archive): its bytes never quoted
+    except (OSError, EOFError, KeyError, TypeError, AttributeError, ValueError, zipfile.BadZipFile) as e:
+        if (signal := interrupt_behind(e)) is not None:  # zipfile's clean-up failed under a signal: not a bad file
+            raise signal from None
+        if isinstance(e, ValueError):
+            raise ValueError(f"{f.name}: {e}") from None
+        # cut short, not an .npz (an .npy gives an array, no archive): its bytes never quoted
         raise ValueError(f"{f.name} is not a readable samples file (not an .npz archive, or cut short)") from None
-    except ValueError as e:
-        raise ValueError(f"{f.name}: {e}") from None
     if v.dtype.kind not in "fiu" or d.dtype.kind != "b" or proc.dtype.kind not in "iu" \
             or not v.shape == d.shape == proc.shape or v.ndim != 1:
         raise ValueError(f"{f.name}: values, disturbed and process must be 1-d arrays of numbers, booleans and "

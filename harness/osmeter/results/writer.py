@@ -8,6 +8,7 @@ every probe that finished.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from osmeter.core.errors import RunError
+from osmeter.core.errors import RunError, shielded
 from osmeter.core.stats import robust_sd, run_figure, series_summary, summarize, tail
 from osmeter.core.units import has_tail
 from osmeter.results import store
@@ -337,33 +338,38 @@ class WriteError(OSError):
     system): the file's previous version is intact, no part is left."""
 
 
-def write_atomic(path: Path, write, binary: bool = False) -> Path:
+def write_atomic(path: Path, write, binary: bool = False, shield: bool = True) -> Path:
     """The one way osmeter's Python makes a file: path, in the directory the
     command was given, written so that a reader (or a crash) sees the old
     file or the new one, never a part: a temporary file of a name nobody can
     guess beside it (mkstemp: exclusive, no link followed), fsync, rename
     (which replaces a link planted at path, never writes through it).
-    write(f) fills f."""
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    except OSError as e:
-        raise WriteError(e.errno, f"cannot write {path}: {e.strerror}") from None
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # as a plain open() would make it, not mkstemp's 0600
-        with os.fdopen(fd, "wb" if binary else "w") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
+    write(f) fills f. A signal waits until the file is whole or gone
+    (core/errors.shielded): let in mid-way, a library's clean-up (zipfile's
+    close under numpy.savez_compressed) may fail and put its own error in
+    the interrupt's place. shield=False for a write(f) that may take
+    minutes (a copy over ssh), which a signal must be able to stop."""
+    with shielded() if shield else contextlib.nullcontext():
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and not isinstance(e, WriteError):
-            raise WriteError(e.errno, f"cannot write {path}: {e.strerror} (its previous version, if any, "
-                                      f"is intact)") from None
-        raise
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        except OSError as e:
+            raise WriteError(e.errno, f"cannot write {path}: {e.strerror}") from None
+        try:
+            os.fchmod(fd, 0o666 & ~_UMASK)  # as a plain open() would make it, not mkstemp's 0600
+            with os.fdopen(fd, "wb" if binary else "w") as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(e, OSError) and not isinstance(e, WriteError):
+                raise WriteError(e.errno, f"cannot write {path}: {e.strerror} (its previous version, if any, "
+                                          f"is intact)") from None
+            raise
     return path
 
 

@@ -3,6 +3,7 @@ merged with its earlier processes', its refusals and failures recorded,
 and the derived figures made (again) once their inputs are measured."""
 from __future__ import annotations
 
+from osmeter.core.errors import interrupt_behind
 from osmeter.probes import registry
 from osmeter.results.writer import ProbeOutputError, Results, merge_processes, parse_probe_output
 
@@ -41,6 +42,8 @@ def collect_process(results: Results, probe: registry.Probe, wanted: list[str], 
                 results.add_line(line, probe.name, descriptions[line["id"]])
                 got.add(line["id"])
     except (ProbeOutputError, ValueError, KeyError, TypeError) as e:
+        if (signal := interrupt_behind(e)) is not None:  # a clean-up that failed under a signal: not bad output
+            raise signal from None
         results.add_failure(probe.name, f"bad output: {e}", stderr)
         return False
     missing = [i for i in wanted if i not in got]
