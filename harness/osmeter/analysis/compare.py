@@ -121,7 +121,7 @@ def _shared_note(a: list[Run], b: list[Run], ids: list[str], labels: tuple[str, 
 def _without_flagged(a: list[Run], b: list[Run], rows: list[Row], min_change: float, labels: tuple[str, str],
                      alpha: float) -> list[str]:
     """Runs whose sentinels moved inside them, or that a noisier machine
-    disturbed (interference.noisy_runs), named; and whether leaving them out
+    disturbed (readings.noisy_runs), named; and whether leaving them out
     changes any verdict."""
     from osmeter.results.readings import noisy_runs
 
@@ -218,5 +218,5 @@ def _widths(side: list[Run], mid: str) -> list[list[float | None]]:
 
 def _clocks(side: list[Run], mid: str) -> list[float | None]:
     """Per run that has the id (as _trials), the core clock its probe's
-    processes ran at (interference.measurement_clock), None where unknown."""
+    processes ran at (readings.measurement_clock), None where unknown."""
     return [measurement_clock(r.doc, r.measurements[mid]) for r in side if mid in r.measurements]

@@ -112,7 +112,7 @@ def width_adjust(sides: list[list[list[np.ndarray]]], widths: list[list[list[flo
     load, a process's width (adds per cycle of independent chains, read at
     its start and end) moves with it and so does its figure. The slope of
     the processes' log figures on their log widths is fitted within runs
-    (stats.within_slope: run means taken out, so the sides' difference
+    (inference.within_slope: run means taken out, so the sides' difference
     never enters it, and both sides are moved alike), and where it is
     significant at WIDTH_P each process's trials are scaled to the median
     width of all the processes. The choice looks at the width's relation
@@ -154,7 +154,7 @@ def _kept_runs(runs: list, clocks: list) -> tuple[list[list[np.ndarray]], list]:
 def clock_adjust(row: Row, la: np.ndarray, ca: list, lb: np.ndarray, cb: list, interval: bool = True) -> None:
     """Compares the runs at equal core clock where every run has one: an
     analysis of covariance of the run figures' logs on the logs of the clock
-    their processes ran at (stats.ancova_parts), which takes out of the
+    their processes ran at (inference.ancova_parts), which takes out of the
     run-to-run spread what a host's boost clock, moving between runs, puts
     into work done by the core. The row's ratio and interval become B/A at
     equal clock; a change of the clock itself shows in the clock's own id

@@ -44,7 +44,7 @@ STABILITY_HEAD = (
 def stability_rows(runs: list[Run]) -> list[dict]:
     """Per id over the runs of one campaign: the median of the run figures,
     the run-to-run CV (standard deviation of the logs of the run figures),
-    where the variance comes from (stats.variance_split: within a process,
+    where the variance comes from (inference.variance_split: within a process,
     between processes, between runs, and the dominant part), and the runs
     per side that a t test on the run figures needs to see a 5% change 80%
     of the time; where every run has its probe processes' clock, also the
@@ -86,7 +86,7 @@ def stability_rows(runs: list[Run]) -> list[dict]:
         split = variance_split(rs) if positive else None
         fit = (covariate_fit(np.log(figs), np.log(np.asarray(clk, float)), CLOCK_MAX_SLOPE)
                if positive and all(isinstance(c, float) and c > 0 for c in clk) else None)
-        # the spread compare's test sees: at equal clock where every run has one (compare.clock_adjust), and
+        # the spread compare's test sees: at equal clock where every run has one (per_id.clock_adjust), and
         # at least its floor
         test_sd = max(fit[1], RUN_SD_FLOOR) if fit else max(sd, RUN_SD_FLOOR) if math.isfinite(sd) else sd
         lost = 1 if fit else 0
@@ -208,7 +208,7 @@ def area_stability_table(rows: list[dict], good: float = 0.02, worst: int = 3) -
     body = []
     for area, rs in sorted(by.items()) + ([("all", every)] if every else []):
         cvs = np.array([r["run_cv"] for r in rs])
-        # at equal clock where the runs had one, as compare tests them (compare.clock_adjust)
+        # at equal clock where the runs had one, as compare tests them (per_id.clock_adjust)
         eq = np.array([r["clock_cv"] if isinstance(r.get("clock_cv"), float) else r["run_cv"] for r in rs])
         bad = sorted(rs, key=lambda r: -r["run_cv"])[:worst]
         body.append((area, str(len(rs)), _pct(float(np.median(cvs))), str(int(np.sum(cvs <= good))),
@@ -221,7 +221,7 @@ def area_stability_table(rows: list[dict], good: float = 0.02, worst: int = 3) -
 def core_state_table(runs: list[Run]) -> str:
     """Per run: the median core clock of its probe processes (a chain of
     adds at each process's start and end) and how many of them ran below
-    interference.SLOWED of the median over all these runs' processes: the
+    readings.SLOWED of the median over all these runs' processes: the
     host's slowing of the vCPU, which neither steal time nor the noise
     probe sees; and the same of the core's width (eight independent chains
     of adds), which falls while another hardware thread shares the core.

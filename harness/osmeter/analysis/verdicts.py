@@ -72,7 +72,7 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
 
 
 def detectable(r: Row, alpha: float = ALPHA) -> None:
-    """The row's smallest detectable change (stats.smallest_change): for
+    """The row's smallest detectable change (inference.smallest_change): for
     this comparison, from its test's standard error and degrees of freedom,
     and for DESIGNS runs a side of the same spread of the test's unit (a
     covariate, the clock, costs its degree of freedom there too)."""

@@ -1,6 +1,6 @@
 """The units measurements are reported in, one table: which way is better
 (compare's verdicts and area changes), a rate's time per unit (the unit its
-estimates add up in: present.convert, estimates) and which units are the
+estimates add up in: present.values.convert, estimates) and which units are the
 time of one event (results: tail percentiles). A new unit is one row here.
 A unit not in the table (a size, a count, a ratio, a clock rate) has no
 better direction: compare calls its changes higher or lower."""

@@ -1,7 +1,7 @@
 """What a killed run leaves behind, removed by the next run: by name and
 owner only, never anything osmeter did not make.
 
-A run holds an flock on DIR/.osmeter.lock while it lasts (runner.ResultsDir);
+A run holds an flock on DIR/.osmeter.lock while it lasts (writer.ResultsDir);
 a lock file nobody holds marks a run that was killed (SIGKILL, power). In
 such a directory the next run removes the disk probes' target when the
 run's results.json says osmeter made it, and half-written temporary files.

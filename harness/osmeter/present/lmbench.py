@@ -1,7 +1,7 @@
 """lmbench's summary tables (what `make results; make see` prints), each row
 an osmeter id, in lmbench's order and groups: the one place that says which
 id stands for which lmbench row. `osmeter list --lmbench` prints it; the
-report's "lmbench summary" table fills it from a run (present.lmbench_rows).
+report's "lmbench summary" table fills it from a run (present.rows.lmbench_rows).
 
 A row is (label, id) or (label, id, (processes, KiB)) for a point of the
 context-switch matrix."""

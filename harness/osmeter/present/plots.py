@@ -111,7 +111,7 @@ def latency_ecdf(doc: dict, ids: list[str], samples, most: int = 8):
     return fig
 
 
-# kernel-path groups (ktrace.GROUPS), one colour each
+# kernel-path groups (ktrace.trace.GROUPS), one colour each
 GROUP_COLORS = {"user": "0.65", "syscall": "C0", "page fault": "C5", "hardirq": "C3", "softirq": "C1",
                 "preempted": "C6", "wake-up": "C8", "waiting": "C9", "device": "C4", "unknown": "white"}
 

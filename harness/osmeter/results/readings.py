@@ -83,7 +83,7 @@ def _pair_lows(doc: dict, key: str, probe: str | None) -> list[float]:
 def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
     """The core's clock (MHz) of each probe process of a run (of one probe's
     processes where `probe` is given): the lower of its start and end
-    readings (interference.core_mhz, which the runner fills from the probes'
+    readings (interference["core_mhz"], which the runner fills from the probes'
     lines)."""
     return _pair_lows(doc, "core_mhz", probe)
 
@@ -91,14 +91,14 @@ def core_clocks(doc: dict, probe: str | None = None) -> list[float]:
 def core_widths(doc: dict, probe: str | None = None) -> list[float]:
     """The core's issue width left to the vCPU (adds per cycle of eight
     independent chains) of each probe process of a run, the lower of its
-    start and end readings (interference.core_width): it falls while
+    start and end readings (interference["core_width"]): it falls while
     another hardware thread shares the core, which the clock does not
     show."""
     return _pair_lows(doc, "core_width", probe)
 
 
 # the id that measures the core's clock itself: compared as measured, beside the ids compared at equal
-# clock (compare.clock_adjust)
+# clock (per_id.clock_adjust)
 CLOCK_ID = "cpu.clock"
 
 

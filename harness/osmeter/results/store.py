@@ -118,7 +118,7 @@ def is_fleet(path: Path) -> bool:
 
 
 def sample_file(mid_name: str) -> str:
-    """A measurement's samples_file, relative to its run (mid_name: results.safe_name)."""
+    """A measurement's samples_file, relative to its run (mid_name: results.writer.safe_name)."""
     return f"{SAMPLES}/{mid_name}.npz"
 
 
@@ -299,7 +299,7 @@ def process_numbers(run_dir: Path, m: dict, set_aside: frozenset[int] = frozense
 def split_by_process(values, keep, proc):
     """(kept values, their processes, the kept values of each process in
     order): a process none of whose values was kept is left out. One
-    split for a probe line (results.line_by_process) and a samples file."""
+    split for a probe line (results.writer.line_by_process) and a samples file."""
     values, proc = values[keep], proc[keep]
     return values, proc, [values[proc == k] for k in sorted(set(proc.tolist()))]
 
@@ -328,7 +328,7 @@ class Run:
     def shared_processes(self, m: dict) -> frozenset[int]:
         """The processes of a measurement that ran on a shared core: the
         lower of their two core-width readings (m.processes.core_width)
-        below interference.SLOWED of the run's median over all its probe
+        below readings.SLOWED of the run's median over all its probe
         processes. Another hardware thread on the host's core slows what
         the process measures, by a fifth and more for core work, and
         nothing the machine under test did put it there; it is judged by

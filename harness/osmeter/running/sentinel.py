@@ -41,7 +41,7 @@ def drift(start: dict[str, list[float]], end: dict[str, list[float]],
     clock, both are taken in core cycles (ns times MHz): a host's boost
     clock that moved during the run moves every figure of core work, and
     compare takes each probe at its own processes' clock
-    (compare.clock_adjust), so only a change at equal clock is drift; the
+    (per_id.clock_adjust), so only a change at equal clock is drift; the
     clock's own end/start is given beside (clock_ratio)."""
     per_id, drifted = {}, []
     for mid, a in start.items():

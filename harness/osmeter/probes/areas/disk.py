@@ -182,7 +182,7 @@ def zones_line(o: dict, base: str, p: dict) -> dict:
 def size_qd_lines(stdout: str, workload: str) -> list[dict]:
     """A --cycle-size x --cycle-qd run (one object per cell) -> the 2-D
     series disk.<w>.size_qd: grid x the transfer sizes, y the queue depths,
-    and per cell the interval MB/s and IOPS (values.mbps, values.iops:
+    and per cell the interval MB/s and IOPS (values["mbps"], values["iops"]:
     samples[x][y] = the cell's trials). Every cell must be there, once. Its
     own samples are the intervals of the last cell (largest size, deepest
     queue): the figure compare and the summary quote."""
