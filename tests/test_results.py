@@ -286,3 +286,32 @@ def test_results_csv_is_what_export_gives_even_for_a_figure_that_is_not_a_number
     finish(r, d, quiet=True)
     assert (d / "results.csv").read_bytes().decode() == to_csv(load(d))
     assert "nan" not in (d / "results.csv").read_text()
+
+
+def test_the_timer_is_read_from_its_block_in_one_place(quick_run):
+    """results/model.Timer reads a measurement's `timer` block for every
+    reader (the summary's timer row, the deschedule check, `list
+    --methodology`): on a real run each measurement states one, of a kind
+    the probes name, with a positive step; a block of the wrong shape gives
+    no timer or leaves out the field that is wrong, never a crash; the
+    summary names each kind once. Mutant caught: the fallback's reason
+    not shown."""
+    from osmeter.present.rows import _timer_summary
+    from osmeter.results.model import Timer, timers
+
+    doc = load(quick_run[0])
+    stated = timers(doc)
+    assert stated and len(stated) == sum(1 for m in doc["measurements"] if isinstance(m.get("timer"), dict))
+    assert {t.kind for _, t in stated} <= {"tsc-fenced", "cntvct-isb", "clock_gettime"}  # bench/common/osm.h
+    assert all(t.resolution_ns > 0 and t.deschedule_check in ("perf-mmap-lock", "getrusage") for _, t in stated)
+    assert Timer.of({"resolution_ns": 3.0}) is None and Timer.of("tsc") is None and Timer.of(None) is None
+    odd = Timer.of({"kind": "tsc", "resolution_ns": float("nan"), "step_ticks": True, "invariant_tsc": "yes"})
+    assert odd == Timer(kind="tsc")
+    run = {"measurements": [{"id": "a", "timer": {"kind": "tsc", "invariant_tsc": True, "resolution_ns": 10.0,
+                                                    "step_ticks": 25}},
+                            {"id": "b", "timer": {"kind": "tsc", "resolution_ns": 11.0}},
+                            {"id": "c", "timer": {"kind": "clock_gettime", "fallback": "no invariant TSC"}},
+                            {"id": "d"}]}
+    assert _timer_summary(run) == ("tsc (invariant TSC), step 10 ns = 25 ticks; "
+                                   "clock_gettime (fallback: no invariant TSC)")
+    assert _timer_summary({"measurements": [{"id": "d", "timer": {}}]}) == "-"

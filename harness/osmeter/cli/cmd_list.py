@@ -12,10 +12,11 @@ def main(args) -> int:
         calibration (one sample, a fraction of a second) states both in its
         first line's `timer` block, the step as the spacing of the
         differences of 20,000 back-to-back reads (bench/common/timing.c)."""
-        import json
         import subprocess
 
         from osmeter.core.tree import repo_root
+        from osmeter.results.model import Timer
+        from osmeter.results.writer import ProbeOutputError, parse_probe_output
 
         binary = repo_root() / "build" / "bin" / "cpu_timer"
         if not binary.exists():
@@ -26,13 +27,14 @@ def main(args) -> int:
         except (OSError, subprocess.SubprocessError) as e:
             return f"timer: not measured: {binary} did not run ({e})"
         try:
-            o = json.loads(r.stdout.splitlines()[0])
-            t, hz = o["timer"], o["tsc_hz"]
-            res, step = t["resolution_ns"], t["step_ticks"]
-        except (ValueError, IndexError, KeyError, TypeError):
+            line = parse_probe_output(r.stdout)[0]
+            t, hz = Timer.of(line.get("timer")), float(line["tsc_hz"])
+        except (ProbeOutputError, IndexError, KeyError, TypeError, ValueError):
+            t = hz = None
+        if t is None or t.resolution_ns is None or t.step_ticks is None or not hz:
             why = (r.stderr.strip().splitlines() or [f"exit {r.returncode}, no timer line"])[-1]
             return f"timer: not measured: {binary} failed ({why})"
-        return (f"timer: {t['kind']}, step {res:.3g} ns = {step:g} ticks of {hz / 1e9:.4g} GHz "
+        return (f"timer: {t.kind}, step {t.resolution_ns:.3g} ns = {t.step_ticks:g} ticks of {hz / 1e9:.4g} GHz "
                 f"(measured now by {binary.name}; every batched window spans 100 steps or more)")
 
     if args.lmbench:

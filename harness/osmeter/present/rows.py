@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from osmeter.present.values import QUOTED, fmt_value, text_table
+from osmeter.results.model import Timer, timers
 
 
 def summary_table(doc: dict) -> str:
@@ -352,27 +353,22 @@ def machine_rows(doc: dict) -> list[tuple[str, str]]:
 
 def _timer_summary(doc: dict) -> str:
     """Which timer the probes used, from the measurements' own records."""
-    kinds = {}
-    for m in doc.get("measurements", []):
-        t = m.get("timer")
-        if isinstance(t, dict) and t.get("kind"):
-            kinds.setdefault(t["kind"], t)
-    if not kinds:
-        return "-"
-    out = []
-    for kind, t in kinds.items():
-        extra = " (invariant TSC)" if t.get("invariant_tsc") else ""
-        if t.get("fallback"):
-            extra = f" (fallback: {t['fallback']})"
-        res = t.get("resolution_ns")
-        if isinstance(res, (int, float)) and res > 0:
-            # the step the timer really advances by, measured at calibration (a guest's scaled TSC
-            # moves tens of ticks at a time); every batched window spans 100 steps or more
-            step = t.get("step_ticks")
-            ticks = f" = {step:g} ticks" if isinstance(step, (int, float)) and step > 1 else ""
-            extra += f", step {fmt_value(res, 'ns')}{ticks}"
-        out.append(f"{kind}{extra}")
-    return "; ".join(out)
+    kinds: dict[str, Timer] = {}
+    for _, t in timers(doc):
+        kinds.setdefault(t.kind, t)
+    return "; ".join(timer_text(t) for t in kinds.values()) or "-"
+
+
+def timer_text(t: Timer) -> str:
+    """A timer in a few words: its kind, the TSC's invariance or the
+    fallback's reason, and the step it really advances by, measured at
+    calibration (a guest's scaled TSC moves tens of ticks at a time; every
+    batched window spans 100 steps or more)."""
+    extra = f" (fallback: {t.fallback})" if t.fallback else " (invariant TSC)" if t.invariant_tsc else ""
+    if t.resolution_ns is not None and t.resolution_ns > 0:
+        ticks = f" = {t.step_ticks:g} ticks" if t.step_ticks is not None and t.step_ticks > 1 else ""
+        extra += f", step {fmt_value(t.resolution_ns, 'ns')}{ticks}"
+    return f"{t.kind}{extra}"
 
 
 LMBENCH_HEAD = ("lmbench row", "figure", "osmeter id")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from osmeter.present.rows import summary_table, to_csv
 from osmeter.results import store
+from osmeter.results.model import timers
 from osmeter.results.writer import Results, as_saved, write_text_atomic
 
 
@@ -14,13 +15,12 @@ def deschedule_check(results: Results, host) -> dict:
     """How the probes saw deschedules inside their windows: through the
     perf_event mmap page (no system call) or, where perf_event_open was
     refused, getrusage around each window."""
-    timers = [(m["id"], m["timer"]) for m in results.measurements if isinstance(m.get("timer"), dict)]
-    seen = sorted({t.get("deschedule_check") for _, t in timers if t.get("deschedule_check")})
-    out = {"methods": seen}
+    stated = timers(results.doc)
+    out = {"methods": sorted({t.deschedule_check for _, t in stated if t.deschedule_check})}
     reasons: dict[str, list[str]] = {}  # each probe's own reason, with the ids that had it
-    for mid, t in timers:
-        if t.get("deschedule_check") == "getrusage":
-            reasons.setdefault(str(t.get("deschedule_check_why") or "no reason given"), []).append(mid)
+    for mid, t in stated:
+        if t.deschedule_check == "getrusage":
+            reasons.setdefault(t.deschedule_check_why or "no reason given", []).append(mid)
     if reasons:
         paranoid = host.read_text("/proc/sys/kernel/perf_event_paranoid")
         out["getrusage"] = reasons
