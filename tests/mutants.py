@@ -821,7 +821,7 @@ MUTANTS = [
            "tests/test_cli.py::test_list_methodology_states_this_machines_timer_step_measured_now"),
     # the smallest detectable change (issue 44): '=' only within it, the stated change, ab's budget
     Mutant("compare-equal-below-the-detectable-change", "harness/osmeter/analysis/verdicts.py",
-           "if r.p_equiv < alpha and r.mdc <= min_change:", "if r.p_equiv < alpha:",
+           "if r.p_equiv < alpha and r.detectable <= min_change:", "if r.p_equiv < alpha:",
            "tests/test_analysis_compare.py::test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one"),
     Mutant("smallest-change-detection-only", "harness/osmeter/core/inference.py",
            "return math.expm1(log_change) if log_change < 50", "return math.expm1(detect * se) if log_change < 50",
@@ -830,7 +830,7 @@ MUTANTS = [
            "else max(sd, RUN_SD_FLOOR) if math.isfinite(sd) else sd", "else sd",
            "tests/test_analysis_compare.py::test_stability_by_area_over_both_sides_of_an_a_to_a"),
     Mutant("need-asks-for-the-runs-it-has", "harness/osmeter/analysis/verdicts.py",
-           "r.need = None if need is None else max(need, max(r.n_a, r.n_b) + 1)", "r.need = need",
+           "r.runs_needed = None if need is None else max(need, max(r.n_a, r.n_b) + 1)", "r.runs_needed = need",
            "tests/test_analysis_compare.py::test_too_few_runs_never_asks_for_the_runs_it_has"),
     Mutant("need-counts-a-larger-change", "harness/osmeter/core/inference.py",
            "return math.isfinite(got) and got <= change", "return math.isfinite(got) and got <= change * 1.1",

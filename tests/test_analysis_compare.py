@@ -98,13 +98,13 @@ def test_too_few_runs_says_how_many_it_would_need():
     b = draw_side(rng, 1, 3, np.zeros(1), run_cv=0.05)[0]
     r = compare_id("x", "ns", a, b, area="x")
     decide([r], 0.02)
-    assert r.verdict == "too few runs" and r.need > 3
+    assert r.verdict == "too few runs" and r.runs_needed > 3
     # the design's smallest detectable change is above the change it was asked about (or the one seen);
     # `need` runs a side of the same spread bring it down to that change, one run fewer would not
     effect = max(0.02, abs(r.ratio - 1))
-    assert r.mdc > effect
-    assert smallest_change_at(r.run_sd, r.need) <= effect < smallest_change_at(r.run_sd, r.need - 1)
-    assert r.mdc_at[8] < r.mdc_at[4] < r.mdc
+    assert r.detectable > effect
+    assert smallest_change_at(r.unit_cv, r.runs_needed) <= effect < smallest_change_at(r.unit_cv, r.runs_needed - 1)
+    assert r.detectable_at[8] < r.detectable_at[4] < r.detectable
     # quiet runs: their spread is taken as at least RUN_SD_FLOOR (1%), at which a 2% change needs 6 runs a
     # side: 3 cannot rule it out, 6 decide ("~"); a 5% --min-change is decided by 3
     for runs, min_change, verdict in ((3, 0.02, "too few runs"), (6, 0.02, "="), (3, 0.05, "=")):
@@ -112,8 +112,8 @@ def test_too_few_runs_says_how_many_it_would_need():
         b = draw_side(rng, 1, runs, np.zeros(1), run_cv=0.002)[0]
         r = compare_id("x", "ns", a, b, area="x")
         decide([r], min_change)
-        assert r.verdict == verdict, (runs, min_change, r.verdict, r.need)
-        assert r.run_sd == RUN_SD_FLOOR
+        assert r.verdict == verdict, (runs, min_change, r.verdict, r.runs_needed)
+        assert r.unit_cv == RUN_SD_FLOOR
 
 
 def test_too_few_runs_never_asks_for_the_runs_it_has():
@@ -130,7 +130,7 @@ def test_too_few_runs_never_asks_for_the_runs_it_has():
         decide([r], 0.05)
         if r.verdict == "too few runs":
             undecided += 1
-            assert r.need is None or r.need > 3, (r.need, r.mdc, r.run_sd)
+            assert r.runs_needed is None or r.runs_needed > 3, (r.runs_needed, r.detectable, r.unit_cv)
     assert undecided >= 20, undecided
 
 
@@ -353,13 +353,13 @@ def test_no_id_is_equal_at_a_change_below_its_smallest_detectable_one():
                         for i in range(10)]
                 decide(rows, min_change)
                 for r in rows:
-                    assert math.isfinite(r.mdc) and r.mdc_at[8] < r.mdc_at[4], r
+                    assert math.isfinite(r.detectable) and r.detectable_at[8] < r.detectable_at[4], r
                     if r.verdict == "=":
                         equal += 1
-                        assert r.mdc <= min_change, (runs, cv, min_change, r.mdc)
+                        assert r.detectable <= min_change, (runs, cv, min_change, r.detectable)
                     if r.verdict == "too few runs":
                         few += 1
-                        assert r.mdc > min_change, (runs, cv, min_change, r.mdc)
+                        assert r.detectable > min_change, (runs, cv, min_change, r.detectable)
     assert equal > 50 and few > 50, (equal, few)
 
 
@@ -850,13 +850,13 @@ def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
         bw = rows["net.bw.tcp.loopback"]
         assert bw["verdict"] == "slower", bw
         # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload
-        assert float(bw["median_b"]) == pytest.approx(125.0, rel=0.05), bw
+        assert float(bw["figure_b"]) == pytest.approx(125.0, rel=0.05), bw
         # B/A of the medians; or at equal core clock where the runs had one: B/A of the runs' geometric
         # means moved by the clock's slope, at most 1, times the sides' clock gap (a CI saw a fitted slope
         # move it 12%); or at equal width, where the processes' figures followed the core's width within
         # runs: a common slope moves the shaped side's figures too, by under a tenth here
         if not bw["clock_slope"] and bw["width_applied"] != "1":
-            assert float(bw["ratio"]) == pytest.approx(float(bw["median_b"]) / float(bw["median_a"]), rel=1e-6)
+            assert float(bw["ratio"]) == pytest.approx(float(bw["figure_b"]) / float(bw["figure_a"]), rel=1e-6)
         else:
             geo, gap = _geometric_ratio_and_clock_gap(out, "net.bw.tcp.loopback")
             off = abs(math.log(float(bw["ratio"]) / geo))
@@ -1210,7 +1210,7 @@ def test_runs_in_another_host_mode_are_left_out_of_the_comparison(tmp_path):
     c = compare.compare_sides(_mt_side(tmp_path / "a2", [far, near, far, near], 3),
                               _mt_side(tmp_path / "b2", [near] * 4, 4), 0.05)
     r = {x.id: x for x in c.rows}["mem.bw.copy.mt"]
-    assert r.verdict == "=" and r.n_a == 2 and r.n_b == 4, (r.verdict, r.runs_a)
+    assert r.verdict == "=" and r.n_a == 2 and r.n_b == 4, (r.verdict, r.run_figures_a)
     assert any("A 2 of 4, B 0 of 4" in n for n in c.notes)
     up = (near[0] * 1.15, near[1])
     c = compare.compare_sides(_mt_side(tmp_path / "a3", [near] * 4, 5),
@@ -1580,7 +1580,7 @@ def test_compare_reads_each_processs_width_and_says_where_it_compared_at_equal_w
     call, flat = rows["cpu.call.args0"], rows["cpu.flat"]
     assert call.width["applied"] and call.width["slope"] == pytest.approx(-0.8, abs=0.1), call.width
     assert call.width["explained"] > 0.8 and "equal width" in unit_text(call)
-    assert call.verdict == "=", (call.verdict, call.mdc)
+    assert call.verdict == "=", (call.verdict, call.detectable)
     assert not flat.width["applied"] and "equal width" not in unit_text(flat)
     got = {row["id"]: row for row in csv.DictReader(io.StringIO(
         "".join(ln for ln in to_csv(c).splitlines(True) if not ln.startswith("#"))))}

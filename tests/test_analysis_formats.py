@@ -105,7 +105,7 @@ def test_an_option_for_a_kind_its_format_does_not_show_is_refused_before_anythin
     assert "not for a fleet: --jsonl shows compare or stability only" in got.err
     assert not (tmp_path / "f.csv").exists() and not (tmp_path / "f.jsonl").exists()
     assert cli.main(["compare", str(out), "--csv", str(tmp_path / "f.csv")]) == 0  # the fleet's CSV alone
-    assert (tmp_path / "f.csv").read_text().splitlines()[1] == "id,unit,host,median,baseline_median,ratio,verdict"
+    assert (tmp_path / "f.csv").read_text().splitlines()[1] == "id,unit,host,figure,baseline_figure,ratio,verdict"
 
 
 def test_a_file_format_that_cannot_write_its_file_is_a_clear_error(tmp_path, capsys):

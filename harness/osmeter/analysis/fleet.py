@@ -73,7 +73,7 @@ def compare_fleet(fleet_dir: Path, baseline: str | None = None,
 
 
 def host_cells(fc: FleetComparison, mid: str):
-    """(baseline median, [(median, ratio, verdict) per other host or None])."""
+    """(baseline figure, [(figure, ratio, verdict) per other host or None])."""
     base_med = None
     cells = []
     for x in fc.hosts[1:]:
@@ -81,8 +81,8 @@ def host_cells(fc: FleetComparison, mid: str):
         if r is None:
             cells.append(None)
             continue
-        base_med = r.median_a
-        cells.append((r.median_b, r.ratio, verdict_text(r)))
+        base_med = r.figure_a
+        cells.append((r.figure_b, r.ratio, verdict_text(r)))
     return base_med, cells
 
 

@@ -60,11 +60,11 @@ def moved_text(r: Row) -> str:
     head = verdict_text(r)
     if r.verdict not in ("faster", "slower", "higher", "lower"):
         return head
-    head += f" {_signed(r.median_b - r.median_a, r.unit)}"
+    head += f" {_signed(r.figure_b - r.figure_a, r.unit)}"
     moved = sorted((p for p in r.parts if p.verdict in ("faster", "slower", "higher", "lower")),
-                   key=lambda p: -abs(p.median_b - p.median_a))
+                   key=lambda p: -abs(p.figure_b - p.figure_a))
     if moved:
-        head += ", of which " + ", ".join(f"{p.id} {_signed(p.median_b - p.median_a, 'ns')}" for p in moved)
+        head += ", of which " + ", ".join(f"{p.id} {_signed(p.figure_b - p.figure_a, 'ns')}" for p in moved)
     elif r.parts:
         head += ", no component of its kernel path changed beyond run-to-run variation"
     return head

@@ -45,17 +45,18 @@ class Row:
     id: str
     unit: str
     area: str
-    runs_a: list[float]     # each run's figure (the median of its processes' medians)
-    runs_b: list[float]
-    median_a: float         # median of the run figures
-    median_b: float
+    run_figures_a: list[float]  # each run's figure (core/stats.run_figure: the median of its processes' medians)
+    run_figures_b: list[float]
+    figure_a: float         # the side's figure: the median of its runs' figures
+    figure_b: float
     ratio: float            # B/A
     ci: tuple[float, float]
     p: float                # the test whose unit is `test_unit` (NaN with one run a side)
     basis: str              # "runs" or "within-run"
-    run_sd: float | None    # spread of the logs of the unit's values (about its CV)
+    unit_cv: float | None   # the spread the test took: the sd of the logs of its unit's values (about their CV),
+    #                         at least RUN_SD_FLOOR, or at equal clock the residual sd about the clock's line
     q: float = float("nan")
-    need: int | None = None  # runs per side a decision would need, for "too few runs"
+    runs_needed: int | None = None  # runs per side a decision would need, for "too few runs"
     verdict: str = "~"
     test_unit: str = "run"  # "run", or "process" where the runs show no run-level variance of their own
     #                         and no process is in a far mode (far_processes)
@@ -77,16 +78,16 @@ class Row:
     width: dict | None = None
     # the smallest change this comparison, and 4 and 8 runs a side of the same spread, decide at
     # compare's alpha and POWER (detectable); NaN where the spread is not known
-    mdc: float = float("nan")
-    mdc_at: dict = field(default_factory=dict)  # runs a side -> smallest change
+    detectable: float = float("nan")
+    detectable_at: dict = field(default_factory=dict)  # runs a side -> smallest change
 
     @property
     def n_a(self) -> int:
-        return len(self.runs_a)
+        return len(self.run_figures_a)
 
     @property
     def n_b(self) -> int:
-        return len(self.runs_b)
+        return len(self.run_figures_b)
 
 
 @dataclass
@@ -122,7 +123,7 @@ def verdict_text(r: Row) -> str:
     if r.verdict == "too few runs" and r.host_modes_apart:
         return "too few runs (in one host mode)"
     if r.verdict == "too few runs":
-        return f"too few runs (need {r.need})" if r.need else "too few runs (need >200)"
+        return f"too few runs (need {r.runs_needed})" if r.runs_needed else "too few runs (need >200)"
     return r.verdict
 
 

@@ -98,7 +98,7 @@ def compare_id(mid: str, unit: str, a: list, b: list, area: str | None = None,
     row.units_a, row.units_b = la.size, lb.size
     row.test_parts = welch_parts(la, lb, RUN_SD_FLOOR)
     sd = _sd_pooled(la, lb)
-    row.run_sd = max(sd, RUN_SD_FLOOR) if sd is not None else None
+    row.unit_cv = max(sd, RUN_SD_FLOOR) if sd is not None else None
     if row.test_unit == "run":
         clock_adjust(row, la, ca, lb, cb, interval)
     _, _, row.p = t_test(row.test_parts)
@@ -170,7 +170,7 @@ def clock_adjust(row: Row, la: np.ndarray, ca: list, lb: np.ndarray, cb: list, i
     diff, se2, df, slope, resid_sd = got
     row.test_parts = (diff, se2, df)
     row.clock_slope = slope
-    row.run_sd = resid_sd
+    row.unit_cv = resid_sd
     row.ratio = math.exp(diff)
     if interval:
         # the clocks of the two sides apart (an A/A on a host whose clock moved between them): the change at

@@ -43,7 +43,7 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
             continue
         if r.basis == "within-run":  # one run against one run: drift and change look alike
             r.verdict = "too few runs"
-            r.need = max(3, runs_needed(math.log1p(min_change), RUN_SD_FLOOR, alpha, POWER) or 3)
+            r.runs_needed = max(3, runs_needed(math.log1p(min_change), RUN_SD_FLOOR, alpha, POWER) or 3)
             continue
         detectable(r, alpha)
         big = math.isfinite(r.ratio) and abs(r.ratio - 1) >= min_change
@@ -51,24 +51,24 @@ def decide(rows: list[Row], min_change: float = MIN_CHANGE, alpha: float = ALPHA
             r.verdict = direction(r.unit, r.ratio > 1)
             continue
         r.verdict = "~"
-        if r.run_sd is None or r.test_parts is None or not (math.isfinite(r.ratio) and r.ratio > 0):
+        if r.unit_cv is None or r.test_parts is None or not (math.isfinite(r.ratio) and r.ratio > 0):
             continue
         r.p_equiv = tost_of(r.test_parts, math.log1p(min_change))
         # '=' only where the design resolves the margin: an equivalence shown at a change smaller than the
         # design's smallest detectable one is the luck of a spread that happened to come out small
-        if r.p_equiv < alpha and r.mdc <= min_change:
+        if r.p_equiv < alpha and r.detectable <= min_change:
             r.verdict = "="
             continue
         # a change of min_change, or the change seen if larger, beyond what this design resolves: the
         # runs a side whose smallest detectable change would reach it
         effect = max(min_change, abs(r.ratio - 1))
-        if r.mdc > effect:
+        if r.detectable > effect:
             r.verdict = "too few runs"
-            need = runs_to_decide(effect, max(r.run_sd, RUN_SD_FLOOR), per_run(r),
+            need = runs_to_decide(effect, max(r.unit_cv, RUN_SD_FLOOR), per_run(r),
                                   1 if r.clock_slope is not None else 0, alpha, POWER)
             # the design assumes two sides of one spread; sides apart in spread (fewer Welch degrees of
             # freedom) can leave it undecided at the runs it asks for: then at least one run more a side
-            r.need = None if need is None else max(need, max(r.n_a, r.n_b) + 1)
+            r.runs_needed = None if need is None else max(need, max(r.n_a, r.n_b) + 1)
 
 
 def detectable(r: Row, alpha: float = ALPHA) -> None:
@@ -76,13 +76,13 @@ def detectable(r: Row, alpha: float = ALPHA) -> None:
     this comparison, from its test's standard error and degrees of freedom,
     and for DESIGNS runs a side of the same spread of the test's unit (a
     covariate, the clock, costs its degree of freedom there too)."""
-    if r.test_parts is None or r.run_sd is None:
+    if r.test_parts is None or r.unit_cv is None:
         return
     _, se2, df = r.test_parts[:3]
-    r.mdc = smallest_change(math.sqrt(max(se2, 0.0)), df, alpha, POWER)
+    r.detectable = smallest_change(math.sqrt(max(se2, 0.0)), df, alpha, POWER)
     lost = 1 if r.clock_slope is not None else 0
-    sd = max(r.run_sd, RUN_SD_FLOOR)  # as the test takes each side's spread
-    r.mdc_at = {n: smallest_change_at(sd, n, per_run(r), lost, alpha, POWER) for n in DESIGNS}
+    sd = max(r.unit_cv, RUN_SD_FLOOR)  # as the test takes each side's spread
+    r.detectable_at = {n: smallest_change_at(sd, n, per_run(r), lost, alpha, POWER) for n in DESIGNS}
 
 
 # ------------------------------------------------------------ summaries

@@ -183,7 +183,7 @@ def kernel_path_change(row, labels=("A", "B")):
     for y, side in ((1, "a"), (0, "b")):
         left = 0.0
         for k, p in enumerate(parts):
-            v = p.median_a if side == "a" else p.median_b
+            v = p.figure_a if side == "a" else p.figure_b
             g = group(p.id)
             ax.barh(y, v, left=left, color=GROUP_COLORS.get(g, "0.3"), edgecolor="black" if p.id in moved else "0.3",
                     lw=0.8 if p.id in moved else 0.3, hatch="///" if p.id in moved else None, height=0.6,

@@ -275,8 +275,8 @@ def undecided_text(c) -> str:
         return ""
     designs = "/".join(map(str, DESIGNS))
     out = [f"\nStill undecided at {c.min_change:.0%} (smallest detectable change: these runs / {designs} runs a side):"]
-    out += [f"  {r.id}: {detectable_text(r)}" + (f"; {verdict_text(r)}" if r.need else "")
-            for r in sorted(rows, key=lambda r: -r.mdc if r.mdc == r.mdc else 0)]
+    out += [f"  {r.id}: {detectable_text(r)}" + (f"; {verdict_text(r)}" if r.runs_needed else "")
+            for r in sorted(rows, key=lambda r: -r.detectable if r.detectable == r.detectable else 0)]
     return "\n".join(out)
 
 

@@ -76,8 +76,8 @@ def to_latex(c: Comparison, figdir: Path, prefix: str = "compare") -> str:
             f"Measurement & {esc(la)} & {esc(lb)} & {esc(lb)}/{esc(la)} & 95\\% interval & $q$ & Detectable & "
             f"Verdict \\\\", r"\midrule", r"\endhead"]
     for r in c.rows:
-        out.append(f"{esc(r.id)} & {esc(fmt_value(r.median_a, r.unit))} & {esc(fmt_value(r.median_b, r.unit))} & "
-                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {r.q:.2g} & {esc(pct_or_dash(r.mdc))} & "
+        out.append(f"{esc(r.id)} & {esc(fmt_value(r.figure_a, r.unit))} & {esc(fmt_value(r.figure_b, r.unit))} & "
+                   f"{r.ratio:.3f} & {r.ci[0]:.3f}--{r.ci[1]:.3f} & {r.q:.2g} & {esc(pct_or_dash(r.detectable))} & "
                    f"{esc(verdict_text(r))} \\\\")
     out += [r"\bottomrule", r"\end{longtable}}", ""]
     return "\n".join(out)

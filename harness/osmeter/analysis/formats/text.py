@@ -28,9 +28,9 @@ def pct_or_dash(v: float | None) -> str:
 
 def detectable_text(r: Row) -> str:
     """The row's smallest detectable change: this comparison's, then at DESIGNS runs a side."""
-    if not (math.isfinite(r.mdc) or r.mdc == math.inf):
+    if not (math.isfinite(r.detectable) or r.detectable == math.inf):
         return "-"
-    return " / ".join([pct_or_dash(r.mdc)] + [pct_or_dash(r.mdc_at.get(n)) for n in DESIGNS])
+    return " / ".join([pct_or_dash(r.detectable)] + [pct_or_dash(r.detectable_at.get(n)) for n in DESIGNS])
 
 
 def describe_side(label: str, side: list[Run]) -> str:
@@ -74,13 +74,13 @@ def cells(c: Comparison) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     la, lb = c.labels
     if c.basis == "within-run":
         head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "p within-run", "runs", "verdict")
-        body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
+        body = [(r.id, fmt_value(r.figure_a, r.unit), fmt_value(r.figure_b, r.unit), f"{r.ratio:.3f}",
                  f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.p_within:.2g}", f"{r.n_a}/{r.n_b}", verdict_text(r))
                 for r in c.rows]
         return head, body
     head = ("id", f"{la} median", f"{lb} median", f"{lb}/{la}", "95% CI", "q", "runs", "unit",
             "detectable (" + "/".join(["these"] + [str(n) for n in DESIGNS]) + ")", "verdict")
-    body = [(r.id, fmt_value(r.median_a, r.unit), fmt_value(r.median_b, r.unit), f"{r.ratio:.3f}",
+    body = [(r.id, fmt_value(r.figure_a, r.unit), fmt_value(r.figure_b, r.unit), f"{r.ratio:.3f}",
              f"{r.ci[0]:.3f}..{r.ci[1]:.3f}", f"{r.q:.2g}", f"{r.n_a}/{r.n_b}", unit_text(r), detectable_text(r),
              verdict_text(r))
             for r in c.rows]
