@@ -126,7 +126,7 @@ $(BUILD)/lib/libiotrace-mpi-%.so: $(IOTRACE_LIB_SRC) $(MPI_REC_SRC) $(IOTRACE_HD
 
 # the MPI-IO replayer, an MPI program, one per MPI (iotrace replay --launcher starts it)
 MPI_REPLAY_SRC := $(MPI_REPLAYER_SRC) bench/iotrace/format/trace.c bench/common/hist.c bench/common/json.c \
-                  bench/common/confine.c
+                  bench/common/confine.c bench/common/opts.c bench/common/msg.c
 $(BIN)/iotrace-mpi-replay-%: $(MPI_REPLAY_SRC) $(IOTRACE_HDR) $(wildcard bench/common/*.h)
 	@mkdir -p $(BIN)
 	mpicc.$* $(CFLAGS) $(IOTRACE_INC) -o $@ $(MPI_REPLAY_SRC) -lm

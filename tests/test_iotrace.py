@@ -277,6 +277,51 @@ def test_exit_status_and_a_program_that_cannot_run(iotrace_built, tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr
 
 
+def _help_options(text: str) -> set[str]:
+    return set(re.findall(r"^  --([a-z-]+)", text, re.M))
+
+
+@pytest.mark.parametrize("command, options", [
+    ("replay", {"dir", "processes", "prepare-limit", "timeout", "launcher", "mpi", "timing", "start-timeout",
+                "unpin"}),
+    ("record", {"out", "launcher", "mpi", "start-timeout"}),
+    ("rank", {"dir", "mpi"}),
+    ("replay-rank", {"mpi"}),
+])
+def test_each_command_lists_its_options_in_its_help(iotrace_built, command, options):
+    """Each command parses its words by bench/common's option rows (osm_parse_command): --help names the
+    command, lists every option it takes and each default, and exits 0, writing nothing else."""
+    r = iotrace(command, "--help")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.startswith(f"usage: iotrace {command} [options]")
+    assert _help_options(r.stdout) == options | {"help"}
+    if command == "replay":
+        assert re.search(r"^  --prepare-limit BYTES .*\(default 4G\)$", r.stdout, re.M), r.stdout
+        assert re.search(r"^  --start-timeout S .*\(default 120\)$", r.stdout, re.M), r.stdout
+
+
+def test_the_option_rows_hold_their_limits_and_forms(iotrace_built, tmp_path):
+    """--name=VALUE as --name VALUE; a value out of the row's range, a flag given a value, an option
+    without its value, an unknown option or a second trace: exit 2 and the fault named, nothing written;
+    after "--", a word that looks like an option is record's command."""
+    missing = tmp_path / "nope"
+    r = iotrace("replay", "t", f"--dir={missing}", "--prepare-limit=4K", "--timeout=5")
+    assert r.returncode == 2 and f"--dir {missing}: No such file" in r.stderr, r.stderr
+    for args, said in ((("--processes", "0"), "--processes: expected a whole number from 1 to 1000000, got '0'"),
+                       (("--prepare-limit", "4Q"), "--prepare-limit: expected a size such as 4096"),
+                       (("--unpin=yes",), "--unpin takes no value"),
+                       (("--timeout",), "--timeout needs a value"),
+                       (("--no-such",), "unknown option '--no-such'"),
+                       (("second",), "unexpected 'second'")):
+        r = iotrace("replay", "t", "--dir", tmp_path, *args)
+        assert r.returncode == 2 and said in r.stderr and r.stdout == "", (args, r.stderr)
+    assert list(tmp_path.iterdir()) == []
+    r = iotrace("record", "--out", tmp_path / "t")
+    assert r.returncode == 2 and "needs a command" in r.stderr, r.stderr
+    r = iotrace("record", "--out", tmp_path / "t", "--", "--looks-like-an-option")
+    assert r.returncode == 127 and "cannot run '--looks-like-an-option'" in r.stderr, r.stderr
+
+
 # ------------------------------------------------------------------ show
 
 

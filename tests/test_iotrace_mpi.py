@@ -234,6 +234,21 @@ def test_a_missing_launcher_and_a_bad_mpi_are_named(tmp_path):
     assert r.returncode == 2 and "give --mpi" in r.stderr, r.stderr
 
 
+def test_the_replayer_refuses_a_bad_option_on_every_rank_and_ends_cleanly(impl, tmp_path):
+    """The MPI-IO replayer parses by the same option rows: a bad word ends every rank with status 2 and
+    the fault named (as any error the replayer finds: MPI finalized), before the trace is read."""
+    prog = ROOT / "build" / "bin" / f"iotrace-mpi-replay-{impl}"
+    for bad, said in ((("--timeout", "soon"), "--timeout: expected a whole number from 0 to 2592000, got 'soon'"),
+                      (("--no-such",), "iotrace-mpi-replay: unknown option '--no-such'")):
+        r = subprocess.run([f"mpirun.{impl}", "-np", "2", str(prog), str(tmp_path / "none.trace"), "--dir",
+                            str(tmp_path), *bad], capture_output=True, text=True, timeout=120, env=env_for(impl))
+        assert r.returncode == 2 and r.stderr.count(f"iotrace: error: {said}") == 2, r.stderr
+        assert "none.trace" not in r.stderr
+    r = subprocess.run([str(prog), "--help"], capture_output=True, text=True, timeout=60, env=env_for(impl))
+    assert r.returncode == 0 and r.stdout.startswith("usage: iotrace-mpi-replay [options] TRACE"), r.stderr
+    assert all(f"  --{o} " in r.stdout for o in ("dir", "timing", "started", "timeout", "prepare-limit"))
+
+
 # ------------------------------------------------------------------ replay
 
 def replay(impl: str, trace: Path, out: Path, ranks: int = RANKS, *extra: str) -> subprocess.CompletedProcess:

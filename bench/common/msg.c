@@ -26,9 +26,19 @@ void osm_die(const char *fmt, ...)
     exit(1);
 }
 
+void (*osm_usage_hook)(const char *message);
+
 void osm_usage_error(const char *fmt, ...)
 {
     va_list ap;
+    if (osm_usage_hook) {
+        char message[1024];
+        va_start(ap, fmt);
+        vsnprintf(message, sizeof message, fmt, ap);
+        va_end(ap);
+        osm_usage_hook(message);
+        exit(2);
+    }
     va_start(ap, fmt);
     vmsg("error: ", fmt, ap);
     va_end(ap);

@@ -434,6 +434,7 @@ struct osm_opt {
     const char *help;
     const char *def;    /* the default in words, where the variable's value does not say it */
     const char *arg;    /* the value's name in --help ("DIR"), where the type's ("N", "SIZE") says too little */
+    bool *seen;         /* set where the option is given (`.seen = &flag`), for a rule between options */
 };
 
 /* The last argument is the help text; designated `.def = "words"` and `.arg = "NAME"` may follow it. */
@@ -468,6 +469,24 @@ struct osm_probe_info {
  * bad input (status 2) or on failure (status 1). */
 void osm_init(int argc, char **argv, const struct osm_probe_info *info, struct osm_opts *o);
 
+/* A program of bench/ that is not a probe (iotrace's commands, the MPI-IO replayer) parses its command
+ * line by the same rows (bench/common/opts.c). */
+struct osm_command {
+    const char *name;            /* "iotrace replay": in messages and --help */
+    const char *operands;        /* the operands in --help's usage line ("TRACE", "-- CMD [ARGS...]"), or NULL */
+    const char *summary;         /* one line for --help, or NULL */
+    const struct osm_opt *opts;  /* ended by a row without a name */
+    int max_operands;            /* the words that are not options, anywhere among them (and all after "--") */
+    bool command_follows;        /* the first word that is not an option, or the word after "--", starts a
+                                    command of its own, left to the caller with all after it */
+};
+/* argv[0 .. argc) (the words after the command's name) by c: each option ("--name VALUE",
+ * "--name=VALUE", "--flag") into its row's variable, within the row's limits; --help prints the usage and
+ * the rows with their defaults and exits 0; anything else is a usage error (exit 2). Returns the count of
+ * operands put in operands[] (room for c->max_operands), or, where a command follows, the index of its
+ * first word (argc where none is given). */
+int osm_parse_command(const struct osm_command *c, int argc, char **argv, const char **operands);
+
 /* Strict number parsing for options; exits with a message naming the option. */
 uint64_t osm_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max);
 /* Bytes, as 4096, 64K, 16M or 1G (KiB, MiB, GiB also), from min to max. */
@@ -497,6 +516,9 @@ _Noreturn void osm_usage_error(const char *fmt, ...) __attribute__((format(print
 void osm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 extern const char *osm_progname;
+/* Where set, osm_usage_error hands its message here, then exits 2: the MPI replayer's, which ends
+ * every rank as for any error it finds (MPI finalized, status 2). */
+extern void (*osm_usage_hook)(const char *message);
 extern size_t osm_warmup_samples; /* --warmup: trials run and discarded first */
 
 #endif

@@ -77,20 +77,19 @@ void mpi_library(const char *impl, char *out, size_t n)
 int cmd_rank(int argc, char **argv)
 {
     const char *dir = NULL, *impl = NULL;
-    int i;
-    for (i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
-            impl = mpi_check_impl(argv[++i]);
-        else if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        } else if (argv[i][0] == '-')
-            osm_usage_error("rank: unknown option or missing value '%s'", argv[i]);
-        else
-            break;
-    }
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("dir", dir, "where the rank's trace files go", .arg = "DIR"),
+        OSM_OPT_STR("mpi", impl, "the MPI that started this rank", .arg = "openmpi|mpich",
+                    .def = "from the environment"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace rank", .operands = "-- CMD [ARGS...]", .opts = rows, .command_follows = true,
+        .summary = "In each rank's place under an MPI launcher: runs CMD with the MPI-IO recorder.",
+    };
+    int i = osm_parse_command(&cmd, argc, argv, NULL);
+    if (impl)
+        impl = mpi_check_impl(impl);
     if (!dir || !*dir || i >= argc)
         osm_usage_error("rank runs in each rank's place under an MPI launcher: iotrace rank --dir DIR [--mpi "
                         "openmpi|mpich] -- CMD [ARGS...] (iotrace record --launcher starts it)");
@@ -296,11 +295,18 @@ int mpi_check_ranks(const struct trace *t, char *err, size_t n)
 int cmd_replay_rank(int argc, char **argv)
 {
     const char *impl = NULL;
-    int i = 0;
-    if (i + 1 < argc && !strcmp(argv[i], "--mpi"))
-        impl = mpi_check_impl(argv[i + 1]), i += 2;
-    if (i < argc && !strcmp(argv[i], "--"))
-        i++;
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("mpi", impl, "the MPI that started this rank", .arg = "openmpi|mpich",
+                    .def = "from the environment"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace replay-rank", .operands = "-- ARGS...", .opts = rows, .command_follows = true,
+        .summary = "In each rank's place under an MPI launcher: the MPI-IO replayer built for its MPI, with ARGS.",
+    };
+    int i = osm_parse_command(&cmd, argc, argv, NULL);
+    if (impl)
+        impl = mpi_check_impl(impl);
     if (!impl)
         impl = impl_of_env();
     if (!impl)

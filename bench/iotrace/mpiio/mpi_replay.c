@@ -18,6 +18,7 @@
  * usage: iotrace-mpi-replay-<mpi> TRACE --dir DIR [--timing asap|recorded] [--started NAME]
  *        [--timeout S] [--prepare-limit BYTES]
  */
+#include "osm.h"
 #include "osmconfine.h"
 #include "replayer.h"
 
@@ -431,35 +432,36 @@ static const char *path, *timing = "asap", *mark;
 static unsigned timeout_s;
 static long long limit = -1;
 
-static long long number(const char *opt, const char *v, long long hi)
+/* A usage error, as any error the replayer finds: every rank parses the same words and finds it, says
+ * it and finalizes MPI, then exits 2 (agree_or_exit). */
+static void usage_found(const char *message)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (!*v || *end || errno || x < 0 || x > hi)
-        found("%s %s: a whole number from 0 to %lld", opt, v, hi);
-    return x;
+    found("%s", message);
+    agree_or_exit();
 }
 
 static void options(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(argv[i], "--started") && i + 1 < argc)
-            mark = argv[++i];
-        else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
-            timing = argv[++i];
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            timeout_s = (unsigned)number("--timeout", argv[++i], 30 * 86400);
-        else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
-            limit = number("--prepare-limit", argv[++i], LLONG_MAX);
-        else if (!path && argv[i][0] != '-')
-            path = argv[i];
-        else
-            found("unknown argument '%s' (iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded] [--started "
-                  "NAME] [--timeout S] [--prepare-limit BYTES])", argv[i]);
-    }
+    uint64_t limit_ = 0;
+    bool limit_given = false;
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("dir", dir, "the directory the replay writes its files into", .arg = "DIR"),
+        OSM_OPT_STR("timing", timing, "as soon as possible, or the recorded gaps", .arg = "asap|recorded"),
+        OSM_OPT_STR("started", mark, "a file rank 0 makes in DIR once every rank has started", .arg = "NAME"),
+        OSM_OPT_UINT("timeout", timeout_s, 0, 30 * 86400, "the watch's bound, seconds (0: none)", .arg = "S"),
+        OSM_OPT_U64("prepare-limit", limit_, 0, INT64_MAX, "the largest offset a prepared file may reach",
+                    .seen = &limit_given, .arg = "BYTES", .def = "none"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace-mpi-replay", .operands = "TRACE", .opts = rows, .max_operands = 1,
+        .summary = "One rank of an MPI-IO replay (iotrace replay --launcher starts it, through iotrace replay-rank).",
+    };
+    osm_usage_hook = usage_found;
+    if (osm_parse_command(&cmd, argc - 1, argv + 1, &path) == 0)
+        path = NULL;
+    if (limit_given)
+        limit = (long long)limit_;
     if (!path || !dir)
         found("usage: iotrace-mpi-replay TRACE --dir DIR [--timing asap|recorded]");
     else if (strcmp(timing, "asap") && strcmp(timing, "recorded"))

@@ -145,26 +145,23 @@ static void record_args(int argc, char **argv, struct record_opts *o)
 {
     *o = (struct record_opts){.start_timeout = MPI_START_TIMEOUT};
     bool timeout_given = false;
-    int i;
-    for (i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc)
-            o->out = argv[++i];
-        else if (!strncmp(argv[i], "--out=", 6))
-            o->out = argv[i] + 6;
-        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
-            o->launcher = argv[++i];
-        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
-            o->impl = mpi_check_impl(argv[++i]);
-        else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
-            o->start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
-        else if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        } else if (argv[i][0] == '-')
-            osm_usage_error("record: unknown option or missing value '%s'", argv[i]);
-        else
-            break;
-    }
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("out", o->out, "the trace to write", .arg = "TRACE"),
+        OSM_OPT_STR("launcher", o->launcher, "an MPI program: the launcher and its arguments, one word",
+                    .arg = "\"MPIRUN ARGS\""),
+        OSM_OPT_STR("mpi", o->impl, "the MPI the launcher starts", .arg = "openmpi|mpich",
+                    .def = "from each rank's environment"),
+        OSM_OPT_UINT("start-timeout", o->start_timeout, 0, 86400,
+                     "seconds the launcher may take to start every rank", .seen = &timeout_given, .arg = "S"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace record", .operands = "-- CMD [ARGS...]", .opts = rows, .command_follows = true,
+        .summary = "Runs CMD and records its POSIX calls (and its MPI-IO calls, under --launcher) into --out.",
+    };
+    int i = osm_parse_command(&cmd, argc, argv, NULL);
+    if (o->impl)
+        o->impl = mpi_check_impl(o->impl);
     if (!o->out || !*o->out)
         osm_usage_error("record needs --out TRACE");
     if (i >= argc)

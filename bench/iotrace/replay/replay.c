@@ -617,31 +617,36 @@ struct replay_opts {
 static void replay_args(int argc, char **argv, struct replay_opts *o)
 {
     *o = (struct replay_opts){.limit = PREPARE_LIMIT_DEFAULT, .start_timeout = MPI_START_TIMEOUT};
+    uint64_t limit = PREPARE_LIMIT_DEFAULT;
     bool timeout_given = false;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
-            o->dir = argv[++i];
-        else if (!strcmp(argv[i], "--processes") && i + 1 < argc)
-            o->want = osm_parse_u64("--processes", argv[++i], 1, 1000000);
-        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
-            o->launcher = argv[++i];
-        else if (!strcmp(argv[i], "--mpi") && i + 1 < argc)
-            o->impl = mpi_check_impl(argv[++i]);
-        else if (!strcmp(argv[i], "--timing") && i + 1 < argc)
-            o->timing = argv[++i];
-        else if (!strcmp(argv[i], "--prepare-limit") && i + 1 < argc)
-            o->limit = (long long)osm_parse_u64("--prepare-limit", argv[++i], 0, 1ull << 50);
-        else if (!strcmp(argv[i], "--start-timeout") && i + 1 < argc)
-            o->start_timeout = (unsigned)osm_parse_u64("--start-timeout", argv[++i], 0, 86400), timeout_given = true;
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            o->timeout = (unsigned)osm_parse_u64("--timeout", argv[++i], 1, 30 * 86400);
-        else if (!strcmp(argv[i], "--unpin"))
-            o->unpin = true;
-        else if (argv[i][0] == '-' || o->path)
-            osm_usage_error("replay: unexpected '%s'", argv[i]);
-        else
-            o->path = argv[i];
-    }
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("dir", o->dir, "the directory the replay writes its files into (it must exist)", .arg = "DIR"),
+        OSM_OPT_U64("processes", o->want, 1, 1000000, "replay a POSIX trace with this many processes",
+                    .def = "the trace's"),
+        OSM_OPT_SIZE("prepare-limit", limit, 0, 1ull << 50,
+                     "the most bytes replay may write to prepare the files a trace reads", .arg = "BYTES"),
+        OSM_OPT_UINT("timeout", o->timeout, 1, 30 * 86400, "end the replay after S seconds (exit 124)",
+                     .def = "the trace's own bound", .arg = "S"),
+        OSM_OPT_STR("launcher", o->launcher, "an MPI replay: the launcher and its arguments, one word",
+                    .arg = "\"MPIRUN ARGS\""),
+        OSM_OPT_STR("mpi", o->impl, "the MPI the launcher starts", .arg = "openmpi|mpich",
+                    .def = "from the launcher's environment"),
+        OSM_OPT_STR("timing", o->timing, "an MPI replay's pace: as soon as possible, or the recorded gaps",
+                    .arg = "asap|recorded", .def = "asap"),
+        OSM_OPT_UINT("start-timeout", o->start_timeout, 0, 86400,
+                     "seconds the launcher may take to start every rank", .seen = &timeout_given, .arg = "S"),
+        OSM_OPT_FLAG("unpin", o->unpin, "replay on every CPU of the cpuset, not only where iotrace was pinned"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace replay", .operands = "TRACE", .opts = rows, .max_operands = 1,
+        .summary = "Replays a trace's calls into --dir, each process and thread as recorded, and reports each call's latency.",
+    };
+    if (osm_parse_command(&cmd, argc, argv, &o->path) == 0)
+        o->path = NULL;
+    o->limit = (long long)limit;
+    if (o->impl)
+        o->impl = mpi_check_impl(o->impl);
     if (!o->path || !o->dir)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--timeout S] | "
                         "[--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] "
