@@ -29,16 +29,17 @@ def env(db: Path) -> dict:
 
 
 def fake_run(src: Path, dst: Path, when: str, scale: float = 1.0) -> Path:
-    """A copy of a real run, started at `when`, its medians (and intervals) times scale."""
+    """A copy of a real run, started at `when`, its figures and medians (and intervals) times scale."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("report", "raw", "samples", "notebook*"))
     doc = json.loads((dst / "results.json").read_text())
     doc["conditions"]["started_utc"] = when
     for m in doc["measurements"]:
-        for k in ("median", "mean", "std", "min", "max"):
+        for k in ("figure", "median", "mean", "std", "min", "max"):
             if isinstance(m.get(k), (int, float)):
                 m[k] *= scale
-        if isinstance(m.get("ci95"), list):
-            m["ci95"] = [v * scale if isinstance(v, (int, float)) else v for v in m["ci95"]]
+        for k in ("figure_ci95", "ci95"):
+            if isinstance(m.get(k), list):
+                m[k] = [v * scale if isinstance(v, (int, float)) else v for v in m[k]]
     (dst / "results.json").write_text(json.dumps(doc))
     return dst
 

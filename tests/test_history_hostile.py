@@ -46,7 +46,7 @@ def at(when: str, median: float | None = None, mid: str = "cpu.syscall.getppid",
         doc["conditions"]["started_utc"] = when
         for m in doc["measurements"]:
             if m["id"] == mid and median is not None:
-                m["median"], m["ci95"] = median, [median, median]
+                m["figure"], m["figure_ci95"] = m["median"], m["ci95"] = median, [median, median]
             if m["id"] == mid and name:
                 m["id"] = name
     return change

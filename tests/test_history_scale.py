@@ -322,7 +322,7 @@ def test_a_history_keeps_each_windows_breaks_and_a_run_more_searches_only_the_la
     first = points()
     assert n["windows"] == 2 * len(changes.windows(1500)), n
     with store.opened(db) as con:
-        bare = {m: [(r["run"], round(x[2], 9)) for x in changes.find(store.medians(con, "synth", [m])[m][2])
+        bare = {m: [(r["run"], round(x[2], 9)) for x in changes.find(store.figures(con, "synth", [m])[m][2])
                     for r in [store.series(con, "synth", m)[x[0]]]] for m in mids}
     assert first == bare and first["synth.m000"], (first, bare)  # id 0 has its planted shift
     n = searched()
@@ -405,7 +405,7 @@ def test_the_page_draws_a_long_series_last_runs_as_points_and_the_rest_as_a_line
 
 
 def test_a_series_read_for_a_search_is_its_hosts_runs_in_start_order(tmp_path):
-    """store.medians reads each id's figures without a join and orders them itself: it gives exactly the
+    """store.figures reads each id's figures without a join and orders them itself: it gives exactly the
     runs, times and medians of the joined, sorted query (store.series), on two hosts whose run ids
     interleave, start times out of id order, a median missing (NaN) and an id of one host only."""
     from osmeter.history import store
@@ -425,15 +425,15 @@ def test_a_series_read_for_a_search_is_its_hosts_runs_in_start_order(tmp_path):
     with store.opened(db) as con:
         assert store.host_names(con) == ["a", "b"]
         assert store.ids(con, "a") == ["x.both"] and store.ids(con, "b") == ["x.both", "x.odd"]
-        got = store.medians(con, "b", ["x.both", "x.odd"])
+        got = store.figures(con, "b", ["x.both", "x.odd"])
         for mid in ("x.both", "x.odd"):
             ref = store.series(con, "b", mid)
             runs, times, meds = got[mid]
             assert runs.tolist() == [r["run"] for r in ref] and len(ref) == 30
             assert times.tolist() == [r["time"] for r in ref]
-            assert np.array_equal(meds, np.array([r["median"] for r in ref], dtype=float), equal_nan=True)
+            assert np.array_equal(meds, np.array([r["figure"] for r in ref], dtype=float), equal_nan=True)
             assert np.isnan(meds).sum() == 1
-        assert store.medians(con, "a", ["x.odd"])["x.odd"][0].tolist() == []
+        assert store.figures(con, "a", ["x.odd"])["x.odd"][0].tolist() == []
 
 
 def test_a_long_series_trend_is_the_median_of_the_runs_at_each_pixel():

@@ -182,6 +182,41 @@ def test_cycles_become_ns_and_disturbed_samples_are_dropped(tmp_path):
     assert load(tmp_path)["measurements"][0]["id"] == "x.y"
 
 
+def test_a_measurement_has_one_figure_in_results_json_the_model_and_the_history(tmp_path):
+    """results.json's `figure` is the run's figure, the median of its processes' medians (200 here,
+    where the pooled `median` is 100: one process kept five samples), with figure_ci's interval;
+    results.model.Measurement reads it under that name, and a record of the old layout (no `figure`)
+    by the same name; the history stores the figure and its interval, not the pooled median.
+    Mutants: the writer's figure the pooled median; the history's figure the pooled median."""
+    from osmeter.core.stats import figure_ci
+    from osmeter.history import store as history
+    from osmeter.results.model import Measurement, measurements
+
+    values = [100.0] * 5 + [200.0, 201.0] + [300.0, 299.0]
+    line = {"id": "x.procs", "unit": "ns", "samples": values, "disturbed": [],
+            "process": [0] * 5 + [1, 1] + [2, 2]}
+    r = Results(tmp_path / "run", {"hostname": "h"}, {"preset": "quick", "started_utc": "2026-12-06T00:00:00"})
+    m = r.add_line(line, "t", "test")
+    one = r.add_line({"id": "x.one", "unit": "ns", "samples": [5.0, 6.0, 7.0], "disturbed": []}, "t", "test")
+    r.doc["complete"] = True
+    r.save()
+    want_ci = figure_ci([np.array([100.0] * 5), np.array([200.0, 201.0]), np.array([300.0, 299.0])])
+    assert m["median"] == 100 and m["figure"] == 200.5 and m["figure_ci95"] == pytest.approx(list(want_ci))
+    assert one["figure"] == one["median"] == 6 and one["figure_ci95"] == one["ci95"]
+    got = {x.id: x for x in measurements(load(tmp_path / "run"))}
+    assert (got["x.procs"].figure, got["x.procs"].pooled_median, got["x.procs"].processes) == (200.5, 100, 3)
+    assert got["x.procs"].figure_ci95 == pytest.approx(want_ci) and got["x.one"].processes == 1
+    old = {k: v for k, v in m.items() if k not in ("figure", "figure_ci95")}
+    assert (Measurement.of(old).figure, Measurement.of(old).figure_ci95) == (200.5, None)
+    old_one = {k: v for k, v in one.items() if k not in ("figure", "figure_ci95")}
+    assert (Measurement.of(old_one).figure, Measurement.of(old_one).figure_ci95) == (6, tuple(one["ci95"]))
+    db = tmp_path / "history.sqlite"
+    assert history.add([tmp_path / "run"], db) == (1, 0)
+    with history.opened(db) as con:
+        row = history.series(con, "h", "x.procs")[0]
+    assert (row["figure"], row["lo"], row["hi"]) == pytest.approx((200.5, *want_ci))
+
+
 @pytest.mark.parametrize(
     "text, words",
     [

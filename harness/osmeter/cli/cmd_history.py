@@ -51,11 +51,11 @@ def _show(con, host: str, args) -> int:
     marks = {c.after["run"]: c for c in found}
     unit = rows[0]["unit"]
     print(f"{pr(args.id)} on {pr(host)}, {len(rows)} runs ({pr(unit)}); '>' marks a change point\n")
-    print(f"  {'time':<26} {'median':>12} {'95% interval':>27}  {'kernel':<20} commit")
+    print(f"  {'time':<26} {'figure':>12} {'95% interval':>27}  {'kernel':<20} commit")
     for r in rows:
         c = marks.get(r["run"])
         iv = f"{_fmt(r['lo'], unit)} .. {_fmt(r['hi'], unit)}" if r["lo"] is not None else "-"
-        print(f"{'>' if c else ' '} {pr(r['time']):<26} {pr(_fmt(r['median'], unit)):>12} {pr(iv):>27}  "
+        print(f"{'>' if c else ' '} {pr(r['time']):<26} {pr(_fmt(r['figure'], unit)):>12} {pr(iv):>27}  "
               f"{pr(str(r['kernel'] or '-')[:20]):<20} {pr(str(r['commit'] or '-')[:10])}")
         if c:
             print(f"    change x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f}), p {c.p:.3f}: {pr(c.cause)}")
@@ -68,7 +68,7 @@ def _list_changes(con, host: str, args) -> int:
           + f" (false-alarm rate {args.alpha} per test, changes of at least {args.min_change:.0%})")
     for c in found:
         print(f"{pr(c.after['time'])}  {pr(c.mid):<32} x{c.ratio:.3f} ({c.low:.3f}..{c.high:.3f})  "
-              f"{pr(_fmt(c.before['median'], c.unit))} -> {pr(_fmt(c.after['median'], c.unit))}\n"
+              f"{pr(_fmt(c.before['figure'], c.unit))} -> {pr(_fmt(c.after['figure'], c.unit))}\n"
               f"    {pr(c.cause)}\n    before {pr(c.before['path'])}\n    after  {pr(c.after['path'])}")
     return 0
 
@@ -88,7 +88,7 @@ def _csv(con, host: str, args) -> int:
         for r in store.series(con, host, mid, args.since):
             row = table.setdefault(r["run"], {"time": r["time"], "commit": r["commit"] or "",
                                               "kernel": r["kernel"] or "", "run": r["path"]})
-            row[mid] = r["median"]
+            row[mid] = r["figure"]
     out = sys.stdout if str(args.out) == "-" else io.StringIO(newline="")
     w = csv.DictWriter(out, [*fixed, *mids], restval="")
     w.writeheader()
@@ -149,7 +149,7 @@ def add_parser(sub) -> None:
                                    "or --db) indexes every run osmeter run wrote (--no-history leaves one out). "
                                    "add: add old run, campaign, ab or fleet directories. list: hosts. ids: a host's "
                                    "ids. show ID: one id's series with its change points. changes: every change "
-                                   "point of a host, with the conditions that differ across it. csv: medians per "
+                                   "point of a host, with the conditions that differ across it. csv: figures per "
                                    "run in Otava's columns (time, attributes, one column per id). html DIR: a "
                                    "self-contained page.")
     h.add_argument("what", choices=("add", "list", "ids", "show", "changes", "csv", "html"))

@@ -3,7 +3,7 @@ James, "A nonparametric approach for multiple change point analysis of
 multivariate data", JASA 2014; the method of Apache Otava, formerly hunter,
 and of MongoDB's signal processing), numpy only.
 
-The series is the logs of the runs' medians (a shift is a ratio). For a
+The series is the logs of the runs' figures (results.model.Measurement; a shift is a ratio). For a
 segment, every split tau (each side at least min_size runs, MIN_SIZE unless
 `history --min-runs` says otherwise, so a shorter spike is no change point) is scored by
 the energy statistic with exponent 1,
@@ -394,7 +394,7 @@ def change_points(rows: list[dict], mid: str, alpha: float = 0.01, min_change: f
     if not rows:
         return []
     out = []
-    values = [r["median"] for r in rows] if medians is None else medians
+    values = [r["figure"] for r in rows] if medians is None else medians
     for t, p, ratio, lo, hi in find(values, alpha, min_change, min_size=min_runs, cache=cache):
         before, after = rows[t - 1], rows[t]
         out.append(ChangePoint(mid, before["unit"], before, after, p, ratio, lo, hi, differs(before, after),
@@ -418,19 +418,19 @@ class _Around:
 
 def cached(con, host: str, mids: list[str], rows: dict[str, list[dict]] | None = None, alpha: float = 0.01,
            min_change: float = MIN_CHANGE, min_runs: int = MIN_SIZE, read: dict | None = None) -> dict[str, list[ChangePoint]]:
-    """change_points of host's ids (rows: their series by id; read: their store.medians; each read here where
+    """change_points of host's ids (rows: their series by id; read: their store.figures; each read here where
     not given), their windows' breaks kept in the history con (store.WindowCache) and those it lacks searched
     ahead by a pool (search_ahead): kept even when interrupted, so a search of a long history goes on where
     it stopped."""
-    from osmeter.history.store import WindowCache, medians
+    from osmeter.history.store import WindowCache, figures
     caches = {mid: WindowCache(con, host, mid, f"{alpha!r} {min_runs}") for mid in mids}
     try:
         series = {}
         rows = rows or {}
-        read = {**medians(con, host, [m for m in mids if m not in rows and m not in (read or {})]), **(read or {})}
+        read = {**figures(con, host, [m for m in mids if m not in rows and m not in (read or {})]), **(read or {})}
         for mid in mids:
             if mid in rows:
-                series[mid] = (rows[mid], [r["median"] for r in rows[mid]])
+                series[mid] = (rows[mid], [r["figure"] for r in rows[mid]])
             else:  # kept as arrays: 16 bytes a run, not a dict
                 series[mid] = (_Around(con, host, mid, read[mid][0]), read[mid][2])
         search_ahead([(caches[mid], series[mid][1]) for mid in mids], alpha, min_runs)

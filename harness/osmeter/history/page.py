@@ -1,14 +1,15 @@
 """`osmeter history html`: one self-contained page (index.html, no script
 from elsewhere, no network: it opens from a file) per history. Per host and
-area, each id's series over time as an inline SVG: each run's median and
-its 95% interval (run-level: the interval of the run's median), a red line
+area, each id's series over time as an inline SVG: each run's figure and
+its 95% interval (results.model.Measurement: the median of its processes'
+medians, and that figure's interval), a red line
 at each change point, and under the chart the change points' sizes and the
 conditions that differ across them. A point's tooltip (its SVG <title>)
-names the run, its median and interval; a point links to the run's report
+names the run, its figure and interval; a point links to the run's report
 (its PDF) where there is one, else its results.json; a series of more
 than POINTS runs has its last POINTS as points and those before as a line,
-the median of the runs at each pixel. The data sit in the
-elements' data- attributes (data-id, data-run, data-median, data-change),
+the median of the runs' figures at each pixel. The data sit in the
+elements' data- attributes (data-id, data-run, data-figure, data-change),
 which the test reads back from Chromium."""
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def _t(s: str) -> float | None:
 
 
 def _plottable(r: dict) -> bool:
-    v = r["median"]
+    v = r["figure"]
     return isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and _t(r["time"]) is not None
 
 
@@ -74,7 +75,7 @@ def _link(run_path: str, out: Path) -> str:
 
 def _early(times, medians) -> tuple[np.ndarray, np.ndarray]:
     """The runs before a chart's points that can be drawn, as arrays: (POSIX start times, medians), the
-    runs whose start is a time and whose median a positive number."""
+    runs whose start is a time and whose figure a positive number."""
     t = np.array([_t(s) for s in times], dtype=float)  # None: NaN
     v = np.array([m if isinstance(m, (int, float)) else None for m in medians], dtype=float)
     keep = np.isfinite(t) & np.isfinite(v) & (v > 0)
@@ -103,11 +104,11 @@ def series_svg(mid: str, rows: list[dict], cps, link, early: tuple = ((), ())) -
     et, ev = _early(*early)
     if not rows:  # the series is marked, the page goes on
         return (f'<p class="none bad" data-id="{html.escape(mid)}" data-bad="{left}">no run of this id has a '
-                'positive median at a readable time: nothing to plot</p>')
+                'positive figure at a readable time: nothing to plot</p>')
     ts = [_t(r["time"]) for r in rows]
     lo_t, hi_t = min(ts + et.tolist()[:1]), max(ts)
     span_t = hi_t - lo_t or 1.0
-    vals = [v for r in rows for v in (r["median"], r["lo"], r["hi"])
+    vals = [v for r in rows for v in (r["figure"], r["lo"], r["hi"])
             if isinstance(v, (int, float)) and math.isfinite(v) and v > 0] + ev.tolist()
     vmin, vmax = min(vals), max(vals)
     log = vmax / vmin > 3
@@ -148,11 +149,11 @@ def series_svg(mid: str, rows: list[dict], cps, link, early: tuple = ((), ())) -
         xx = x(t)
         if all(isinstance(r[k], (int, float)) and math.isfinite(r[k]) for k in ("lo", "hi")) and r["lo"] > 0:
             parts.append(f'<line class="iv" x1="{xx:.1f}" x2="{xx:.1f}" y1="{y(r["lo"]):.1f}" y2="{y(r["hi"]):.1f}"/>')
-        tip = (f'{r["time"]}  {fmt_value(r["median"], unit)}'
+        tip = (f'{r["time"]}  {fmt_value(r["figure"], unit)}'
                + (f' ({fmt_value(r["lo"], unit)} .. {fmt_value(r["hi"], unit)})' if r["lo"] is not None else "")
                + f'\n{r["path"]}\nkernel {r["kernel"] or "-"}, osmeter {str(r["commit"] or "-")[:10]}')
         parts.append(f'<a href="{html.escape(link(r["path"]))}"><circle class="pt" cx="{xx:.1f}" '
-                     f'cy="{y(r["median"]):.1f}" r="3.2" data-run="{r["run"]}" data-median="{r["median"]!r}">'
+                     f'cy="{y(r["figure"]):.1f}" r="3.2" data-run="{r["run"]}" data-figure="{r["figure"]!r}">'
                      f'<title>{html.escape(tip)}</title></circle></a>')
     parts.append("</svg>")
     if len(et):
@@ -161,13 +162,13 @@ def series_svg(mid: str, rows: list[dict], cps, link, early: tuple = ((), ())) -
     if left > len(rows) + len(et):
         bad = left - len(rows) - len(et)
         parts.append(f'<p class="none bad" data-bad="{bad}">{bad} of {left} runs not '
-                     'plotted: a median 0, negative or missing, or a start time that is no time</p>')
+                     'plotted: a figure 0, negative or missing, or a start time that is no time</p>')
     return "".join(parts)
 
 
 def _chart(con, host: str, mid: str, read: tuple, cps, link) -> str:
     """One id's chart and its change points' list: its last POINTS runs' rows read (by run), the runs before
-    those (read: the id's store.medians) its trend."""
+    those (read: the id's store.figures) its trend."""
     from osmeter.history import store
     from osmeter.present.values import fmt_value
     runs, times, meds = read
@@ -175,8 +176,8 @@ def _chart(con, host: str, mid: str, read: tuple, cps, link) -> str:
     early = (times[:-POINTS], meds[:-POINTS])
     items = "".join(
         f'<li class="{"method" if c.method else ""}">{html.escape(c.after["time"])}: x{c.ratio:.3f} '
-        f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["median"], c.unit))} &rarr; '
-        f'{html.escape(fmt_value(c.after["median"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
+        f'({c.low:.3f}..{c.high:.3f}), {html.escape(fmt_value(c.before["figure"], c.unit))} &rarr; '
+        f'{html.escape(fmt_value(c.after["figure"], c.unit))}; {html.escape(c.cause)}</li>' for c in cps)
     return (f'<div class="series"><h4>{html.escape(mid)} <span class="none">({len(runs)} runs, '
             f'{html.escape(rows[0]["unit"])})</span></h4>{series_svg(mid, rows, cps, link, early)}'
             + (f'<ul class="changes">{items}</ul>' if cps else '<p class="none">no change point</p>') + "</div>")
@@ -192,8 +193,8 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
     hosts = [store.only_host(con, host)] if host else store.host_names(con)
     link = functools.lru_cache(maxsize=None)(lambda path: _link(path, out))  # a run's link, looked up once a page
     body = [f"<h1>osmeter history</h1><p>{len(hosts)} host(s); change points by E-divisive with means "
-            f"(false-alarm rate {alpha} per test, shifts of at least {min_change:.0%}); each point is a run's median "
-            "with its 95% interval; a point opens the run's report.</p>"]
+            f"(false-alarm rate {alpha} per test, shifts of at least {min_change:.0%}); each point is a run's figure "
+            "(the median of its processes' medians) with its 95% interval; a point opens the run's report.</p>"]
     summary = {}
     for h in hosts:
         body.append(f'<h2 data-host="{html.escape(h)}">{html.escape(h)}</h2>')
@@ -208,7 +209,7 @@ def write_page(con, out: Path, host: str | None = None, alpha: float = 0.01, min
         charts: dict[str, str] = {}
         moved: list[tuple[str, str]] = []  # (time of the latest change point, id)
         mids = [mid for area in by_area.values() for mid in area]
-        read = store.medians(con, h, mids)  # once, for the search and the charts
+        read = store.figures(con, h, mids)  # once, for the search and the charts
         cps_of = changes.cached(con, h, mids, None, alpha, min_change, min_runs, read)
         for mid in mids:
             if not len(read[mid][0]):

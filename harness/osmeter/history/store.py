@@ -5,8 +5,12 @@ that keeps the raw samples. The database is an index, never a copy.
     runs     one row per run directory: host, time, kernel, preset, osmeter's
              commit, the run's conditions (flattened, the volatile ones left
              out: analysis/conditions.py) and its path
-    figures  (run, id): unit, median, mean, std, n, the 95% interval of the
-             median, the within-run CV (std / mean)
+    figures  (run, id): unit, the run's figure (results.model.Measurement:
+             the median of its processes' medians; its column keeps schema
+             1's name, median) and its 95% interval (lo, hi), the samples'
+             mean, std and n, the within-run CV (std / mean). A run added
+             before 2026-12 holds the pooled median of its samples where
+             several processes measured an id: add it again to replace it
     meta     schema_version
     windows  per host, id, change-point parameters and window: the digest of
              the window's values and the breaks found in it (changes.find's
@@ -220,6 +224,7 @@ def _from_db(v) -> str | None:
 def _row(run: Path, doc: dict) -> tuple[dict, list[tuple]]:
     from osmeter.analysis.conditions import VOLATILE, flatten
     from osmeter.results import store
+    from osmeter.results.model import measurements
     facts = flatten("machine", doc.get("machine", {}))
     facts.update(flatten("conditions", doc.get("conditions", {})))
     facts = {k: v for k, v in facts.items() if k not in VOLATILE and not any(k.startswith(p + ".") for p in VOLATILE)}
@@ -230,13 +235,12 @@ def _row(run: Path, doc: dict) -> tuple[dict, list[tuple]]:
             "preset": cond.get("preset"), "commit_id": (cond.get("osmeter") or {}).get("commit"),
             "facts": json.dumps(facts, sort_keys=True), "campaign": _db_path(campaign.resolve()) if campaign else None}
     figs = []
-    for m in doc["measurements"]:
-        med, mean, std = m.get("median"), m.get("mean"), m.get("std")
-        if med is None:
+    for m in measurements(doc):
+        if m.figure is None:
             continue
-        ci = m.get("ci95") or [None, None]
-        cv = std / abs(mean) if isinstance(std, (int, float)) and mean else None
-        figs.append((m["id"], m.get("unit") or "", med, mean, std, m.get("n"), ci[0], ci[1], cv))
+        lo, hi = m.figure_ci95 or (None, None)
+        cv = m.std / abs(m.mean) if m.std is not None and m.mean else None
+        figs.append((m.id, m.unit, m.figure, m.mean, m.std, m.n, lo, hi, cv))
     return info, figs
 
 
@@ -343,7 +347,7 @@ def only_host(con: sqlite3.Connection, host: str | None) -> str:
 
 SERIES = ("SELECT r.id, r.path, r.started_utc, r.kernel, r.commit_id, r.facts, f.unit, f.median, f.mean, f.std, "
           "f.n, f.lo, f.hi, f.cv FROM figures f JOIN runs r ON r.id = f.run WHERE r.host = ? AND f.mid = ?")
-KEYS = ("run", "path", "time", "kernel", "commit", "facts", "unit", "median", "mean", "std", "n", "lo", "hi", "cv")
+KEYS = ("run", "path", "time", "kernel", "commit", "facts", "unit", "figure", "mean", "std", "n", "lo", "hi", "cv")
 
 
 def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = None,
@@ -360,11 +364,11 @@ def series(con: sqlite3.Connection, host: str, mid: str, since: str | None = Non
     return rows
 
 
-def medians(con: sqlite3.Connection, host: str, mids: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Each id's runs on a host, oldest first, as three arrays (run ids, start times, medians: NaN where
+def figures(con: sqlite3.Connection, host: str, mids: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each id's runs on a host, oldest first, as three arrays (run ids, start times, figures: NaN where
     there is none): what a search for change points and a long series' trend read, without a dict a run.
     The host's runs are read in order once, and each id's figures found by the index on figures (mid,
-    run), with no join and no sort (the median is read from its row);
+    run), with no join and no sort (the figure is read from its row);
     an id's runs are put in the host's order here."""
     if not mids:
         return {}

@@ -1,6 +1,13 @@
 """The results' types: what a record of a run means, read in one place, so
 that no reader knows a record's keys but through them.
 
+Measurement  one id of a run as results.json keeps it, under one name per
+       figure: `figure` is the run's figure (the median of its processes'
+       medians; of its samples where one process measured it), the value
+       compare, the fleet view and the history take, with its interval;
+       `pooled_median` is results.json's `median`, every kept sample of
+       every process pooled, the summary's column. A record of the old
+       layout (no `figure`, before 2026-12) is read by the same names.
 Timer  the stop-watch a probe process timed with, as the `timer` block of
        each of its lines states it (bench/common/emit.c; the harness keeps
        it in each measurement of results.json): the kind (the TSC or
@@ -52,3 +59,49 @@ def timers(doc: dict) -> list[tuple[str, Timer]]:
         if t is not None:
             out.append((m.get("id"), t))
     return out
+
+
+def _pair(v) -> tuple[float, float] | None:
+    if isinstance(v, list) and len(v) == 2 and all(_number(x) is not None for x in v):
+        return float(v[0]), float(v[1])
+    return None
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    unit: str
+    figure: float | None                    # the run's figure (see above); None where nothing was kept
+    figure_ci95: tuple[float, float] | None  # its 95% interval; None where the record kept none
+    pooled_median: float | None             # results.json's `median`
+    mean: float | None
+    std: float | None
+    n: int | None                           # kept samples, all processes
+    processes: int                          # the processes that measured it (1 where one did)
+    timer: Timer | None
+
+    @classmethod
+    def of(cls, m: dict) -> Measurement:
+        """One entry of a loaded results.json's measurements (store.load has
+        checked its shape). A record of the old layout has no `figure`: it
+        is processes.median_of_medians where several processes measured the
+        id, else the median; its interval then the median's where one
+        process did, and none where several did (the old layout kept none)."""
+        ps = m.get("processes") if isinstance(m.get("processes"), dict) else {}
+        several = _number(ps.get("n")) is not None and ps["n"] > 1
+        if "figure" in m:
+            figure, ci = _number(m["figure"]), _pair(m.get("figure_ci95"))
+        elif several:
+            figure, ci = _number(ps.get("median_of_medians")), None
+        else:
+            figure, ci = _number(m.get("median")), _pair(m.get("ci95"))
+        n = _number(m.get("n"))
+        return cls(id=m["id"], unit=m.get("unit") or "", figure=figure, figure_ci95=ci,
+                   pooled_median=_number(m.get("median")), mean=_number(m.get("mean")), std=_number(m.get("std")),
+                   n=int(n) if n is not None else None, processes=int(ps["n"]) if several else 1,
+                   timer=Timer.of(m.get("timer")))
+
+
+def measurements(doc: dict) -> list[Measurement]:
+    """Every measurement of a loaded run (store.load), in its order."""
+    return [Measurement.of(m) for m in doc["measurements"]]

@@ -190,12 +190,13 @@ def _bad_measurement(m) -> str | None:
     for key in ("id", "unit"):
         if not isinstance(m.get(key), str):
             return f"'{key}' is missing or not text"
-    for key in ("n", "mean", "median", "std", "min", "max", "dropped_disturbed", "samples_total"):
+    for key in ("n", "mean", "median", "std", "min", "max", "dropped_disturbed", "samples_total", "figure"):
         if not _number(m.get(key)):
             return f"'{key}' is not a number"
-    ci = m.get("ci95")
-    if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
-        return "'ci95' is not a pair of numbers"
+    for key in ("ci95", "figure_ci95"):
+        ci = m.get(key)
+        if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
+            return f"'{key}' is not a pair of numbers"
     for key, kind in (("params", dict), ("series", dict), ("cycles", dict), ("timer", dict),
                       ("samples_file", str), ("description", str), ("processes", dict), ("tail", dict)):
         if m.get(key) is not None and not isinstance(m[key], kind):

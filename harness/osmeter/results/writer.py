@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from osmeter.core.errors import RunError, shielded
-from osmeter.core.stats import robust_sd, run_figure, series_summary, summarize, tail
+from osmeter.core.stats import figure_ci, robust_sd, run_figure, series_summary, summarize, tail
 from osmeter.core.units import has_tail
 from osmeter.results import store
 from osmeter.results.readings import lower_reading
@@ -276,6 +276,10 @@ class Results:
                 if isinstance(width, list) and len(width) == ps["n"]:
                     ps["core_width"] = width  # each process's, by its number (store.Run.shared_processes)
                 m["processes"] = ps
+        m["figure"], m["figure_ci95"] = m["median"], m.get("ci95")  # one process: its samples' median
+        if "processes" in m:  # several: the median of their medians, and its interval
+            per = store.split_by_process(values, keep, arrays["process"])[2]
+            m["figure"], m["figure_ci95"] = m["processes"]["median_of_medians"], list(figure_ci(per))
         if isinstance(line.get("interference"), dict):
             m["interference"] = line["interference"]
         series = line.get("series")
