@@ -309,18 +309,23 @@ def test_a_replay_moves_the_same_bytes_to_the_same_offsets_rank_by_rank(recorded
 def test_timing_recorded_keeps_the_programs_compute_time(recorded, impl, tmp_path):
     """every_form computes (sleeps) 0.4 s between two calls: replayed with
     --timing recorded the ranks wait as long there, as fast as possible
-    they do not. Mutant caught: the recorded gap not kept."""
+    they do not. Each is replayed twice, alternately, and its shorter wall
+    taken: with more ranks than CPUs a fresh CI's asap replay under MPICH
+    once took 0.72 s, which left the recorded one (1.00 s) 0.29 s above it.
+    Mutant caught: the recorded gap not kept."""
     _, _, _, trace = recorded
-    walls = {}
-    for timing in ("recorded", "asap"):
-        out = tmp_path / timing
-        out.mkdir()
-        r = replay(impl, trace, out, RANKS, "--timing", timing)
-        assert r.returncode == 0, r.stderr
-        doc = json.loads(r.stdout.splitlines()[-1])
-        assert doc["timing"] == timing
-        walls[timing] = doc["replayed_wall_ns"] / 1e9
-    assert walls["recorded"] >= 0.4 and walls["recorded"] > walls["asap"] + 0.3, walls
+    walls = {"recorded": [], "asap": []}
+    for k in range(2):
+        for timing in ("recorded", "asap"):
+            out = tmp_path / f"{timing}{k}"
+            out.mkdir()
+            r = replay(impl, trace, out, RANKS, "--timing", timing)
+            assert r.returncode == 0, r.stderr
+            doc = json.loads(r.stdout.splitlines()[-1])
+            assert doc["timing"] == timing
+            walls[timing].append(doc["replayed_wall_ns"] / 1e9)
+    rec, asap = min(walls["recorded"]), min(walls["asap"])
+    assert rec >= 0.4 and rec > asap + 0.3, walls
 
 
 def test_a_replay_with_another_number_of_ranks_is_refused(recorded, impl, tmp_path):

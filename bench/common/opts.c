@@ -1,8 +1,8 @@
-/* opts.c - the one command-line parser of bench/: option rows (struct osm_opt) parsed into their
- * variables within their limits, strict whole numbers and sizes, --help from the rows. A probe reaches
- * it through osm_init (args.c), every other program (iotrace's commands, the MPI-IO replayer) through
- * osm_parse_command. It calls only msg.c, so a program that links nothing else of bench/common (the
- * MPI replayer, built by mpicc) can have it. */
+/* opts.c - bench/'s option rows (struct osm_opt): each parsed into its variable within its limits,
+ * strict whole numbers and sizes, --help from the rows. A probe reaches it through osm_init (args.c),
+ * iotrace's commands and the MPI-IO replayer through osm_parse_command. (iogen keeps its own table,
+ * bench/iogen/options/, with each engine's own options beside it.) It calls only msg.c, so a program
+ * that links nothing else of bench/common (the MPI replayer, built by mpicc) can have it. */
 #include "osm.h"
 #include "opts.h"
 
