@@ -349,9 +349,14 @@ def test_a_stall_of_the_timer_thread_is_one_late_sample():
     v = np.asarray(o["samples"])
     assert v.max() >= 0.25e9, v.max()  # the stall itself
     assert o["params"]["overruns"] >= 250, o["params"]
-    # one stall, one late sample, and the machine's own hiccups (a fresh CI run beside other work: 9 of
-    # 1,500); the wrong program makes some 250-300 late
-    assert (v > 1e6).sum() <= 50, (v > 1e6).sum()
+    # One stall, one late sample: the wake-ups after it are on time again. The wrong program's next
+    # samples read late by what is left of the stall (299 ms, 298 ms, ...), some 300 of them. The
+    # machine's own hiccups are not counted against it: a CI run beside other work had 55 of 1,500 wake-ups
+    # over 1 ms, so the test asks about the samples that follow the stall and the ones late by 10 ms.
+    at = int(v.argmax())
+    after = v[at + 1 : at + 21]
+    assert len(after) >= 10 and np.median(after) < 1e6, after
+    assert (v > 10e6).sum() <= 20, (v > 10e6).sum()
 
 
 def _one_cpu_cpuset(cpu: int) -> tuple[Path, str]:
