@@ -111,3 +111,25 @@ def test_hosts_of_one_run_are_not_named_but_drawn_and_the_view_says_why():
     assert o.heat["n02"]["disk"] > 1.3
     o = from_figures(fleet(np.random.default_rng(7), 4, 3, plant={("n02", "disk"): 3.0}))
     assert o.runs == 3 and "beyond run-to-run drift" in outliers.method(o) and o.groups
+
+
+def test_a_hosts_figure_is_the_median_of_its_runs_figures_not_of_their_pooled_samples(tmp_path):
+    """host_figures takes each run's figure (the median of its processes'
+    medians) and that figure's interval, as compare does, and reads a run of
+    the old layout (no `figure`) by results.model's rule; a record's pooled
+    `median`, which one process with many samples can pull, is not it."""
+    from osmeter.results.store import Run
+
+    def run(name, figure, pooled, lo, hi, old=False):
+        m = {"id": "cpu.call.args0", "unit": "ns", "median": pooled, "n": 300, "ci95": [pooled - 0.1, pooled + 0.1],
+             "processes": {"n": 3, "median_of_medians": figure}}
+        if not old:
+            m.update(figure=figure, figure_ci95=[lo, hi])
+        return Run(tmp_path / name, {"measurements": [m], "machine": {}, "conditions": {}})
+
+    got = outliers.host_figures([run("r1", 2.0, 1.0, 1.9, 2.2), run("r2", 2.2, 1.1, 2.1, 2.3),
+                                 run("r3", 2.1, 1.05, 0, 0, old=True)])["cpu.call.args0"]
+    assert got.x == pytest.approx(2.1) and got.runs == 3
+    # the widest of the runs' own half-widths: r1's (2.2 - 1.9) / 2; the old run kept no interval of its figure
+    assert got.within == pytest.approx(0.15)
+    assert got.run_sd == pytest.approx(float(np.std(np.log([2.0, 2.2, 2.1]), ddof=1)))

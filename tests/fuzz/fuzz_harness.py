@@ -45,7 +45,7 @@ def run_results(data: bytes, tmp: Path) -> None:
     to_csv(doc)
     estimate_rows(doc["measurements"], {})
     run = Run(d, doc)  # what compare and stability read of each measurement: its processes, its samples' path
-    for m in doc["measurements"]:
+    for m in run.measurements.values():
         run.shared_processes(m)
         run.process_widths(m)
         try:

@@ -108,7 +108,7 @@ def _shared_note(a: list[Run], b: list[Run], ids: list[str], labels: tuple[str, 
                 m = ms.get(mid)
                 if m is not None:
                     out += len(r.shared_processes(m))
-                    total += (m.get("processes") or {}).get("n") or 1
+                    total += m.processes
         counts.append((out, total))
     if not any(n for n, _ in counts):
         return []
@@ -154,8 +154,8 @@ def compare_paths(a: list[Path], b: list[Path], min_change: float = MIN_CHANGE) 
 def _ids(side: list[Run]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in side:
-        for m in r.doc["measurements"]:
-            out.setdefault(m["id"], m["unit"])
+        for m in r.measurements.values():
+            out.setdefault(m.id, m.unit)
     return out
 
 
@@ -175,7 +175,7 @@ def host_mode_split(a: list[Run], b: list[Run], mid: str) -> tuple[list[Run], li
         return a, b, None
 
     def values(r: Run) -> list[float]:
-        p = (r.measurements.get(mid) or {}).get("params") or {}
+        p = r.measurements[mid].params if mid in r.measurements else {}
         return [float(v) for v in (p.get(key), p.get(f"{key}_after"))
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
 

@@ -15,8 +15,8 @@ PART_FLOOR = 0.01  # a component under this share of the traced total on both si
 
 
 def _kernel_paths(side: list[Run], mid: str) -> list[dict]:
-    return [r.measurements[mid]["kernel_paths"] for r in side
-            if mid in r.measurements and isinstance(r.measurements[mid].get("kernel_paths"), dict)]
+    return [r.measurements[mid].kernel_paths for r in side
+            if mid in r.measurements and r.measurements[mid].kernel_paths is not None]
 
 
 def compare_parts(a: list[Run], b: list[Run], rows: list[Row], min_change: float, alpha: float,

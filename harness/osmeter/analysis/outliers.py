@@ -117,12 +117,11 @@ def host_figures(runs: list) -> dict[str, Figure]:
     """id -> Figure of one host's runs."""
     per: dict[str, list[tuple[str, float, float, float]]] = {}
     for r in runs:
-        for m in r.doc.get("measurements", []):
-            med = m.get("median")
-            if "refused" in m or not isinstance(med, (int, float)) or not math.isfinite(med):
+        for m in r.measurements.values():
+            if m.figure is None:  # nothing kept
                 continue
-            lo, hi = (m.get("ci95") or [med, med])[:2]
-            per.setdefault(m["id"], []).append((m.get("unit", ""), float(med), float(lo), float(hi)))
+            lo, hi = m.figure_ci95 or (m.figure, m.figure)
+            per.setdefault(m.id, []).append((m.unit, m.figure, lo, hi))
     out = {}
     for mid, rows in per.items():
         figs = np.array([x[1] for x in rows])

@@ -65,7 +65,7 @@ def stability_rows(runs: list[Run]) -> list[dict]:
                 per.setdefault(mid, []).append(procs)
                 clocks.setdefault(mid, []).append(measurement_clock(r.doc, m))
                 widths.setdefault(mid, []).append(r.process_widths(m))
-                units[mid] = m["unit"]
+                units[mid] = m.unit
     out = []
     for mid, rs in per.items():
         measured = np.array([run_figure(x) for x in rs])
@@ -262,7 +262,7 @@ def host_params_table(runs: list[Run]) -> str:
         found = registry.find_measure(mid)
         for key, says in getattr(found[0], "host_params", ()) if found else ():  # a derived id has none
             v = [float(x) for r in runs
-                 if isinstance(x := ((r.measurements.get(mid) or {}).get("params") or {}).get(key), (int, float))
+                 if mid in r.measurements and isinstance(x := r.measurements[mid].params.get(key), (int, float))
                  and not isinstance(x, bool)]
             if v:
                 body.append((mid, key, f"{np.median(v):.3g}", f"{min(v):.3g} .. {max(v):.3g}", says))

@@ -8,6 +8,9 @@ Measurement  one id of a run as results.json keeps it, under one name per
        `pooled_median` is results.json's `median`, every kept sample of
        every process pooled, the summary's column. A record of the old
        layout (no `figure`, before 2026-12) is read by the same names.
+       It also carries what compare, stability and the fleet view read of
+       a record beside its figures: its probe, params, each process's core
+       width, its kernel-path breakdown and its samples file's name.
 Timer  the stop-watch a probe process timed with, as the `timer` block of
        each of its lines states it (bench/common/emit.c; the harness keeps
        it in each measurement of results.json): the kind (the TSC or
@@ -17,7 +20,7 @@ Timer  the stop-watch a probe process timed with, as the `timer` block of
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def _number(v) -> float | None:
@@ -79,6 +82,11 @@ class Measurement:
     n: int | None                           # kept samples, all processes
     processes: int                          # the processes that measured it (1 where one did)
     timer: Timer | None
+    probe: str | None = None                # the probe that measured it; None for a derived figure's old record
+    params: dict = field(default_factory=dict)       # the probe's params (sizes, counts, host facts)
+    core_width: tuple | None = None         # processes.core_width: each process's, by its number
+    kernel_paths: dict | None = None        # the traced breakdown (--kernel-paths)
+    samples_file: str | None = None         # relative to the run (store.samples_path checks it)
 
     @classmethod
     def of(cls, m: dict) -> Measurement:
@@ -99,7 +107,11 @@ class Measurement:
         return cls(id=m["id"], unit=m.get("unit") or "", figure=figure, figure_ci95=ci,
                    pooled_median=_number(m.get("median")), mean=_number(m.get("mean")), std=_number(m.get("std")),
                    n=int(n) if n is not None else None, processes=int(ps["n"]) if several else 1,
-                   timer=Timer.of(m.get("timer")))
+                   timer=Timer.of(m.get("timer")), probe=_text(m.get("probe")),
+                   params=m["params"] if isinstance(m.get("params"), dict) else {},
+                   core_width=tuple(ps["core_width"]) if isinstance(ps.get("core_width"), list) else None,
+                   kernel_paths=m["kernel_paths"] if isinstance(m.get("kernel_paths"), dict) else None,
+                   samples_file=m.get("samples_file") if isinstance(m.get("samples_file"), str) else None)
 
 
 def measurements(doc: dict) -> list[Measurement]:

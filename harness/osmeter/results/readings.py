@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import statistics
 
+from osmeter.results.model import Measurement
+
 # a run stands out when its steal share or its noise is this many times its comparison's median,
 # and above the floor (a share of the CPU's time)
 NOISY_FACTOR = 3.0
@@ -102,11 +104,11 @@ def core_widths(doc: dict, probe: str | None = None) -> list[float]:
 CLOCK_ID = "cpu.clock"
 
 
-def measurement_clock(doc: dict, m: dict) -> float | None:
+def measurement_clock(doc: dict, m: Measurement) -> float | None:
     """The core clock (MHz) the processes of a measurement's probe ran at in
     a run: the median of theirs; None where none recorded one, for a derived
     figure (no process of its own) and for the clock's own id."""
-    probe = m.get("probe") if m.get("id") != CLOCK_ID else None
+    probe = m.probe if m.id != CLOCK_ID else None
     clocks = core_clocks(doc, probe) if isinstance(probe, str) else []
     return float(statistics.median(clocks)) if clocks else None
 

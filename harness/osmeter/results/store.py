@@ -29,6 +29,7 @@ from pathlib import Path
 
 from osmeter.core.errors import interrupt_behind
 from osmeter.results import reader
+from osmeter.results.model import Measurement, measurements
 
 RESULTS = "results.json"
 LOCK = ".osmeter.lock"  # the claim of the run (or campaign) writing the directory
@@ -122,11 +123,12 @@ def sample_file(mid_name: str) -> str:
     return f"{SAMPLES}/{mid_name}.npz"
 
 
-def samples_path(run_dir: Path, m: dict) -> Path | None:
-    """The file of a measurement's samples_file: only a file in the run's own samples/ directory
-    (samples/NAME.npz, NAME with no '/' and not hidden), never a path that leaves it. None where the
-    measurement names none; ValueError, without the file's bytes, for any other path."""
-    name = m.get("samples_file")
+def samples_path(run_dir: Path, m: dict | Measurement) -> Path | None:
+    """The file of a measurement's samples_file (m: its entry in results.json, or its Measurement):
+    only a file in the run's own samples/ directory (samples/NAME.npz, NAME with no '/' and not
+    hidden), never a path that leaves it. None where the measurement names none; ValueError, without
+    the file's bytes, for any other path."""
+    name = m.samples_file if isinstance(m, Measurement) else m.get("samples_file")
     if not name:
         return None
     base = name[len(SAMPLES) + 1:] if isinstance(name, str) and name.startswith(SAMPLES + "/") else ""
@@ -232,7 +234,7 @@ def _bad_measurement(m) -> str | None:
     return None
 
 
-def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
+def kept_samples(run_dir: Path, m: dict | Measurement) -> np.ndarray | None:
     """A measurement's samples in its reported unit, disturbed ones left
     out, from the file beside results.json; None where it is missing."""
     got = kept_by_process(run_dir, m)
@@ -241,7 +243,7 @@ def kept_samples(run_dir: Path, m: dict) -> np.ndarray | None:
     return None if got is None else np.concatenate(got)
 
 
-def kept_by_process(run_dir: Path, m: dict, set_aside: frozenset[int] = frozenset()) -> list[np.ndarray] | None:
+def kept_by_process(run_dir: Path, m: dict | Measurement, set_aside: frozenset[int] = frozenset()) -> list[np.ndarray] | None:
     """The kept samples of each process that measured the id (one array
     for a measurement of one process), but those of the processes numbered
     in set_aside; None where the file is missing."""
@@ -283,13 +285,13 @@ def _arrays(f: Path):
     return v, d, proc
 
 
-def process_numbers(run_dir: Path, m: dict, set_aside: frozenset[int] = frozenset()) -> list[int]:
+def process_numbers(run_dir: Path, m: dict | Measurement, set_aside: frozenset[int] = frozenset()) -> list[int]:
     """The numbers of the processes kept_by_process gives, in its order."""
     import numpy as np
 
     f = samples_path(run_dir, m)
     if f is None or not f.is_file():
-        raise ValueError(f"no samples file for {m.get('id')}")
+        raise ValueError(f"no samples file for {m.id if isinstance(m, Measurement) else m.get('id')}")
     v, d, proc = _arrays(f)
     keep = ~d & np.isfinite(v)
     if set_aside:
@@ -310,23 +312,29 @@ def split_by_process(values, keep, proc):
 
 @dataclass
 class Run:
-    """One results directory as a side of a comparison sees it."""
+    """One results directory as a side of a comparison sees it: its loaded
+    results.json (doc), its measurements read once from it as results.model
+    types, and where it lies."""
 
     path: Path
     doc: dict
     campaign: Path | None = None
     notes: list[str] = field(default_factory=list)
     _ref_width: float | None = field(default=None, repr=False, compare=False)
+    _measurements: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return f"{self.campaign.name}/{self.path.name}" if self.campaign else self.path.name
 
     @property
-    def measurements(self) -> dict[str, dict]:
-        return {m["id"]: m for m in self.doc["measurements"]}
+    def measurements(self) -> dict[str, Measurement]:
+        """Its measurements by id, as results.model reads them."""
+        if self._measurements is None:
+            self._measurements = {m.id: m for m in measurements(self.doc)}
+        return self._measurements
 
-    def shared_processes(self, m: dict) -> frozenset[int]:
+    def shared_processes(self, m: Measurement) -> frozenset[int]:
         """The processes of a measurement that ran on a shared core: the
         lower of their two core-width readings (m.processes.core_width)
         below readings.SLOWED of the run's median over all its probe
@@ -340,8 +348,8 @@ class Run:
 
         from osmeter.results.readings import SLOWED, core_widths
 
-        widths = (m.get("processes") or {}).get("core_width")
-        if not isinstance(widths, list):
+        widths = m.core_width
+        if widths is None:
             return frozenset()
         if self._ref_width is None:
             every = core_widths(self.doc)
@@ -352,26 +360,26 @@ class Run:
                         and w < SLOWED * self._ref_width)
         return low if len(low) < len(widths) else frozenset()
 
-    def by_process(self, m: dict) -> list[np.ndarray]:
+    def by_process(self, m: Measurement) -> list[np.ndarray]:
         """The kept trials of one measurement, one array per process, but
         those of processes that ran on a shared core (shared_processes)."""
         try:
             got = kept_by_process(self.path, m, self.shared_processes(m))
         except (OSError, KeyError, ValueError) as e:
-            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} ({e})") from None
+            raise ValueError(f"{self.path}: cannot read the samples of {m.id} ({e})") from None
         if got is None:
-            raise ValueError(f"{self.path}: cannot read the samples of {m['id']} (no file {m.get('samples_file')})")
+            raise ValueError(f"{self.path}: cannot read the samples of {m.id} (no file {m.samples_file})")
         return got
 
-    def process_widths(self, m: dict) -> list[float | None]:
+    def process_widths(self, m: Measurement) -> list[float | None]:
         """The core's width (the lower of its two readings) of each process
         by_process gives, in its order; None where a process has none."""
-        widths = (m.get("processes") or {}).get("core_width")
+        widths = m.core_width
         try:
             numbers = process_numbers(self.path, m, self.shared_processes(m))
         except (OSError, KeyError, ValueError):
             return []
-        if not isinstance(widths, list):
+        if widths is None:
             return [None] * len(numbers)
         return [float(widths[k]) if k < len(widths) and isinstance(widths[k], (int, float))
                 and not isinstance(widths[k], bool) and widths[k] > 0 else None for k in numbers]
