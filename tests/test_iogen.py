@@ -987,10 +987,12 @@ def test_the_request_log_never_follows_a_link(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root (zram)")
-def test_compare_fio_refuses_a_zram_device_that_holds_data():
-    """compare-fio resets and overwrites /dev/zram0: one that is set up (and
-    so may hold someone's data) is refused unless --allow-destroy-data, before
-    any tool is looked for, and its data stay."""
+@pytest.mark.parametrize("argv", [["compare-fio", "--quick"], ["compare-io-peak", "/nonexistent-fio-build", "--quick"]],
+                         ids=["compare-fio", "compare-io-peak"])
+def test_compare_fio_refuses_a_zram_device_that_holds_data(argv):
+    """compare-fio and compare-io-peak reset and overwrite /dev/zram0: one
+    that is set up (and so may hold someone's data) is refused unless
+    --allow-destroy-data, before any tool is looked for, and its data stay."""
     zram = Path("/sys/block/zram0")
     if not zram.exists():
         subprocess.run(["modprobe", "zram"], capture_output=True)
@@ -1002,8 +1004,7 @@ def test_compare_fio_refuses_a_zram_device_that_holds_data():
     try:
         with open("/dev/zram0", "r+b") as f:
             f.write(b"someone's data\n")
-        r = subprocess.run([str(ROOT / "tools" / "compare-fio"), "--quick"], capture_output=True, text=True,
-                           timeout=60)
+        r = subprocess.run([str(ROOT / "tools" / argv[0]), *argv[1:]], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and "--allow-destroy-data" in r.stderr and "zram0 is set up" in r.stderr, r.stderr
         with open("/dev/zram0", "rb") as f:
             assert f.read(15) == b"someone's data\n"
