@@ -306,6 +306,11 @@ MUTANTS = [
     Mutant("io-tools-reset-a-zram-that-holds-data", "tools/iotargets.py",
            "    if busy and not allow_destroy:\n", "    if busy and allow_destroy:\n",
            "tests/test_iogen.py -k test_compare_fio_refuses_a_zram_device_that_holds_data"),
+    Mutant("iogen-batch-counts-never-published", "bench/iogen/run/stream.c",
+           "    if (!s->pend[0])\n        return;\n    for (int i = 0; i < 6; i++) {",
+           "    if (s->pend[0])\n        return;\n    for (int i = 0; i < 6; i++) {",
+           "tests/test_iogen.py::test_steady_state_ends_a_run_early_and_says_when "
+           "tests/test_iogen.py::test_the_live_view_redraws_on_a_terminal_and_adds_nothing_in_a_pipe", slow=True),
     Mutant("sched-noise-every-interruption-the-hypervisors", "bench/sched/noise.c",
            "double beyond = (double)interruptions > (double)guest ? (double)interruptions - (double)guest : 0;",
            "double beyond = (double)interruptions;",

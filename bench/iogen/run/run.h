@@ -86,6 +86,9 @@ struct stream {
     struct lstat *lst;     /* [spec's nlines] */
     struct zstat *zst;     /* [ntargets * zones], --zones */
     uint64_t last_done;    /* ticks of the last completion (--zones) */
+    /* this batch's completions, added to the worker's shared counters once a batch (publish_counts):
+     * live ios, bytes, latency ns, then the measured window's */
+    uint64_t pend[6];
     pthread_t th;
     _Atomic bool done;     /* the thread has finished (then it is joined, once) */
     bool started;
