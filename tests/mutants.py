@@ -311,6 +311,15 @@ MUTANTS = [
            "    if (s->pend[0])\n        return;\n    for (int i = 0; i < 6; i++) {",
            "tests/test_iogen.py::test_steady_state_ends_a_run_early_and_says_when "
            "tests/test_iogen.py::test_the_live_view_redraws_on_a_terminal_and_adds_nothing_in_a_pipe", slow=True),
+    Mutant("history-version-read-in-two-snapshots", "harness/osmeter/history/store.py",
+           '''    app, meta, tables = con.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id()), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table')").fetchone()''',
+           '''    app = con.execute("PRAGMA application_id").fetchone()[0]
+    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    meta, tables = "meta" in names, len(names)''',
+           "tests/test_history.py::test_four_writers_making_one_new_history_at_once_all_open_it"),
     Mutant("sched-noise-every-interruption-the-hypervisors", "bench/sched/noise.c",
            "double beyond = (double)interruptions > (double)guest ? (double)interruptions - (double)guest : 0;",
            "double beyond = (double)interruptions;",

@@ -46,6 +46,39 @@ def fake_run(src: Path, dst: Path, when: str, scale: float = 1.0) -> Path:
 
 # ---------------------------------------------------------------- store
 
+def _open_for_writing(path: str, barrier, out) -> None:
+    from osmeter.history import store
+
+    barrier.wait()
+    try:
+        with store.opened(Path(path), write=True):
+            pass
+        out.put("")
+    except Exception as e:  # noqa: BLE001 -- what the parent asserts on
+        out.put(str(e))
+
+
+def test_four_writers_making_one_new_history_at_once_all_open_it(tmp_path):
+    """Four processes open a history that does not exist yet, released at
+    one instant, twenty times over: every one opens it. Reading the file's
+    application id and its tables in two statements let one process see the
+    id still 0 and the tables another had just committed, and call the new
+    history a foreign database (in CI, once; here 10 of 60 rounds)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for k in range(20):
+        path = tmp_path / f"h{k}.sqlite"
+        barrier, out = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_open_for_writing, args=(str(path), barrier, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        errors = [e for e in (out.get(timeout=60) for _ in procs) if e]
+        for p in procs:
+            p.join(timeout=60)
+        assert not errors, (k, errors)
+
+
 def test_concurrent_writers_lose_no_run_and_a_killed_writer_leaves_no_half_run(small_run, tmp_path):
     """Four processes add runs at once (WAL, immediate transactions, a busy
     timeout): every run is there once and the file passes SQLite's integrity

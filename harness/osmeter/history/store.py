@@ -74,11 +74,15 @@ def default_path() -> Path:
 
 
 def _version(con: sqlite3.Connection, path: Path) -> int:
-    app = con.execute("PRAGMA application_id").fetchone()[0]
-    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    # one statement, so one snapshot: read apart, another process's first migration could commit between
+    # the id (still 0) and the tables (now there), and the new history would pass for a foreign database
+    app, meta, tables = con.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id()), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'), "
+        "(SELECT count(*) FROM sqlite_master WHERE type = 'table')").fetchone()
     if app == 0 and not tables:
         return 0  # a new, empty file
-    if app != APP_ID or "meta" not in tables:
+    if app != APP_ID or not meta:
         raise RunError(f"{path}: an SQLite database, but not an osmeter history (application_id {app:#x}): "
                        "give another path (--db or OSMETER_HISTORY)")
     row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
