@@ -849,8 +849,10 @@ def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
             ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
         bw = rows["net.bw.tcp.loopback"]
         assert bw["verdict"] == "slower", bw
-        # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload
-        assert float(bw["figure_b"]) == pytest.approx(125.0, rel=0.05), bw
+        # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload. The rate is a
+        # ceiling: a busy host's late softirqs refill tbf's tokens late, and a fresh CI beside other work
+        # read 105-122 MB/s in B's runs (figure 115); a rate read in bits, or in Gbit, is 8x or 1000x away
+        assert 0.8 * 125.0 <= float(bw["figure_b"]) <= 1.05 * 125.0, bw
         # B/A of the medians; or at equal core clock where the runs had one: B/A of the runs' geometric
         # means moved by the clock's slope, at most 1, times the sides' clock gap (a CI saw a fitted slope
         # move it 12%); or at equal width, where the processes' figures followed the core's width within
