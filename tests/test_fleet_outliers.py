@@ -81,6 +81,25 @@ def test_a_host_whose_own_runs_scatter_is_not_named_for_a_shift_inside_them():
     assert [(g.host, [x.id for x in g.flags]) for g in from_figures(f).groups] == [("n03", [mid])]
 
 
+def test_a_slow_hosts_interval_counts_on_the_side_toward_its_siblings():
+    """A run's interval is even in logs: a host 60x slower whose one run had
+    processes apart reaches from 6 to 43 ms around its 16 ms, so its half-width
+    (18 ms) is wider than its distance from the siblings (16 ms), but below its
+    figure it reaches only 10 ms, still 6 ms above them (a CI's throttled
+    Slurm node, tests/test_fleet_slurm.py). Named; its runs' intervals lying
+    across the siblings' figure, not named."""
+    rng = np.random.default_rng(7)
+    f = fleet(rng, 3, 3, run_cv=0.05, within=0.3)
+    mid, unit, base = IDS[5]  # disk.4k-random-read.lat_mean, 50 us
+    x = base * 64
+    f["n02"][mid] = Figure(unit, x, x * 1.15, 3, 0.002, x * 0.002, below=x * 0.63, above=x * 1.67)
+    assert [(g.host, [y.id for y in g.flags]) for g in from_figures(f).groups] == [("n02", [mid])]
+    flag = from_figures(f).groups[0].flags[0]
+    assert flag.interval[0] == pytest.approx(64 * 0.37, rel=0.1) and flag.interval[1] > 150
+    f["n02"][mid] = Figure(unit, x, x * 1.15, 3, 0.002, x * 0.002, below=x * 0.999, above=x * 1.67)
+    assert not from_figures(f).groups
+
+
 def test_the_practical_floor_keeps_a_tiny_but_certain_offset_unnamed():
     rng = np.random.default_rng(5)
     f = fleet(rng, 5, 3, run_cv=0.0005, within=0.0001)

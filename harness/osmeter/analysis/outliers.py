@@ -3,8 +3,10 @@ hosts that lie outside their siblings' spread, how far, and how sure.
 
 Per id, on the hosts that have it:
   x   a host's figure: the median of its runs' figures
-  w   the host's own spread: the half-width of its runs' 95% intervals
-      (inside a run), and with two runs or more at least t x the sd of its
+  w   the host's own spread toward the siblings: the widest of its runs'
+      95% intervals on that side of its figure (inside a run; a run's
+      interval is even in logs, so a slow host's is wider above than below
+      it), and with two runs or more at least t x the sd of its
       runs' figures / sqrt(runs) (between its runs), t Student's 97.5%
       point on the degrees of freedom of every host's runs of the id
       (with one host's alone, two runs' 12.7 would let a sibling's two
@@ -19,9 +21,9 @@ Per id, on the hosts that have it:
 A host is named when its distance d = |x - c| passes three bars at once:
   - the spread between hosts: d > K s (K = 3.5, Iglewicz and Hoaglin's
     bar for the robust z-score);
-  - the spread inside hosts: d > w + the siblings' median w (its own runs'
-    and theirs: a node whose runs cannot tell it from the others is not
-    named, whatever the siblings' spread);
+  - the spread inside hosts: d > w + the siblings' median w toward it (its
+    own runs' and theirs: a node whose runs cannot tell it from the others
+    is not named, whatever the siblings' spread);
   - the practical floor: d > min_change x |c| (compare's --min-change).
 Its confidence is z = d / s (infinite where the siblings agree exactly),
 and its interval the ratio x / c with x at the ends of its own interval.
@@ -107,10 +109,15 @@ class Figure:
     runs: int
     run_sd: float | None  # sd of the log of its runs' figures (two runs or more)
     sd: float = 0.0       # sd of its runs' figures (two runs or more)
+    below: float | None = None  # the widest reach of its runs' intervals below their figures (else within)
+    above: float | None = None  # ... and above them
 
-    def own(self, t: float) -> float:
-        """Its own half-width: inside its runs, and between them with t."""
-        return max(self.within, t * self.sd / math.sqrt(self.runs)) if self.runs > 1 else self.within
+    def own(self, t: float, up: bool | None = None) -> float:
+        """Its own half-width: inside its runs (on the side up, or below,
+        where asked), and between them with t."""
+        side = {True: self.above, False: self.below}.get(up)
+        inside = self.within if side is None else side
+        return max(inside, t * self.sd / math.sqrt(self.runs)) if self.runs > 1 else inside
 
 
 def host_figures(runs: list) -> dict[str, Figure]:
@@ -126,19 +133,23 @@ def host_figures(runs: list) -> dict[str, Figure]:
     for mid, rows in per.items():
         figs = np.array([x[1] for x in rows])
         within = max((x[3] - x[2]) / 2 for x in rows)
+        below, above = max(x[1] - x[2] for x in rows), max(x[3] - x[1] for x in rows)
         sd, log_sd = (float(np.std(figs, ddof=1)), None) if len(figs) >= 2 else (0.0, None)
         if len(figs) >= 2 and (figs > 0).all():
             log_sd = float(np.std(np.log(figs), ddof=1))
-        out[mid] = Figure(rows[0][0], float(np.median(figs)), float(within), len(figs), log_sd, sd)
+        out[mid] = Figure(rows[0][0], float(np.median(figs)), float(within), len(figs), log_sd, sd,
+                          float(below), float(above))
     return out
 
 
-def judge(values: dict[str, float], own: dict[str, float], min_change: float,
+def judge(values: dict[str, float], own: dict[str, tuple[float, float]], min_change: float,
           run_sd: float | None = None) -> list[tuple[str, float, float, float]]:
     """(host, centre, z, distance) for each host of one id past the three
-    bars. run_sd: the pooled sd of the log of one host's run figures, where
-    the hosts ran several times: the spread between hosts is never taken
-    below what runs of one host show."""
+    bars. own: each host's half-widths (below, above) its figure; the host's
+    toward the centre and its siblings' toward it count. run_sd: the pooled
+    sd of the log of one host's run figures, where the hosts ran several
+    times: the spread between hosts is never taken below what runs of one
+    host show."""
     named = []
     for h, x in values.items():
         sib = np.array([v for k, v in values.items() if k != h])
@@ -147,8 +158,9 @@ def judge(values: dict[str, float], own: dict[str, float], min_change: float,
         if run_sd is not None:
             s = max(s, run_sd * abs(c))
         d = abs(x - c)
-        sib_own = float(np.median([own[k] for k in values if k != h]))
-        if d > K * s and d > own[h] + sib_own and d > min_change * abs(c):
+        up = x > c  # the host above its siblings: its reach down, theirs up
+        sib_own = float(np.median([own[k][up] for k in values if k != h]))
+        if d > K * s and d > own[h][not up] + sib_own and d > min_change * abs(c):
             named.append((h, c, d / s if s > 0 else math.inf, d))
     return named
 
@@ -189,7 +201,7 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = MIN_CHA
         values = {h: figs[h][mid].x for h in have}
         df = sum(figs[h][mid].runs - 1 for h in have)
         t = t_quantile(0.975, df) if df else 0.0  # Student's, on the runs of every host of the id
-        own = {h: figs[h][mid].own(t) for h in have}
+        own = {h: (figs[h][mid].own(t, False), figs[h][mid].own(t, True)) for h in have}
         run_sd = pooled_run_sd([figs[h][mid] for h in have])
         out.runs = min(out.runs or 10 ** 9, *(figs[h][mid].runs for h in have))
         way = better(unit)
@@ -204,9 +216,9 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = MIN_CHA
         for h, c, z, _ in judge(values, own, min_change, run_sd):
             if figs[h][mid].runs < 2:
                 continue  # one run: its shift cannot be told from the host's
-            x, w = values[h], own[h]
+            x, (down, up) = values[h], own[h]
             ratio = x / c if c else math.inf
-            lo, hi = ((x - w) / c, (x + w) / c) if c else (math.inf, math.inf)
+            lo, hi = ((x - down) / c, (x + up) / c) if c else (math.inf, math.inf)
             worse = None if not sign else (x > c) == (sign > 0)
             flags.append(Flag(mid, unit, h, x, c, ratio, (lo, hi), z, worse))
     out.areas = sorted({area_of(f) for h in hosts for f in logs[h]} | {area_of(f.id) for f in flags})
