@@ -1716,3 +1716,38 @@ def test_a_sweep_depth_without_a_completion_has_no_latency_and_no_error():
     (sw,) = merge_processes(procs, merge_params=disk.merge_sweep_params)
     assert sw["params"]["lat_mean_ns"][0] == pytest.approx(1000.0) and sw["params"]["lat_mean_ns"][1] is None
     assert sw["params"]["lat_p99_ns"][1] is None
+
+
+def test_stats_splits_each_ios_time_into_issue_engine_call_and_accounting(work):
+    """--stats: each batch timed in three parts while measuring. They cover
+    the stream's measured time (one stream: their sum per I/O times the I/Os
+    is the run's time, within what the window's edges and the loop's top
+    leave out); against a file on the disk the engine call (the device and
+    the kernel) outweighs issuing and accounting; a synchronous engine's call
+    is made while issuing, and said so. Without --stats the result has no
+    such object. Mutants caught: the ramp's batches counted; the issue and
+    call readings swapped."""
+    cpu = ("--cpu", max(os.sched_getaffinity(0)))
+    plain = results(iogen("--engine", "nop", "--workload", "4k-random-read", "--qd", 16, "--time", 0.3,
+                          "--ramp", 0.05, *cpu))[0]
+    assert "cpu_per_io" not in plain
+    r = iogen("--engine", "nop", "--workload", "4k-random-read", "--qd", 16, "--time", 0.4, "--ramp", 0.3, "--stats",
+              *cpu)
+    o = results(r)[0]
+    c = o["cpu_per_io"]
+    assert c["call_made_while_issuing"] is False and "user_in_engine_and_loop_us" in c
+    assert "iogen: per I/O: issue" in r.stderr
+    covered = (c["issue_us"] + c["engine_call_us"] + c["accounting_us"]) * 1e-6 * (o["reads"] + o["writes"])
+    assert 0.8 < covered / o["run_s"] < 1.05, (covered, o["run_s"], c)  # the 0.3 s ramp counted: 1.75
+    assert min(c["issue_us"], c["engine_call_us"], c["accounting_us"]) > 0, c
+    f = work / "stats.dat"
+    for engine, sync in (("uring", False), ("psync", True)):
+        o = results(iogen("--target", f, "--size", "64M", "--engine", engine, "--workload", "4k-random-read",
+                          "--qd", 1, "--time", 0.4, "--ramp", 0.1, "--stats", *cpu))[0]
+        c = o["cpu_per_io"]
+        assert c["call_made_while_issuing"] is sync, c
+        covered = (c["issue_us"] + c["engine_call_us"] + c["accounting_us"]) * 1e-6 * (o["reads"] + o["writes"])
+        assert 0.8 < covered / o["run_s"] < 1.05, (engine, covered, o["run_s"], c)
+        # the device's time is in the call, or, for psync, in issuing, where the call is made
+        waited, other = ((c["issue_us"], c["engine_call_us"]) if sync else (c["engine_call_us"], c["issue_us"]))
+        assert waited > 3 * (other + c["accounting_us"]), (engine, c)

@@ -48,6 +48,7 @@ struct iogen_config {
     unsigned batch;         /* most requests per submission; 0 = every free slot */
     struct steady steady;   /* --steady METRIC:BOUND:WINDOW, as parsed */
     bool precondition;      /* write the region in order twice first */
+    bool stats;             /* --stats: each batch's issue, engine call and accounting timed (cpu_per_io) */
 };
 
 /* The config the command line asks for (exits with a usage error, status 2,

@@ -103,6 +103,7 @@ static void set_steady(struct iogen_config *c, const char *v)
         osm_usage_error("%s", err);
 }
 static void set_precondition(struct iogen_config *c, const char *v) { (void)v; c->precondition = true; }
+static void set_stats(struct iogen_config *c, const char *v) { (void)v; c->stats = true; }
 static void do_help(struct iogen_config *c, const char *v);
 static void do_list(struct iogen_config *c, const char *v) { (void)c, (void)v; spec_list_builtins(stdout); exit(0); }
 static void do_markdown(struct iogen_config *c, const char *v);
@@ -160,6 +161,8 @@ static const struct option_def options[] = {
     { "--cpu", "N", "pin every worker thread to CPU N", set_cpu },
     { "--seed", "N", "random seed (default fixed; a .icf fixed seed wins)", set_seed },
     { "--batch", "N", "submit at most N requests per system call (default 4; 0: every free slot)", set_batch },
+    { "--stats", NULL, "where an I/O's time goes: each batch's issue, engine call and accounting timed "
+      "(cpu_per_io in the result, a line on stderr)", set_stats },
     { "--dump-spec", NULL, "print the job as JSON and exit", set_dump },
     { "--list-workloads", NULL, "the shipped workloads", do_list },
     { "--options-markdown", NULL, "this option list as a Markdown table (docs/iogen.md)", do_markdown },

@@ -16,6 +16,7 @@
 struct totals {
     struct hist all, rd, wr;
     uint64_t reads, writes, bytes_r, bytes_w, syscalls, vread, verified, vnever, raced, bad, vstale, vnopattern;
+    uint64_t t_issue, t_call, t_account; /* --stats */
 };
 
 static void totals_clear(struct totals *t)
@@ -36,6 +37,9 @@ static void add_stream(struct totals *t, const struct stream *s)
     t->bytes_r += s->bytes_r;
     t->bytes_w += s->bytes_w;
     t->syscalls += s->syscalls;
+    t->t_issue += s->t_issue;
+    t->t_call += s->t_call;
+    t->t_account += s->t_account;
     t->vread += s->vread;
     t->verified += s->verified;
     t->vnever += s->vnever;
@@ -48,6 +52,34 @@ static void add_stream(struct totals *t, const struct stream *s)
 static double seconds(struct timeval a, struct timeval b)
 {
     return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_usec - a.tv_usec) * 1e-6;
+}
+
+/* --stats: where an I/O's time goes, in microseconds per I/O measured.
+ * issue, engine_call and accounting are the streams' own clock readings
+ * (wall time: a thread that waits or is preempted there counts it);
+ * user and system are the process's CPU (getrusage, every thread). With an
+ * asynchronous engine, the user CPU beyond issue and accounting is the
+ * engine's own work in user space and the loop's; the kernel's part is the
+ * system CPU, inside the engine call. A synchronous engine makes its call
+ * while issuing. The same figures go on one line to standard error. */
+static void cpu_per_io(struct json *j, const struct totals *tot, const struct run_state *rs, double user,
+                       double sys, double per, bool sync)
+{
+    double k = rs->tick_ns * 1e-3 * per, issue = (double)tot->t_issue * k, call = (double)tot->t_call * k,
+           acc = (double)tot->t_account * k, u = user * 1e6 * per, s = sys * 1e6 * per;
+    json_key(j, "cpu_per_io");
+    json_obj(j);
+    json_kfixed(j, "issue_us", issue, 4);
+    json_kfixed(j, "engine_call_us", call, 4);
+    json_kfixed(j, "accounting_us", acc, 4);
+    json_kfixed(j, "user_us", u, 4);
+    json_kfixed(j, "system_us", s, 4);
+    if (!sync)
+        json_kfixed(j, "user_in_engine_and_loop_us", u - issue - acc, 4);
+    json_kbool(j, "call_made_while_issuing", sync);
+    json_obj_end(j);
+    fprintf(stderr, "iogen: per I/O: issue %.3f us%s, engine call %.3f us, accounting %.3f us (wall); "
+            "CPU user %.3f us, system %.3f us\n", issue, sync ? " (with the synchronous call)" : "", call, acc, u, s);
 }
 
 /* The report intervals of the streams of workers [from, to): iops, mbps and
@@ -331,6 +363,8 @@ void report(FILE *f, const struct run_result *in, const char *name, const struct
     json_kfixed(&j, "syscalls_per_io", (double)tot.syscalls * per, 4);
     json_kint(&j, "ctx_switches", ctx);
     json_kfixed(&j, "ctx_switches_per_io", (double)ctx * per, 4);
+    if (cfg->stats)
+        cpu_per_io(&j, &tot, rs, user, sys, per, cfg->engine->sync);
     if (rs->verify)
         verify_report(&j, &tot);
     if (rs->steady.on)

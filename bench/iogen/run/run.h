@@ -75,6 +75,7 @@ struct stream {
     uint64_t ival_end;
     uint64_t reads, writes, bytes_r, bytes_w;
     uint64_t syscalls;     /* counted while measuring */
+    uint64_t t_issue, t_call, t_account; /* --stats: ticks in each part of the batches begun while measuring */
     /* --verify, in blocks: read = checked + never written + raced; among the checked, bad ones, of which
      * stale (an earlier generation's data) and without the pattern at all */
     uint64_t vread, verified, vnever, raced, bad, vstale, vnopattern;

@@ -261,6 +261,18 @@ static void publish_counts(struct stream *s)
     }
 }
 
+/* --stats: a batch's ticks choosing and queueing its requests (from the
+ * loop's first reading to the engine call; a synchronous engine's I/O is
+ * made there), in the engine's call (submission, the kernel, the wait and
+ * the reaping of completions), and accounting for what came back (checks,
+ * histograms, counters; up to this reading). */
+static void account_batch(struct stream *s, uint64_t start, uint64_t call, uint64_t back)
+{
+    s->t_issue += call - start;
+    s->t_call += back - call;
+    s->t_account += osm_stamp() - back;
+}
+
 static void fail(struct stream *s)
 {
     struct run_state *rs = s->w->rs;
@@ -299,7 +311,7 @@ void *stream_main(void *arg)
     for (unsigned i = 0; free_slots && i < s->nslots; i++)
         free_slots[i] = i;
     bool broken = !free_slots || !done;
-    const bool sync = e.ops->sync;
+    const bool sync = e.ops->sync, stats = rs->cfg->stats;
     while (!broken) {
         uint64_t now = osm_stamp();
         uint64_t sc = e.syscalls; /* a synchronous engine makes its call in queue */
@@ -325,10 +337,13 @@ void *stream_main(void *arg)
             nap_until(rs, s->resume_at); /* a delay or a rate limit with nothing in flight */
             continue;
         }
+        uint64_t t_call = 0;
         if (!sync && first > nfree) { /* the batch goes to the kernel in the one call below: one reading for all of it */
-            uint64_t t0 = osm_stamp();
+            t_call = osm_stamp();
             for (unsigned k = nfree; k < first; k++)
-                s->slots[free_slots[k]].t_start = t0;
+                s->slots[free_slots[k]].t_start = t_call;
+        } else if (stats) {
+            t_call = osm_stamp();
         }
         int n = e.ops->submit_reap(&e, more ? 0 : 1, done, s->nslots, w->err, sizeof w->err);
         uint64_t t = osm_stamp();
@@ -345,6 +360,8 @@ void *stream_main(void *arg)
             inflight--;
         }
         publish_counts(s);
+        if (stats && now >= rs->t_measure && now < rs->t_end) /* --stats: this batch's three parts */
+            account_batch(s, now, t_call, t);
         if (atomic_load(&w->failed) && !inflight)
             break;
     }
