@@ -1738,7 +1738,7 @@ def test_stats_splits_each_ios_time_into_issue_engine_call_and_accounting(work):
     assert c["call_made_while_issuing"] is False and "user_in_engine_and_loop_us" in c
     assert "iogen: per I/O: issue" in r.stderr
     covered = (c["issue_us"] + c["engine_call_us"] + c["accounting_us"]) * 1e-6 * (o["reads"] + o["writes"])
-    assert 0.8 < covered / o["run_s"] < 1.05, (covered, o["run_s"], c)  # the 0.3 s ramp counted: 1.75
+    assert 0.8 < covered / o["run_s"] < 1.2, (covered, o["run_s"], c)  # the 0.3 s ramp counted: 1.66
     assert min(c["issue_us"], c["engine_call_us"], c["accounting_us"]) > 0, c
     f = work / "stats.dat"
     for engine, sync in (("uring", False), ("psync", True)):
@@ -1747,7 +1747,7 @@ def test_stats_splits_each_ios_time_into_issue_engine_call_and_accounting(work):
         c = o["cpu_per_io"]
         assert c["call_made_while_issuing"] is sync, c
         covered = (c["issue_us"] + c["engine_call_us"] + c["accounting_us"]) * 1e-6 * (o["reads"] + o["writes"])
-        assert 0.8 < covered / o["run_s"] < 1.05, (engine, covered, o["run_s"], c)
+        assert 0.8 < covered / o["run_s"] < 1.2, (engine, covered, o["run_s"], c)
         # the device's time is in the call, or, for psync, in issuing, where the call is made
         waited, other = ((c["issue_us"], c["engine_call_us"]) if sync else (c["engine_call_us"], c["issue_us"]))
         assert waited > 3 * (other + c["accounting_us"]), (engine, c)
