@@ -831,43 +831,58 @@ def _geometric_ratio_and_clock_gap(out: Path, mid: str) -> tuple[float, float]:
 def test_a_shaped_link_is_found_and_nothing_else(tmp_path):
     """B shapes loopback (in a namespace of the test's own) to 1 Gbit/s: the
     TCP bandwidth is slower, by the shaped rate; CPU ids are not flagged at
-    5% (at the default 2%, the signal ids' 3% between the sides of five
-    rounds was flagged once on a noisy AMD guest, q 0.045: what a host
-    that drifts gives at the edge of what five runs detect, not the link);
-    the qdisc is gone afterwards."""
+    5%; the qdisc is gone afterwards. The CPU ids are negative controls read
+    with a false-alarm rate: at the default 2%, the signal ids' 3% between
+    the sides of five rounds was flagged once on a noisy AMD guest (q 0.045),
+    and a fresh CI on the Xeon guest flagged cpu.call.args1 at 5% (x0.937, q
+    0.020: A's five runs 1.43-1.71 ns, B's 1.46-1.62). So an ab that flags a
+    CPU id is run once more, as the noisy A/A is, and the test fails only
+    when both do: a program that flags unchanged ids does so twice."""
     ns = "osmeter-ab-test"
     _netns(ns)
     try:
-        out = tmp_path / "tbf"
-        r = subprocess.run(["ip", "netns", "exec", ns, str(ROOT / "osmeter"), "ab", "--a", UNSHAPE, "--b", SHAPE,
-                            "--restore", UNSHAPE, "--rounds", "5", "--min-change", "0.05", "--probes",
-                            "net.bw.tcp.loopback,cpu.syscall,cpu.call,cpu.signal", "--out", str(out)],
-                           capture_output=True, text=True, timeout=900)
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-        assert "tbf" not in _qdisc(ns)
-        rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
-            ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
-        bw = rows["net.bw.tcp.loopback"]
-        assert bw["verdict"] == "slower", bw
-        # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload. The rate is a
-        # ceiling: a busy host's late softirqs refill tbf's tokens late, and a fresh CI beside other work
-        # read 105-122 MB/s in B's runs (figure 115); a rate read in bits, or in Gbit, is 8x or 1000x away
-        assert 0.8 * 125.0 <= float(bw["figure_b"]) <= 1.05 * 125.0, bw
-        # B/A of the medians; or at equal core clock where the runs had one: B/A of the runs' geometric
-        # means moved by the clock's slope, at most 1, times the sides' clock gap (a CI saw a fitted slope
-        # move it 12%); or at equal width, where the processes' figures followed the core's width within
-        # runs: a common slope moves the shaped side's figures too, by under a tenth here
-        if not bw["clock_slope"] and bw["width_applied"] != "1":
-            assert float(bw["ratio"]) == pytest.approx(float(bw["figure_b"]) / float(bw["figure_a"]), rel=1e-6)
-        else:
-            geo, gap = _geometric_ratio_and_clock_gap(out, "net.bw.tcp.loopback")
-            off = abs(math.log(float(bw["ratio"]) / geo))
-            assert off <= gap + (0.1 if bw["width_applied"] == "1" else 0.01), (bw, geo, gap)
-        cpu = [f"{i} {row['verdict']}" for i, row in rows.items() if i.startswith("cpu.") and row["verdict"] in FLAGGED]
-        assert cpu == [], cpu
-        assert "conditions.qdisc.lo" in (out / "compare.txt").read_text()
+        tries = []
+        for k in range(2):
+            out = tmp_path / f"tbf{k}"
+            rows = _shaped_ab(ns, out)
+            cpu = [f"{i} {row['verdict']}" for i, row in rows.items()
+                   if i.startswith("cpu.") and row["verdict"] in FLAGGED]
+            tries.append(cpu)
+            if not cpu:
+                break
+        assert tries[-1] == [], tries
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def _shaped_ab(ns: str, out: Path) -> dict[str, dict]:
+    """One ab of the shaped-link test, its bandwidth row checked; compare.csv's rows by id."""
+    r = subprocess.run(["ip", "netns", "exec", ns, str(ROOT / "osmeter"), "ab", "--a", UNSHAPE, "--b", SHAPE,
+                        "--restore", UNSHAPE, "--rounds", "5", "--min-change", "0.05", "--probes",
+                        "net.bw.tcp.loopback,cpu.syscall,cpu.call,cpu.signal", "--out", str(out)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "tbf" not in _qdisc(ns)
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO("".join(
+        ln for ln in (out / "compare.csv").read_text().splitlines(True) if not ln.startswith("#"))))}
+    bw = rows["net.bw.tcp.loopback"]
+    assert bw["verdict"] == "slower", bw
+    # 1 Gbit/s is 125 MB/s on the wire; loopback's 64 KiB frames carry ~99.9% payload. The rate is a
+    # ceiling: a busy host's late softirqs refill tbf's tokens late, and a fresh CI beside other work
+    # read 105-122 MB/s in B's runs (figure 115); a rate read in bits, or in Gbit, is 8x or 1000x away
+    assert 0.8 * 125.0 <= float(bw["figure_b"]) <= 1.05 * 125.0, bw
+    # B/A of the medians; or at equal core clock where the runs had one: B/A of the runs' geometric
+    # means moved by the clock's slope, at most 1, times the sides' clock gap (a CI saw a fitted slope
+    # move it 12%); or at equal width, where the processes' figures followed the core's width within
+    # runs: a common slope moves the shaped side's figures too, by under a tenth here
+    if not bw["clock_slope"] and bw["width_applied"] != "1":
+        assert float(bw["ratio"]) == pytest.approx(float(bw["figure_b"]) / float(bw["figure_a"]), rel=1e-6)
+    else:
+        geo, gap = _geometric_ratio_and_clock_gap(out, "net.bw.tcp.loopback")
+        off = abs(math.log(float(bw["ratio"]) / geo))
+        assert off <= gap + (0.1 if bw["width_applied"] == "1" else 0.01), (bw, geo, gap)
+    assert "conditions.qdisc.lo" in (out / "compare.txt").read_text()
+    return rows
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("tc") or not shutil.which("ip"),
