@@ -44,11 +44,11 @@ TEST_BINS  := $(TEST_SRC:tests/c/%.c=$(BUILD)/test/%)
 
 PY ?= .venv/bin/python
 
-.PHONY: all run test clean venv report fuzz notebook mutants mutants-ci
+.PHONY: all run test clean venv test-deps report fuzz notebook mutants mutants-ci
 # iotrace: the command's main (bench/iotrace/iotrace.c) over its parts (bench/iotrace/README.md,
 # lowest first): the trace format, what the command's parts share, a replay's preparation, the MPI
-# launch, the POSIX recorder, the replayer, show, and the MPI-IO recorder and replayer
-IOTRACE_PARTS := format base prepare launch posix replay show mpiio
+# launch, the POSIX recorder, the replayer, show, import, and the MPI-IO recorder and replayer
+IOTRACE_PARTS := format base prepare launch posix replay show import mpiio
 IOTRACE_INC := -Ibench/iotrace $(addprefix -Ibench/iotrace/,$(IOTRACE_PARTS))
 IOTRACE_SRC := $(wildcard bench/iotrace/*.c $(IOTRACE_PARTS:%=bench/iotrace/%/*.c))
 IOTRACE_HDR := $(wildcard bench/iotrace/*.h $(IOTRACE_PARTS:%=bench/iotrace/%/*.h))
@@ -178,15 +178,20 @@ report: venv
 notebook: venv
 	./osmeter notebook
 
+# PyDarshan (PyPI darshan), which iotrace import reads Darshan logs with: optional for osmeter (the import
+# says how to get it), installed for the tests of the import
+test-deps: venv
+	@$(PY) -c 'import darshan' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check 'darshan>=3.4'
+
 # -rs: every skip's reason; --durations: the 30 slowest steps, where CI's time goes; the quick run
 # the tests make is kept for make mutants
-test: all venv
+test: all venv test-deps
 	OSMETER_TEST_QUICK_RUN_SAVE=$(BUILD)/quick-run $(PY) -m pytest -q -rs --durations=30 tests
 
-mutants: all venv
+mutants: all venv test-deps
 	$(PY) tests/mutants.py
 
-mutants-ci: all venv
+mutants-ci: all venv test-deps
 	$(PY) tests/mutants.py --ci
 
 FUZZ_SECONDS ?= 60

@@ -235,7 +235,7 @@ def test_the_harness_has_no_import_circles():
 # The harness's packages, bottom to top, each with its job in one sentence
 # (its __init__.py's docstring): a module imports from its own package and
 # from those below it, never from one above.
-LAYERS = ("core", "results", "host", "remote", "ktrace", "present", "probes", "analysis", "running", "fleet",
+LAYERS = ("core", "results", "host", "remote", "ktrace", "apptrace", "present", "probes", "analysis", "running", "fleet",
           "report", "history", "cli")
 
 

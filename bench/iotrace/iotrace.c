@@ -4,6 +4,7 @@
  *   iotrace record --out TRACE [--] CMD [ARGS...]
  *   iotrace replay TRACE --dir DIR [--processes N]
  *   iotrace show TRACE
+ *   iotrace import DARSHAN_LOG --out TRACE
  *
  * The application-based approach of Seidel et al.'s MPI-IO profiler and
  * headstrong benchmark, for POSIX I/O: a preloaded library writes one
@@ -26,6 +27,7 @@ static const char usage_text[] =
     "       iotrace replay TRACE --dir DIR --launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded]\n"
     "                      [--prepare-limit BYTES] [--start-timeout S]\n"
     "       iotrace show TRACE\n"
+    "       iotrace import DARSHAN_LOG --out TRACE\n"
     "\n"
     "record  runs CMD with the recorder (LD_PRELOAD) and writes its file I/O\n"
     "        as one CSV trace; exits with CMD's status. With --launcher, CMD is\n"
@@ -35,6 +37,8 @@ static const char usage_text[] =
     "        on files DIR/f0, DIR/f1 ...; prints one JSON object. A trace recorded\n"
     "        under MPI replays under --launcher with as many ranks\n"
     "show    prints a summary: processes, threads, files, calls\n"
+    "import  writes a Darshan log's DXT records (POSIX and MPI-IO, every rank)\n"
+    "        as a trace (read with PyDarshan, by osmeter's importer)\n"
     "The trace format: docs/iotrace.md.\n";
 
 int main(int argc, char **argv)
@@ -54,6 +58,8 @@ int main(int argc, char **argv)
         return cmd_replay_rank(argc - 2, argv + 2);
     if (!strcmp(argv[1], "show"))
         return cmd_show(argc - 2, argv + 2);
-    osm_usage_error("unknown command '%s' (record, replay, show)", argv[1]);
+    if (!strcmp(argv[1], "import"))
+        return cmd_import(argc - 2, argv + 2);
+    osm_usage_error("unknown command '%s' (record, replay, show, import)", argv[1]);
 }
 

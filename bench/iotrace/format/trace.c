@@ -153,7 +153,7 @@ int trace_format_row(char *buf, size_t n, const struct trace_rec *r)
 struct parser {
     const char *name;
     size_t line;
-    int version; /* of the trace being read: 1 or 2 */
+    int version; /* of the trace being read: 1, 2 or 3 */
     int64_t next_file; /* merged traces number files densely, in order */
     char *err;
     size_t errlen;
@@ -400,9 +400,11 @@ int trace_parse(const char *text, size_t len, const char *name, bool merged, str
                 ps.version = 2;
             } else if (n == 11 && !memcmp(p, "# iotrace 1", 11)) {
                 ps.version = 1;
+            } else if (n == 11 && !memcmp(p, "# iotrace 3", 11)) {
+                ps.version = TRACE_VERSION_NOTES;
             } else {
-                fail(&ps, "format version '%.*s' is not supported (this iotrace reads 1 and %d)",
-                     (int)(n - 10 > 20 ? 20 : n - 10), p + 10, TRACE_VERSION);
+                fail(&ps, "format version '%.*s' is not supported (this iotrace reads 1, 2 and 3)",
+                     (int)(n - 10 > 20 ? 20 : n - 10), p + 10);
                 goto bad;
             }
         } else if (ps.line == 2) {
@@ -411,6 +413,19 @@ int trace_parse(const char *text, size_t len, const char *name, bool merged, str
                 fail(&ps, "bad header row: expected '%s'", h);
                 goto bad;
             }
+        } else if (ps.version == TRACE_VERSION_NOTES && (t->nnotes || (n && p[0] == '#'))) {
+            if (n < 2 || memcmp(p, "# ", 2)) {
+                fail(&ps, "a row after the notes (in format 3, the '# ' lines end the trace)");
+                goto bad;
+            }
+            if (!t->notes && !(t->notes = malloc(rows * sizeof *t->notes))) {
+                fail(&ps, "out of memory");
+                goto bad;
+            }
+            memcpy(store, p + 2, n - 2);
+            store[n - 2] = '\0';
+            t->notes[t->nnotes++] = store;
+            store += n - 1;
         } else {
             struct trace_rec *r = &t->rec[t->n];
             if (parse_row(&ps, p, n, merged, &store, r))
@@ -485,6 +500,7 @@ void trace_free(struct trace *t)
         free(t->blocks[i]);
     free(t->blocks);
     free(t->rec);
+    free(t->notes);
     *t = (struct trace){0};
 }
 

@@ -23,6 +23,7 @@
 
 #define TRACE_VERSION 2
 #define TRACE_VERSION_LINE "# iotrace 2"
+#define TRACE_VERSION_NOTES 3 /* version 2's rows, then "# " notes to the end (what an import could not give) */
 #define TRACE_HEADER_V1 "seq,pid,tid,call,t_start_ns,t_end_ns,fd,file,path,flags,mode,offset,bytes,ret,errno"
 #define TRACE_HEADER TRACE_HEADER_V1 ",rank,parent,args"
 #define TRACE_NFIELDS_V1 15
@@ -165,7 +166,9 @@ int trace_format_row(char *buf, size_t n, const struct trace_rec *r);
 struct trace {
     struct trace_rec *rec;
     size_t n;
-    int version; /* of the file read: 1 or 2 */
+    int version; /* of the file read: 1, 2 or 3 */
+    const char **notes; /* version 3: the "# " lines after the rows (without the "# "), in order */
+    size_t nnotes;
     char **blocks; /* path storage, freed with the trace */
     size_t nblocks;
 };

@@ -172,5 +172,9 @@ int cmd_show(int argc, char **argv)
                x->count ? (double)x->rec_ns / (double)x->count : 0.0);
     }
     show_mpi(&t);
+    if (t.nnotes)
+        printf("\nNotes (what the trace's source could not give):\n");
+    for (size_t i = 0; i < t.nnotes; i++)
+        printf("- %s\n", t.notes[i]);
     return 0;
 }
