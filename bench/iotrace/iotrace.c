@@ -3,7 +3,7 @@
  *
  *   iotrace record --out TRACE [--] CMD [ARGS...]
  *   iotrace replay TRACE --dir DIR [--processes N]
- *   iotrace show TRACE
+ *   iotrace show TRACE [--perfetto OUT.json]
  *   iotrace import DARSHAN_LOG --out TRACE
  *
  * The application-based approach of Seidel et al.'s MPI-IO profiler and
@@ -26,7 +26,7 @@ static const char usage_text[] =
     "       iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--unpin]\n"
     "       iotrace replay TRACE --dir DIR --launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded]\n"
     "                      [--prepare-limit BYTES] [--start-timeout S]\n"
-    "       iotrace show TRACE\n"
+    "       iotrace show TRACE [--perfetto OUT.json]\n"
     "       iotrace import DARSHAN_LOG --out TRACE\n"
     "\n"
     "record  runs CMD with the recorder (LD_PRELOAD) and writes its file I/O\n"
@@ -36,7 +36,8 @@ static const char usage_text[] =
     "replay  issues the trace's calls again, with as many processes and threads,\n"
     "        on files DIR/f0, DIR/f1 ...; prints one JSON object. A trace recorded\n"
     "        under MPI replays under --launcher with as many ranks\n"
-    "show    prints a summary: processes, threads, files, calls\n"
+    "show    prints a summary: processes, threads, files, calls; --perfetto\n"
+    "        writes the trace as a timeline (Chrome's trace event format)\n"
     "import  writes a Darshan log's DXT records (POSIX and MPI-IO, every rank)\n"
     "        as a trace (read with PyDarshan, by osmeter's importer)\n"
     "The trace format: docs/iotrace.md.\n";

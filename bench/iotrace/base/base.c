@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,4 +137,23 @@ struct layout layout_of(const struct trace *t)
         p->nrows++;
     }
     return L;
+}
+
+/* A file written whole, then renamed over out (a trace, a timeline): made beside out under a name nobody
+ * can guess (mkstemp), so that a command that fails leaves out as it was (a trace kept there is never
+ * lost) and a link at out is replaced, not followed. Its mode is a new file's (0666 less the umask). */
+FILE *iot_open_beside(const char *out, char *tmp, size_t n)
+{
+    if (snprintf(tmp, n, "%s.XXXXXX", out) >= (int)n)
+        iot_fail(2, "%s: the path is too long", out);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        iot_fail(2, "cannot write %s: %s", out, strerror(errno));
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *f = fdopen(fd, "w");
+    if (!f)
+        iot_fail(1, "cannot write %s: %s", out, strerror(errno));
+    return f;
 }

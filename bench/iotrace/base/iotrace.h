@@ -58,5 +58,8 @@ struct layout layout_of(const struct trace *t);
 size_t *sorted_rows(const struct trace *t, int (*cmp)(const void *, const void *));
 int by_process(const void *a, const void *b);
 bool moves_data(enum trace_call c);
+/* A file beside out under a name nobody can guess (mkostemp; its name into tmp), mode 0666 less the umask:
+ * written whole, then renamed over out (a link at out replaced, not followed), or removed. */
+FILE *iot_open_beside(const char *out, char *tmp, size_t n);
 
 #endif

@@ -494,6 +494,107 @@ int trace_load(const char *path, bool merged, bool nul_padded, struct trace *t, 
     return rc;
 }
 
+/* --------------------------------------------------------------- streaming */
+
+struct trace_stream {
+    FILE *f;
+    struct parser ps;
+    char *line, *store;
+    size_t cap, store_cap, n; /* n: rows read */
+    uint64_t last_start;
+    bool notes;
+};
+
+struct trace_stream *trace_stream_open(const char *path, char *err, size_t errlen)
+{
+    struct trace_stream *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    s->ps = (struct parser){path, 0, 2, 0, err, errlen};
+    if (!(s->f = fopen(path, "rbe"))) {
+        fail(&s->ps, "cannot open: %s", strerror(errno));
+        free(s);
+        return NULL;
+    }
+    for (int k = 1; k <= 2; k++) {
+        ssize_t got = getline(&s->line, &s->cap, s->f);
+        s->ps.line = (size_t)k;
+        size_t n = got > 0 ? (size_t)got - (s->line[got - 1] == '\n') : 0;
+        const char *h = s->ps.version == 1 ? TRACE_HEADER_V1 : TRACE_HEADER;
+        if (got <= 0 || s->line[got - 1] != '\n') {
+            fail(&s->ps, got <= 0 && k == 1 ? "empty file: not an iotrace trace" : "cut short before its header row");
+        } else if (k == 1 && n == 11 && !memcmp(s->line, "# iotrace ", 10) && s->line[10] >= '1' &&
+                   s->line[10] <= '3') {
+            s->ps.version = s->line[10] - '0';
+            continue;
+        } else if (k == 1) {
+            fail(&s->ps, "not an iotrace trace of a version this iotrace reads ('# iotrace 1', 2 or 3)");
+        } else if (n != strlen(h) || memcmp(s->line, h, n)) {
+            fail(&s->ps, "bad header row: expected '%s'", h);
+        } else {
+            continue;
+        }
+        trace_stream_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+int trace_stream_version(const struct trace_stream *s)
+{
+    return s->ps.version;
+}
+
+int trace_stream_next(struct trace_stream *s, struct trace_rec *r)
+{
+    for (;;) {
+        ssize_t got = getline(&s->line, &s->cap, s->f);
+        if (got <= 0)
+            return ferror(s->f) ? fail(&s->ps, "cannot read: %s", strerror(errno)) : 0;
+        s->ps.line++;
+        if (s->line[got - 1] != '\n')
+            return fail(&s->ps, "truncated: the last line has no end (the file was cut short?)");
+        size_t n = (size_t)got - 1;
+        if (s->ps.version == TRACE_VERSION_NOTES && (s->notes || (n && s->line[0] == '#'))) {
+            if (n < 2 || memcmp(s->line, "# ", 2))
+                return fail(&s->ps, "a row after the notes (in format 3, the '# ' lines end the trace)");
+            s->notes = true;
+            continue;
+        }
+        if (s->store_cap < n + 2) {
+            free(s->store);
+            s->store_cap = n + 2;
+            if (!(s->store = malloc(s->store_cap)))
+                return fail(&s->ps, "out of memory");
+        }
+        char *store = s->store;
+        if (parse_row(&s->ps, s->line, n, true, &store, r))
+            return -1;
+        if (s->n && r->t_start < s->last_start)
+            return fail(&s->ps, "field t_start_ns: %llu is before the previous row's (rows are sorted by start time)",
+                        (unsigned long long)r->t_start);
+        if (r->seq != s->n)
+            return fail(&s->ps, "field seq: %llu, expected %zu (rows are numbered 0, 1, 2 ...)",
+                        (unsigned long long)r->seq, s->n);
+        s->last_start = r->t_start;
+        s->n++;
+        return 1;
+    }
+}
+
+void trace_stream_close(struct trace_stream *s)
+{
+    if (!s)
+        return;
+    if (s->f)
+        fclose(s->f);
+    free(s->line);
+    free(s->store);
+    free(s);
+}
+
 void trace_free(struct trace *t)
 {
     for (size_t i = 0; i < t->nblocks; i++)

@@ -173,6 +173,16 @@ struct trace {
     size_t nblocks;
 };
 
+/* A trace read a row at a time, in memory independent of its length (`iotrace show --perfetto`): open
+ * checks the version line and the header; next gives the next row (1), the end (0) or an error (-1, the
+ * message in err as trace_parse's), with the checks of a merged trace; a row's path and args stay valid
+ * until the next call. Version 3's notes are passed over. */
+struct trace_stream;
+struct trace_stream *trace_stream_open(const char *path, char *err, size_t errlen);
+int trace_stream_version(const struct trace_stream *s);
+int trace_stream_next(struct trace_stream *s, struct trace_rec *r);
+void trace_stream_close(struct trace_stream *s);
+
 /* The value of key in an args string ("" where absent), copied into buf. */
 const char *trace_arg(const char *args, const char *key, char *buf, size_t n);
 

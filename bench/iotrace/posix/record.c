@@ -115,25 +115,6 @@ static void preloaded(void *arg)
     setenv("IOTRACE_DIR", p->dir, 1);
 }
 
-/* The trace's file: made beside out under a name nobody can guess (mkstemp), renamed over out once whole,
- * so that a record that fails leaves out as it was (a trace kept there is never lost) and a link at out is
- * replaced, not followed. Its mode is a new file's (0666 less the umask). */
-static FILE *open_beside(const char *out, char *tmp, size_t n)
-{
-    if (snprintf(tmp, n, "%s.XXXXXX", out) >= (int)n)
-        iot_fail(2, "--out %s: the path is too long", out);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0)
-        iot_fail(2, "cannot write the trace %s: %s", out, strerror(errno));
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    FILE *f = fdopen(fd, "w");
-    if (!f)
-        iot_fail(1, "cannot write the trace %s: %s", out, strerror(errno));
-    return f;
-}
-
 struct record_opts {
     const char *out, *launcher, *impl; /* --out, --launcher, --mpi (checked) */
     unsigned start_timeout;            /* --start-timeout, seconds */
@@ -222,7 +203,7 @@ int cmd_record(int argc, char **argv)
     else if (!launcher)
         library_path(lib);
     char tmp[PATH_MAX];
-    FILE *f = open_beside(out, tmp, sizeof tmp);
+    FILE *f = iot_open_beside(out, tmp, sizeof tmp);
     const char *tmpdir = getenv("TMPDIR");
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/iotrace.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");

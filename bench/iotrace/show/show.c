@@ -2,6 +2,7 @@
 #include "commands.h"
 #include "iotrace.h"
 #include "osm.h"
+#include "timeline.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -112,8 +113,21 @@ static void show_mpi(const struct trace *t)
 
 int cmd_show(int argc, char **argv)
 {
-    if (argc != 1)
-        osm_usage_error("show takes one trace: iotrace show TRACE");
+    const char *perfetto = NULL, *path = NULL;
+    const struct osm_opt rows[] = {
+        OSM_OPT_STR("perfetto", perfetto, "write the trace as a timeline (Chrome's trace event format, which "
+                    "Perfetto's UI opens) into OUT instead of the summary", .arg = "OUT.json"),
+        {0},
+    };
+    const struct osm_command cmd = {
+        .name = "iotrace show", .operands = "TRACE", .opts = rows, .max_operands = 1,
+        .summary = "Prints a trace's processes, threads, files and calls, or writes it as a timeline.",
+    };
+    if (osm_parse_command(&cmd, argc, argv, &path) == 0)
+        osm_usage_error("show takes one trace: iotrace show TRACE [--perfetto OUT.json]");
+    if (perfetto)
+        return show_timeline(path, perfetto);
+    argv[0] = (char *)path;
     struct trace t;
     iot_load_trace(argv[0], &t);
     struct layout L = layout_of(&t);
