@@ -283,8 +283,10 @@ def _help_options(text: str) -> set[str]:
 
 @pytest.mark.parametrize("command, options", [
     ("replay", {"dir", "processes", "prepare-limit", "timeout", "launcher", "mpi", "timing", "start-timeout",
-                "unpin"}),
+                "unpin", "timeline"}),
     ("record", {"out", "launcher", "mpi", "start-timeout"}),
+    ("show", {"perfetto"}),
+    ("import", {"out"}),
     ("rank", {"dir", "mpi"}),
     ("replay-rank", {"mpi"}),
 ])

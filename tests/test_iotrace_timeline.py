@@ -140,3 +140,69 @@ def test_a_bad_trace_makes_no_timeline_and_leaves_nothing_beside_it(tmp_path):
         r = subprocess.run([str(IOTRACE), "show", str(trace), "--perfetto", str(out)], capture_output=True, text=True)
         assert r.returncode == 2 and "t.trace:" in r.stderr, (what, r.stderr)
         assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trace"], what
+
+
+def sequential_per_thread(slices: list[dict]) -> None:
+    """On each track the slices, in the trace's order, follow one another: a thread makes one call at a time."""
+    per = defaultdict(list)
+    for e in slices:
+        per[(e["pid"], e["tid"])].append(e)
+    for track, es in per.items():
+        es.sort(key=lambda e: e["args"]["seq"])
+        for a, b in zip(es, es[1:]):
+            assert b["ts"] >= a["ts"] + a["dur"] - 1e-3, (track, a, b)
+
+
+def test_a_posix_replays_timeline_is_its_own_timing_on_the_recorded_tracks(tmp_path):
+    """iotrace replay --timeline: every row of a 10-process trace (an imported Darshan log) a slice on the
+    track show --perfetto gives it, at the replay's times: inside the replay's wall time and one call at a
+    time on each thread, in the trace's order. Mutant caught: a row's times kept at the next row's."""
+    log = ROOT / "tests" / "fixtures" / "darshan" / "hdf5_diagonal_write_bytes_range_dxt.darshan"
+    trace, out = tmp_path / "t.trace", tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run([str(IOTRACE), "import", str(log), "--out", str(trace)], capture_output=True, text=True)
+    if r.returncode and "pip install darshan" in r.stderr:
+        pytest.skip("PyDarshan is not installed: make test installs it")
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--timeline", str(tmp_path / "r.json")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    wall = json.loads(r.stdout)["replayed_wall_ns"] / 1e3
+    replayed = checked_events(json.loads((tmp_path / "r.json").read_text()))
+    recorded = checked_events(timeline(trace, tmp_path / "t.json"))
+    rs = [e for e in replayed if e["ph"] == "X"]
+    ts = [e for e in recorded if e["ph"] == "X"]
+    assert sorted((e["args"]["seq"], e["pid"], e["tid"], e["name"]) for e in rs) == \
+        sorted((e["args"]["seq"], e["pid"], e["tid"], e["name"]) for e in ts)
+    assert all(0 <= e["ts"] and e["ts"] + e["dur"] <= wall + 1 for e in rs), wall
+    sequential_per_thread(rs)
+    assert sum(e["dur"] for e in rs) != pytest.approx(sum(e["dur"] for e in ts), rel=1e-6), "the replay's own times"
+
+
+def test_an_mpi_replays_timeline_has_each_ranks_calls_and_its_collectives_linked(recorded, impl, tmp_path):
+    """iotrace replay --launcher --timeline: the calls the ranks replayed (MPI-IO and their own POSIX, not
+    the MPI library's nor the definitions), one at a time on each rank's track, each collective linked across
+    the ranks as in the recorded timeline."""
+    from test_iotrace_mpi import env_for
+
+    rows, _, _, trace = recorded
+    out = tmp_path / "out"
+    out.mkdir()
+    r = subprocess.run([str(IOTRACE), "replay", str(trace), "--dir", str(out), "--launcher",
+                        f"mpirun.{impl} -np {RANKS}", "--timeline", str(tmp_path / "r.json")], capture_output=True,
+                       text=True, timeout=180, env=env_for(impl))
+    assert r.returncode == 0, r.stderr[-2000:]
+    events = checked_events(json.loads((tmp_path / "r.json").read_text()))
+    slices = [e for e in events if e["ph"] == "X"]
+    want = [x for x in rows if x["rank"] >= 0 and x["parent"] < 0 and x["call"] not in
+            ("MPI_Type", "MPI_Comm", "MPI_Init", "MPI_Init_thread", "MPI_Finalize")]
+    assert Counter((e["pid"], e["name"]) for e in slices) == Counter((x["pid"], x["call"]) for x in want)
+    sequential_per_thread(slices)
+    flows = defaultdict(list)
+    for e in events:
+        if e["ph"] in "stf":
+            flows[e["id"]].append(e)
+    recorded_flows = [e for e in checked_events(timeline(trace, tmp_path / "t.json")) if e["ph"] == "s"]
+    assert len(flows) == len(recorded_flows) > 10
+    assert all(sorted(e["ph"] for e in fl) == ["f", "s"] + ["t"] * (RANKS - 2) for fl in flows.values())
+    assert [p.name for p in out.iterdir() if p.name.startswith(".iotrace")] == [], "the times file is removed"

@@ -115,7 +115,9 @@ C_ALLOWED = {
     "bench/iotrace/posix/preload.c": "the application's own calls, recorded as it made them",
     "bench/iotrace/replay/replay.c": "the trace's creates, through open_in_dir (osm_confined_open) in --dir; "
                                      "its start mark O_EXCL there",
-    "bench/iotrace/posix/record.c": "mkostemp beside --out, mkdtemp for the recording",
+    "bench/iotrace/posix/record.c": "mkdtemp for the recording",
+    "bench/iotrace/base/base.c": "iot_open_beside: mkostemp beside the file it becomes (record's --out, the "
+                                 "timelines), renamed over it",
     "bench/iotrace/mpiio/start.c": "the recording's own directory (mkdir 0700), its files opened 'x'",
     "bench/iogen/iogen.c": "--log, --results-csv, --save-icf: a path the user named, O_NOFOLLOW",
     "bench/iogen/run/verify.c": "mkostemp",

@@ -23,7 +23,7 @@
 static const char usage_text[] =
     "usage: iotrace record --out TRACE [--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--start-timeout S]]\n"
     "                      [--] CMD [ARGS...]\n"
-    "       iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--unpin]\n"
+    "       iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--unpin] [--timeline OUT.json]\n"
     "       iotrace replay TRACE --dir DIR --launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded]\n"
     "                      [--prepare-limit BYTES] [--start-timeout S]\n"
     "       iotrace show TRACE [--perfetto OUT.json]\n"

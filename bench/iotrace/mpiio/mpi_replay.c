@@ -39,6 +39,12 @@ static const char *dir;
 static int dirfd_ = -1;
 static struct trace T;
 
+/* --times NAME: each replayed row's start and end, ns after this rank left the barrier before the first call,
+ * plus 1 (0: not replayed here), gathered to rank 0, which writes them into DIR/NAME for iotrace replay's
+ * timeline */
+static const char *times_name;
+static uint64_t (*row_times)[2], release;
+
 static uint64_t now(void)
 {
     struct timespec ts;
@@ -372,6 +378,8 @@ static void replay_mpi(const struct trace_rec *r)
     uint64_t t0 = now();
     int ret = mpi_issue(r, &a);
     uint64_t t1 = now();
+    if (row_times)
+        row_times[r->seq][0] = t0 - release + 1, row_times[r->seq][1] = t1 - release + 1;
     mpi_account(r, ci, &a, ret, t0, t1);
 }
 
@@ -404,6 +412,8 @@ static void replay_posix(const struct trace_rec *r)
     }
     uint64_t t1 = now();
     free(buf);
+    if (row_times)
+        row_times[r->seq][0] = t0 - release + 1, row_times[r->seq][1] = t1 - release + 1;
     if (ci->kind == TK_OPEN && ret < 0 && (err == ELOOP || err == EMLINK || err == ENODEV))
         return found("line %zu: %s/%s: %s", (size_t)r->seq + 3, dir, name, osm_confined_why(err));
     hist_add(&cls[trace_class_of(r->call)], t1 - t0);
@@ -448,6 +458,7 @@ static void options(int argc, char **argv)
         OSM_OPT_STR("dir", dir, "the directory the replay writes its files into", .arg = "DIR"),
         OSM_OPT_STR("timing", timing, "as soon as possible, or the recorded gaps", .arg = "asap|recorded"),
         OSM_OPT_STR("started", mark, "a file rank 0 makes in DIR once every rank has started", .arg = "NAME"),
+        OSM_OPT_STR("times", times_name, "a file rank 0 writes into DIR: each row's replayed times", .arg = "NAME"),
         OSM_OPT_UINT("timeout", timeout_s, 0, 30 * 86400, "the watch's bound, seconds (0: none)", .arg = "S"),
         OSM_OPT_U64("prepare-limit", limit_, 0, INT64_MAX, "the largest offset a prepared file may reach",
                     .seen = &limit_given, .arg = "BYTES", .def = "none"),
@@ -468,6 +479,29 @@ static void options(int argc, char **argv)
         found("--timing %s: asap or recorded", timing);
     else if ((dirfd_ = osm_dir_open(dir)) < 0)
         found("--dir %s: %s", dir, strerror(errno));
+}
+
+/* Every rank's row times, to rank 0 (each row is one rank's: the others hold 0), into DIR/--times. */
+static void write_times(void)
+{
+    for (size_t at = 0; at < 2 * T.n; at += 1u << 28) {
+        int count = (int)(2 * T.n - at < (1u << 28) ? 2 * T.n - at : (1u << 28));
+        uint64_t *part = (uint64_t *)row_times + at;
+        MPI_Reduce(me == 0 ? MPI_IN_PLACE : part, part, count, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    }
+    if (me != 0)
+        return;
+    int fd = osm_confined_open(dirfd_, times_name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    size_t left = T.n * sizeof *row_times;
+    const char *p = (const char *)row_times;
+    for (ssize_t w = 0; fd >= 0 && left > 0; p += w, left -= (size_t)w)
+        if ((w = write(fd, p, left)) <= 0)
+            break;
+    if (fd < 0 || left > 0)
+        fprintf(stderr, "iotrace: the replay's times could not be written to %s/%s: %s\n", dir, times_name,
+                fd < 0 ? osm_confined_why(errno) : strerror(errno));
+    if (fd >= 0)
+        close(fd);
 }
 
 /* Rank 0 reads the trace, every rank parses the same bytes. */
@@ -659,8 +693,11 @@ int main(int argc, char **argv)
     agree_or_exit();
 
     watch_at(0, "the barrier before the first call");
+    if (times_name && !(row_times = calloc(T.n ? T.n : 1, sizeof *row_times)))
+        found("out of memory for --times");
+    agree_or_exit();
     MPI_Barrier(MPI_COMM_WORLD);
-    uint64_t start = now(), prev_rep_end = start, prev_rec_end = 0;
+    uint64_t start = release = now(), prev_rep_end = start, prev_rec_end = 0;
     for (size_t k = 0; k < n && !problem[0]; k++) {
         const struct trace_rec *r = &T.rec[mine[k]];
         if (r->call == TC_MPI_TYPE)
@@ -699,6 +736,8 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     uint64_t wall = now() - start;
     watch_at(0, "the gathering of the results");
+    if (row_times)
+        write_times();
     report(&T, path, dir, timing, wall, mine_end - start, outside);
     free(mine);
     free_rebuilt();

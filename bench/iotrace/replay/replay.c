@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "hist.h"
 #include "iotrace.h"
+#include "timeline.h"
 #include "mpi_launch.h"
 #include "order.h"
 #include "osm.h"
@@ -61,6 +62,7 @@ struct shared { /* between the replaying processes and the parent (MAP_SHARED) *
 
 static struct {
     const struct trace *t;
+    uint64_t (*times)[2]; /* --timeline: each row's replayed start and end (MAP_SHARED), else NULL */
     const struct layout *L;
     const char *dir;
     int dirfd; /* every file is opened inside it (osmconfine.h) */
@@ -198,6 +200,8 @@ static void replay_row(struct worker *w, size_t i)
     }
     uint64_t t1 = iot_now_ns();
     int err = ret == -1 ? errno : 0;
+    if (R.times)
+        R.times[i][0] = t0, R.times[i][1] = t1;
 
     if (kind == TK_OPEN && s)
         slot_opened(s, (int)ret);
@@ -513,12 +517,43 @@ static unsigned default_timeout(const struct trace *t)
     return s > 30.0 * 86400 ? 30 * 86400 : (unsigned)s + 1;
 }
 
+/* --timeline of an MPI replay: the rows rank 0 wrote the times of (ns after each rank's release, plus 1; 0
+ * for a row no rank replayed: definitions, MPI_Init, the MPI library's own POSIX calls), on their tracks. */
+static void mpi_timeline(const char *path, int dirfd, const char *times, const char *out)
+{
+    struct trace t;
+    iot_load_trace(path, &t);
+    uint64_t(*v)[2] = iot_xcalloc(t.n ? t.n : 1, sizeof *v);
+    int fd = osm_confined_open(dirfd, times, O_RDONLY, 0);
+    size_t want = t.n * sizeof *v, got = 0;
+    for (ssize_t r = 1; fd >= 0 && got < want && r > 0; got += r > 0 ? (size_t)r : 0)
+        r = read(fd, (char *)v + got, want - got);
+    if (fd >= 0)
+        close(fd);
+    if (got < want)
+        iot_fail(1, "the replay's times were not written whole: no timeline (%s)", out);
+    struct timeline tl;
+    timeline_begin(&tl, out, path, "replayed", 0);
+    for (size_t i = 0; i < t.n; i++) {
+        struct trace_rec r = t.rec[i];
+        if (!v[i][1]) {
+            timeline_skip(&tl, &r);
+            continue;
+        }
+        r.t_start = v[i][0] - 1, r.t_end = v[i][1] - 1;
+        timeline_row(&tl, &r);
+    }
+    timeline_end(&tl, true);
+    free(v);
+    trace_free(&t);
+}
+
 /* An MPI trace: its files prepared here, then the launcher starts `iotrace replay-rank` in each rank's place
  * (its replayer for the MPI that starts it), which prints the JSON; the launcher's status is ours. The
  * replayer bounds its own time (each rank says where it waits when the bound passes); past the bound and
  * half a minute, iotrace ends the launcher's group itself. */
 static int replay_mpi(const char *path, const char *dir, const char *launcher, const char *impl, const char *timing,
-                      long long limit, unsigned start_timeout, unsigned timeout)
+                      long long limit, unsigned start_timeout, unsigned timeout, const char *timeline)
 {
     struct trace t;
     iot_load_trace(path, &t);
@@ -540,14 +575,15 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     unsigned char rnd[8];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
         iot_fail(1, "getrandom: %s", strerror(errno));
-    char mark[64], secs[16], lim[32];
+    char mark[64], times[64], secs[16], lim[32];
     int at = snprintf(mark, sizeof mark, ".iotrace-started.%d.", (int)getpid());
     for (size_t k = 0; k < sizeof rnd; k++)
         at += snprintf(mark + at, sizeof mark - (size_t)at, "%02x", rnd[k]);
+    snprintf(times, sizeof times, ".iotrace-times%s", mark + strlen(".iotrace-started"));
     snprintf(secs, sizeof secs, "%u", timeout);
     snprintf(lim, sizeof lim, "%lld", limit);
     char *tail[] = {apath, "--dir", adir, "--timing", (char *)timing, "--started", mark, "--timeout", secs,
-                    "--prepare-limit", lim, NULL};
+                    "--prepare-limit", lim, timeline ? "--times" : NULL, times, NULL};
     char **lv = mpi_launch_argv(launcher, "replay-rank", impl, NULL, tail);
     enum launch_end end;
     int status = mpi_run_launcher(lv, adir, mark, start_timeout, timeout + 30, &end);
@@ -562,6 +598,9 @@ static int replay_mpi(const char *path, const char *dir, const char *launcher, c
     bool bound_hit = up && (double)(now.tv_sec - st.st_mtim.tv_sec) + (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9 >=
                      (double)timeout;
     unlinkat(dirfd, mark, 0);
+    if (timeline && status >= 0 && WIFEXITED(status) && !WEXITSTATUS(status))
+        mpi_timeline(path, dirfd, times, timeline);
+    unlinkat(dirfd, times, 0);
     close(dirfd);
     if (status < 0) {
         fprintf(stderr, "iotrace: error: cannot run '%s': %s\n", launcher, strerror(-status));
@@ -611,6 +650,7 @@ struct replay_opts {
     unsigned start_timeout, timeout;        /* --start-timeout, --timeout (0: the trace's own bound) */
     bool unpin;                             /* --unpin */
     uint64_t want;                          /* --processes (0: the trace's) */
+    const char *timeline;                   /* --timeline: the replay's own timing, as show --perfetto's */
 };
 
 /* replay's options, checked, and --dir an existing directory; a bad one is a usage error (exit 2). */
@@ -636,6 +676,8 @@ static void replay_args(int argc, char **argv, struct replay_opts *o)
         OSM_OPT_UINT("start-timeout", o->start_timeout, 0, 86400,
                      "seconds the launcher may take to start every rank", .seen = &timeout_given, .arg = "S"),
         OSM_OPT_FLAG("unpin", o->unpin, "replay on every CPU of the cpuset, not only where iotrace was pinned"),
+        OSM_OPT_STR("timeline", o->timeline, "write the replay's own timing as a timeline (Chrome's trace event "
+                    "format, on the recorded tracks) into OUT", .arg = "OUT.json"),
         {0},
     };
     const struct osm_command cmd = {
@@ -650,11 +692,19 @@ static void replay_args(int argc, char **argv, struct replay_opts *o)
     if (!o->path || !o->dir)
         osm_usage_error("usage: iotrace replay TRACE --dir DIR [--processes N] [--prepare-limit BYTES] [--timeout S] | "
                         "[--launcher \"MPIRUN ARGS\" [--mpi openmpi|mpich] [--timing asap|recorded] [--start-timeout S]] "
-                        "[--unpin]");
+                        "[--unpin] [--timeline OUT.json]");
     if ((o->impl || o->timing || timeout_given) && !o->launcher)
         osm_usage_error("--mpi, --timing and --start-timeout go with --launcher (an MPI replay)");
     if (o->timing && strcmp(o->timing, "asap") && strcmp(o->timing, "recorded"))
         osm_usage_error("--timing %s: asap or recorded", o->timing);
+    if (o->timeline) { /* written after the replay: its directory must take it */
+        char d[PATH_MAX];
+        snprintf(d, sizeof d, "%s", o->timeline);
+        char *slash = strrchr(d, '/');
+        const char *dir = slash ? (slash == d ? "/" : (*slash = '\0', d)) : ".";
+        if (access(dir, W_OK | X_OK))
+            osm_usage_error("--timeline %s: cannot write in %s: %s", o->timeline, dir, strerror(errno));
+    }
     if (o->launcher && o->want)
         osm_usage_error("--processes is for POSIX traces; an MPI replay has the launcher's ranks");
     struct stat st;
@@ -689,7 +739,7 @@ static void kill_all(pid_t *kids, size_t n)
 /* One process per recorded one, each replaying its threads; all start together once all are ready, and a
  * failed one stops the others (they may wait for its calls). Past the bound (seconds) every one is ended
  * and replay exits 124. Returns the wall time from the start to the last one's end, in ns. */
-static uint64_t run_processes(const struct layout *L, unsigned bound)
+static uint64_t run_processes(const struct layout *L, unsigned bound, uint64_t *start)
 {
     int ready[2], go[2];
     if (pipe2(ready, O_CLOEXEC) || pipe2(go, O_CLOEXEC))
@@ -711,7 +761,7 @@ static uint64_t run_processes(const struct layout *L, unsigned bound)
     for (ssize_t got; started < L->nprocs; started += got == 1)
         if ((got = read(ready[0], &c, 1)) == 0 || (got < 0 && errno != EINTR))
             break; /* a replaying process died before it was ready */
-    uint64_t t0 = iot_now_ns();
+    uint64_t t0 = *start = iot_now_ns();
     struct sigaction sa = {.sa_handler = on_alarm}; /* no SA_RESTART: wait() returns */
     sigaction(SIGALRM, &sa, NULL);
     alarm(bound);
@@ -825,7 +875,7 @@ int cmd_replay(int argc, char **argv)
         run_as_an_application();
     if (o.launcher)
         return replay_mpi(o.path, o.dir, o.launcher, o.impl, o.timing ? o.timing : "asap", o.limit, o.start_timeout,
-                          o.timeout);
+                          o.timeout, o.timeline);
     const char *path = o.path;
     struct trace t;
     iot_load_trace(path, &t);
@@ -854,7 +904,24 @@ int cmd_replay(int argc, char **argv)
     assign_slots(&t);
     share_state();
     order_init(&t, &L);
-    uint64_t wall = run_processes(&L, o.timeout ? o.timeout : default_timeout(&t));
+    if (o.timeline) {
+        R.times = mmap(NULL, (t.n ? t.n : 1) * sizeof *R.times, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                       -1, 0);
+        if (R.times == MAP_FAILED)
+            iot_fail(1, "mmap: %s", strerror(errno));
+    }
+    uint64_t start;
+    uint64_t wall = run_processes(&L, o.timeout ? o.timeout : default_timeout(&t), &start);
     replay_result(&o, &t, &L, wall);
+    if (o.timeline) { /* the recorded rows at their replayed times, on their recorded tracks */
+        struct timeline tl;
+        timeline_begin(&tl, o.timeline, path, "replayed", start);
+        for (size_t i = 0; i < t.n; i++) {
+            struct trace_rec r = t.rec[i];
+            r.t_start = R.times[i][0], r.t_end = R.times[i][1];
+            timeline_row(&tl, &r);
+        }
+        timeline_end(&tl, true);
+    }
     return 0;
 }

@@ -1,14 +1,13 @@
-/* timeline.c - show --perfetto: a trace as Chrome's trace event format (JSON), which Perfetto's UI and
- * chrome://tracing open. Read a row at a time and written as read: memory independent of the trace's
- * length (what it keeps grows with its processes, threads, files and open collectives).
+/* timeline.c - a trace's calls as Chrome's trace event format (JSON), which Perfetto's UI and
+ * chrome://tracing open: `show --perfetto` (the recorded times, the trace read a row at a time and written
+ * as read: memory independent of its length; what it keeps grows with its processes, threads, files and
+ * open collectives) and `replay --timeline` (the replayed times, on the same tracks).
  *
  * One process track per recorded process (named by its rank under MPI), one thread track per thread; each
  * call a complete event ("ph":"X") with its file, path, offset, bytes and return value; a POSIX call made
  * inside an MPI-IO call lies inside it on the same thread, so it nests under it; the calls of one
  * collective (the k-th collective call of each rank on a file, as many as its communicator's ranks) are
  * linked by a flow ("ph":"s", "t", "f"): start on the first rank to enter, end on the last. */
-#include "iotrace.h"
-#include "json.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -17,16 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* uint64 -> uint64, open addressing; a key is never 0 (keys are built with a 1 in their top bit). */
-struct map {
-    uint64_t *k, *v;
-    size_t cap, n;
-};
-
-static uint64_t *slot(struct map *m, uint64_t key)
+/* A key is never 0 (keys are built with a 1 in their top bit). */
+static uint64_t *slot(struct timeline_map *m, uint64_t key)
 {
     if (2 * (m->n + 1) > m->cap) {
-        struct map g = {iot_xcalloc(m->cap ? 2 * m->cap : 256, 8), iot_xcalloc(m->cap ? 2 * m->cap : 256, 8),
+        struct timeline_map g = {iot_xcalloc(m->cap ? 2 * m->cap : 256, 8), iot_xcalloc(m->cap ? 2 * m->cap : 256, 8),
                         m->cap ? 2 * m->cap : 256, 0};
         for (size_t i = 0; i < m->cap; i++)
             if (m->k[i])
@@ -49,16 +43,9 @@ static uint64_t key2(int tag, int64_t a, int64_t b)
 
 enum { K_TRACK = 1, K_COMM, K_FDSIZE, K_NTH, K_SEEN, K_FLOW };
 
-struct timeline {
-    struct json j;
-    struct map m;
-    uint64_t t0, flows;
-    bool started;
-};
-
 static double us(const struct timeline *tl, uint64_t ns)
 {
-    return (double)(ns - tl->t0) / 1e3;
+    return (double)(int64_t)(ns - tl->t0) / 1e3;
 }
 
 static void name_track(struct timeline *tl, const struct trace_rec *r)
@@ -150,47 +137,70 @@ static void slice(struct timeline *tl, const struct trace_rec *r)
     json_obj_end(&tl->j), json_obj_end(&tl->j);
 }
 
+void timeline_begin(struct timeline *tl, const char *out, const char *trace, const char *times, uint64_t t0)
+{
+    *tl = (struct timeline){.t0 = t0, .out = out};
+    tl->f = iot_open_beside(out, tl->tmp, sizeof tl->tmp);
+    json_to_file(&tl->j, tl->f);
+    json_obj(&tl->j), json_kstr(&tl->j, "displayTimeUnit", "ns");
+    json_key(&tl->j, "otherData"), json_obj(&tl->j), json_kstr(&tl->j, "trace", trace);
+    json_kstr(&tl->j, "times", times), json_obj_end(&tl->j);
+    json_key(&tl->j, "traceEvents"), json_arr(&tl->j);
+}
+
+void timeline_row(struct timeline *tl, const struct trace_rec *r)
+{
+    name_track(tl, r);
+    int64_t nranks = trace_calls[r->call].mpi ? comm_ranks(tl, r) : 0;
+    if (trace_calls[r->call].kind == TK_DEF)
+        return; /* a datatype's or communicator's definition: no call */
+    slice(tl, r);
+    tl->calls++;
+    if (trace_calls[r->call].collective && nranks > 1)
+        link_collective(tl, r, nranks);
+}
+
+void timeline_skip(struct timeline *tl, const struct trace_rec *r)
+{
+    if (trace_calls[r->call].mpi)
+        comm_ranks(tl, r);
+}
+
+void timeline_end(struct timeline *tl, bool keep)
+{
+    free(tl->m.k), free(tl->m.v);
+    if (!keep) {
+        fclose(tl->f);
+        unlink(tl->tmp);
+        return;
+    }
+    json_arr_end(&tl->j), json_obj_end(&tl->j);
+    fputc('\n', tl->f);
+    if (fflush(tl->f) || ferror(tl->f) || fsync(fileno(tl->f)) || fclose(tl->f) || rename(tl->tmp, tl->out)) {
+        unlink(tl->tmp);
+        iot_fail(1, "cannot write %s: %s", tl->out, strerror(errno));
+    }
+}
+
 int show_timeline(const char *path, const char *out)
 {
-    char err[512], tmp[4096 + 16];
+    char err[512];
     struct trace_stream *s = trace_stream_open(path, err, sizeof err);
     if (!s)
         iot_fail(2, "%s", err);
-    FILE *f = iot_open_beside(out, tmp, sizeof tmp);
-    struct timeline tl = {0};
-    json_to_file(&tl.j, f);
-    json_obj(&tl.j), json_kstr(&tl.j, "displayTimeUnit", "ns");
-    json_key(&tl.j, "otherData"), json_obj(&tl.j), json_kstr(&tl.j, "source", "iotrace show --perfetto");
-    json_kstr(&tl.j, "trace", path), json_kint(&tl.j, "format", trace_stream_version(s)), json_obj_end(&tl.j);
-    json_key(&tl.j, "traceEvents"), json_arr(&tl.j);
+    struct timeline tl;
     struct trace_rec r;
-    int got;
-    size_t rows = 0;
-    while ((got = trace_stream_next(s, &r)) == 1) {
-        if (!rows++)
-            tl.t0 = r.t_start;
-        name_track(&tl, &r);
-        int64_t nranks = trace_calls[r.call].mpi ? comm_ranks(&tl, &r) : 0;
-        if (trace_calls[r.call].kind == TK_DEF)
-            continue; /* a datatype's or communicator's definition: no call */
-        slice(&tl, &r);
-        if (trace_calls[r.call].collective && nranks > 1)
-            link_collective(&tl, &r, nranks);
-    }
+    int got = trace_stream_next(s, &r);
+    timeline_begin(&tl, out, path, "recorded", got == 1 ? r.t_start : 0);
+    for (; got == 1; got = trace_stream_next(s, &r))
+        timeline_row(&tl, &r);
     trace_stream_close(s);
     if (got < 0) {
-        fclose(f);
-        unlink(tmp);
+        timeline_end(&tl, false);
         iot_fail(2, "%s", err);
     }
-    json_arr_end(&tl.j), json_obj_end(&tl.j);
-    fputc('\n', f);
-    if (fflush(f) || ferror(f) || fsync(fileno(f)) || fclose(f) || rename(tmp, out)) {
-        unlink(tmp);
-        iot_fail(1, "cannot write %s: %s", out, strerror(errno));
-    }
-    free(tl.m.k), free(tl.m.v);
-    fprintf(stderr, "iotrace show: %zu calls of %s as a timeline in %s (%llu collectives linked)\n", rows, path, out,
-            (unsigned long long)tl.flows);
+    timeline_end(&tl, true);
+    fprintf(stderr, "iotrace show: %zu calls of %s as a timeline in %s (%llu collectives linked)\n", tl.calls, path,
+            out, (unsigned long long)tl.flows);
     return 0;
 }
