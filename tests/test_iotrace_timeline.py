@@ -2,7 +2,8 @@
 open), read back against the format's documented fields: a complete event ("ph": "X") per call with its
 track (pid, tid), its time (ts, dur in microseconds) and its file, offset and bytes; the POSIX calls an MPI-IO
 call made nested inside it on its track; the calls of one collective linked by one flow ("s", "t", "f");
-written as read (bench/iotrace/show/timeline.c, docs/iotrace.md)."""
+written as read; and replay --timeline's own times on the same tracks (bench/iotrace/base/timeline.c,
+docs/iotrace.md)."""
 from __future__ import annotations
 
 import json
