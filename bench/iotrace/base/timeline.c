@@ -1,7 +1,8 @@
 /* timeline.c - a trace's calls as Chrome's trace event format (JSON), which Perfetto's UI and
  * chrome://tracing open: `show --perfetto` (the recorded times, the trace read a row at a time and written
- * as read: memory independent of its length; what it keeps grows with its processes, threads, files and
- * open collectives) and `replay --timeline` (the replayed times, on the same tracks).
+ * as read: memory independent of its calls; what it keeps grows with its processes, threads and files, and
+ * by two map entries per collective, kept after it ends) and `replay --timeline` (the replayed times, on
+ * the same tracks).
  *
  * One process track per recorded process (named by its rank under MPI), one thread track per thread; each
  * call a complete event ("ph":"X") with its file, path, offset, bytes and return value; a POSIX call made
