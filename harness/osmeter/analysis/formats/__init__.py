@@ -9,6 +9,8 @@ The kinds, and what a renderer or writer of each is given:
   compare    analysis.model.Comparison (two sides)
   fleet      analysis.fleet.FleetComparison (hosts against a baseline)
   stability  the runs taken together (results.store.Run, two or more)
+  export     one side's runs (results.store.Run, one or more) for another tool: `osmeter export --format NAME`
+             takes the formats that render it, by their NAME
 """
 from __future__ import annotations
 
@@ -19,13 +21,18 @@ from pathlib import Path
 from osmeter.core.errors import RunError
 from osmeter.results.writer import write_text_atomic
 
-KINDS = ("compare", "fleet", "stability")
+KINDS = ("compare", "fleet", "stability", "export")
 
 
 def catalogue() -> list:
     """Every format module, in ORDER."""
     mods = [importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__)]
     return sorted(mods, key=lambda m: (m.ORDER, m.__name__))
+
+
+def exporters() -> dict:
+    """NAME -> format, of the formats that render one side's runs for another tool."""
+    return {m.NAME: m for m in catalogue() if serves(m, "export")}
 
 
 def serves(fmt, kind: str) -> bool:
