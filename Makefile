@@ -182,6 +182,8 @@ notebook: venv
 # says how to get it), installed for the tests of the import
 test-deps: venv
 	@$(PY) -c 'import darshan' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check 'darshan>=3.4'
+	@$(PY) -c 'import pyperf, junitparser' 2>/dev/null || \
+		$(PY) -m pip install --quiet --disable-pip-version-check 'pyperf==2.11.0' 'junitparser==5.0.3'
 
 # -rs: every skip's reason; --durations: the 30 slowest steps, where CI's time goes; the quick run
 # the tests make is kept for make mutants

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -247,3 +248,40 @@ def test_a_signal_to_decide_reaches_the_run_which_ends_itself_and_decide_exits_1
     tail = stderr.strip().splitlines()[-1]
     assert f"interrupted by {signal.Signals(sig).name}" in tail and str(d.parent) in tail and "Traceback" not in stderr
     assert f"{d.name} kept what finished" in tail and "which ended itself" in tail
+
+
+def test_decide_junit_fails_the_id_found_bad_and_passes_the_good_one(small_run, tmp_path):
+    """decide --junit: a baseline (three copies of a run, +-1% apart) in which one id was twice as fast (its
+    samples and figure halved) makes this machine bad (exit 1); junitparser reads a test per id, one
+    failure (that id), the other not failed."""
+    junitparser = pytest.importorskip("junitparser", reason="junitparser from PyPI (make test-deps)")
+    import numpy as np
+
+    base = tmp_path / "base"
+    fast = "cpu.syscall.getppid"
+    names = []
+    for k, j in enumerate((0.99, 1.0, 1.01)):
+        d = base / f"run-{k + 1:02d}"
+        shutil.copytree(small_run, d)
+        doc = json.loads((d / "results.json").read_text())
+        for m in doc["measurements"]:
+            h = j / 2 if m["id"] == fast else j
+            m["figure"] *= h
+            f = d / m["samples_file"]
+            z = dict(np.load(f))
+            z["values"] = z["values"] * h
+            np.savez(f, **z)
+        (d / "results.json").write_text(json.dumps(doc))
+        names.append({"name": d.name, "status": "complete"})
+    (base / "campaign.json").write_text(json.dumps({"schema": "osmeter-campaign/1", "runs": names}))
+    ids = sorted(m["id"] for m in doc["measurements"])
+    out = tmp_path / "decide.xml"
+    r = osmeter("decide", "--baseline", str(base), "--threshold", "0.3", "--max-runs", "8", "--out",
+                str(tmp_path / "d"), "--junit", str(out), timeout=600)
+    assert r.returncode == 1, r.stdout + r.stderr
+    cases = [c for s in junitparser.JUnitXml.fromfile(str(out)) for c in s]
+    assert sorted(c.name for c in cases) == ids
+    failed = {c.name for c in cases if any(isinstance(x, junitparser.Failure) for x in c.result)}
+    assert failed == {fast}
+    # decide stops at the first bad id: the other, not yet good then, is skipped, never failed
+    assert all(isinstance(x, junitparser.Skipped) for c in cases if c.name != fast for x in c.result)

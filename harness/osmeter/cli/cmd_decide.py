@@ -146,6 +146,8 @@ def _decide(args, state: _State) -> int:
         raise Usage(f"--threshold {args.threshold}: a fraction such as 0.05")
     if not 2 <= args.max_runs <= 50:
         raise Usage(f"--max-runs {args.max_runs}: 2 to 50")
+    if args.junit and (args.junit.is_dir() or not args.junit.parent.is_dir()):
+        raise Usage(f"--junit {args.junit}: a file in a directory that is there")
     try:
         base = store.load_side([args.baseline])
         base_ids = {m["id"] for r in base for m in r.doc["measurements"]}
@@ -194,6 +196,8 @@ def _decide(args, state: _State) -> int:
         rows = [row for row in c.rows if row.id in wanted]
         status, lines = verdict(rows, args.threshold)
         _say(f"after {k} runs:\n" + "\n".join(lines))
+        if args.junit and (status is not None or k == args.max_runs):
+            _junit(args.junit, rows, c, args.threshold)
         if status is not None:
             _say(f"osmeter decide: {'bad' if status == BAD else 'good'} (exit {status})")
             if not args.keep:
@@ -202,6 +206,20 @@ def _decide(args, state: _State) -> int:
     _say(f"osmeter decide: cannot tell after {args.max_runs} runs (exit {SKIP}): raise --max-runs or --threshold; "
          f"the runs are in {out}")
     return SKIP
+
+
+def _junit(path: Path, rows, c, threshold: float) -> None:
+    """The decision as JUnit (analysis/formats/junit.py): the ids found bad fail, those not yet good are
+    skipped."""
+    from osmeter.analysis.formats.junit import suite
+    from osmeter.results.writer import write_text_atomic
+
+    undecided = {r.id for r in rows if r.verdict != "slower" and worse_bound(r.ci, r.unit) > threshold}
+    try:
+        write_text_atomic(path, suite(rows, f"osmeter decide, threshold {threshold:.0%}", c.conditions, c.notes,
+                                      frozenset(undecided)))
+    except OSError as e:
+        raise Broken(f"--junit {path}: cannot write it: {e.strerror or e}") from None
 
 
 class Broken(Exception):
@@ -341,4 +359,6 @@ def add_parser(sub) -> None:
                    "decide-TIME-XXXXXXXX/ of its own (default results/)")
     d.add_argument("--keep", action="store_true", help="keep the runs after a decision (always kept on 125 and "
                    "on an interruption)")
+    d.add_argument("--junit", type=Path, metavar="FILE", help="write the decision as JUnit XML: a failure for "
+                   "each id found bad, skipped for each not yet good")
     d.add_argument("run_args", nargs="*", metavar="-- RUN ARGS")

@@ -37,7 +37,10 @@ def main(args) -> int:
         except ValueError as e:
             raise RunError(str(e)) from None
     else:
-        text = exporters()[args.format].RENDER["export"](_side(args))
+        try:
+            text = exporters()[args.format](_side(args))
+        except ValueError as e:  # an id the format cannot carry
+            raise RunError(f"--format {args.format}: {e}") from None
     out = args.out or args.csv
     if out:
         write_output(out, text, "--out" if args.out else "--csv")

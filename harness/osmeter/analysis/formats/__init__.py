@@ -10,7 +10,7 @@ The kinds, and what a renderer or writer of each is given:
   fleet      analysis.fleet.FleetComparison (hosts against a baseline)
   stability  the runs taken together (results.store.Run, two or more)
   export     one side's runs (results.store.Run, one or more) for another tool: `osmeter export --format NAME`
-             takes the formats that render it, by their NAME
+             takes the formats that render it, by their NAME (or the names of a dict of renderers)
 """
 from __future__ import annotations
 
@@ -31,8 +31,14 @@ def catalogue() -> list:
 
 
 def exporters() -> dict:
-    """NAME -> format, of the formats that render one side's runs for another tool."""
-    return {m.NAME: m for m in catalogue() if serves(m, "export")}
+    """Name -> renderer of one side's runs for another tool: a format's NAME, or the names its RENDER's
+    "export" maps to renderers where it writes more than one file (gab: one per direction)."""
+    out = {}
+    for m in catalogue():
+        r = getattr(m, "RENDER", {}).get("export")
+        if r:
+            out.update(r if isinstance(r, dict) else {m.NAME: r})
+    return out
 
 
 def serves(fmt, kind: str) -> bool:

@@ -1,18 +1,25 @@
 """pyperf's JSON (version 1.0), which `python -m pyperf compare_to`, `stats` and `show` read: one side's runs
 (a run, a campaign, an ab's side) as a suite of one benchmark per id, one pyperf run per osmeter run, its
-value the run's figure.
+one value the run's figure (so that compare_to's t-test sets run against run, as osmeter's does).
 
-- pyperf knows three units: second, byte and integer. A time goes in seconds. A rate goes as its time per
-  unit (core/units.py: MB/s as s per byte, IOPS as s per I/O, files/s as s per file), so that pyperf's
-  "faster" is osmeter's "higher"; the benchmark's description says so. A size in bytes goes as byte. Any
-  other unit (cycles, %, a ratio, a clock rate, a count) has no pyperf unit and is left out, listed in the
-  suite's metadata (`osmeter_left_out`).
+- pyperf knows three units: second, byte and integer, and is a tool of times. A time goes in seconds. A rate
+  goes as its time per unit (core/units.py: MB/s as s per byte, IOPS as s per I/O, files/s as s per file), so
+  that pyperf's "faster" is osmeter's "higher"; the benchmark's description says so. Any other unit (bytes,
+  cycles, %, a ratio, a clock rate, a count) is left out, its ids listed in the suite's metadata
+  (`osmeter_left_out`): pyperf's stats adds every benchmark's values into one "Total duration".
+- A pyperf run's `loops` is the id's operations per timed sample where the probe says (its
+  iterations_per_sample), so that pyperf's raw value is the time one timer reading spanned; its other
+  metadata carry what osmeter needs back (read_runs): the run's name, the figure in osmeter's unit, n.
 - A run without the id's figure (refused there, or kept nothing) gives that benchmark no run; an id with no
   run at all is left out too.
+
+read_runs() reads such a file back, and any pyperf file besides (`osmeter import --format pyperf`).
 """
 from __future__ import annotations
 
 import json
+import math
+import statistics
 
 from osmeter.core.units import rate_time_pair
 
@@ -23,17 +30,28 @@ TIME_S = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 PER_S = {"ns/B": 1e-9, "us/IO": 1e-6, "us/file": 1e-6}
 
 
-def value_of(unit: str, figure: float) -> tuple[str, float, str] | None:
-    """pyperf's unit, the value in it, and what it is; None for a unit pyperf has no place for."""
+def value_of(unit: str, figure: float) -> tuple[float, str] | None:
+    """The value in seconds and what it is; None for a unit pyperf has no place for."""
     if unit in TIME_S:
-        return "second", figure * TIME_S[unit], f"time ({unit} in osmeter)"
+        return figure * TIME_S[unit], f"time ({unit} in osmeter)"
     pair = rate_time_pair(unit)
     if pair and pair[0] in PER_S and figure > 0:
         per, k = pair
-        return "second", k / figure * PER_S[per], f"time per unit, {per} in osmeter's terms (osmeter: {unit})"
-    if unit == "bytes":
-        return "byte", figure, "bytes"
+        return k / figure * PER_S[per], f"time per unit: osmeter's {unit} as {per}, in seconds"
     return None
+
+
+def figure_of(unit: str, seconds: float) -> float:
+    """value_of's inverse: a value in seconds as osmeter's figure in unit."""
+    if unit in TIME_S:
+        return seconds / TIME_S[unit]
+    per, k = rate_time_pair(unit)
+    return k / (seconds / PER_S[per])
+
+
+def _loops(m) -> int:
+    it = (m.params or {}).get("iterations_per_sample")
+    return it if isinstance(it, int) and not isinstance(it, bool) and it >= 1 else 1
 
 
 def render_runs(runs) -> str:
@@ -43,14 +61,15 @@ def render_runs(runs) -> str:
     left = set()
     for run in runs:
         for m in run.measurements.values():
-            got = value_of(m.unit, m.figure) if m.figure is not None else None
+            got = value_of(m.unit, m.figure) if m.figure is not None and math.isfinite(m.figure) else None
             if got is None:
-                left.add(m.id) if m.figure is not None else None
+                left.add(m.id)
                 continue
-            unit, v, what = got
-            b = benches.setdefault(m.id, {"metadata": {"name": m.id, "unit": unit, "description": what},
-                                          "runs": []})
-            b["runs"].append({"metadata": {"osmeter_run": run.name}, "values": [v]})
+            v, what = got
+            b = benches.setdefault(m.id, {"metadata": {"name": m.id, "unit": "second", "description": what,
+                                                       "osmeter_unit": m.unit}, "runs": []})
+            b["runs"].append({"metadata": {"osmeter_run": run.name, "osmeter_figure": m.figure,
+                                           "osmeter_n": int(m.n or 1), "loops": _loops(m)}, "values": [v]})
     suite = {"version": "1.0",
              "metadata": {"hostname": machine.get("hostname", "unknown"),
                           "cpu_model_name": machine.get("cpu_model", "unknown"),
@@ -58,6 +77,59 @@ def render_runs(runs) -> str:
                           "osmeter_left_out": " ".join(sorted(left - set(benches))) or "none"},
              "benchmarks": [benches[k] for k in sorted(benches)]}
     return json.dumps(suite, indent=None, sort_keys=True) + "\n"
+
+
+def _process_figures(run: dict, unit: str, seconds_unit: str) -> list[float]:
+    vals = [v for v in run.get("values") or [] if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
+    if seconds_unit != "second":
+        return vals
+    return [figure_of(unit, v) for v in vals]
+
+
+def read_runs(text: str) -> dict[str, dict[str, dict]]:
+    """A pyperf file as osmeter runs: run name -> id -> {unit, figure, n, processes}.
+
+    A file osmeter wrote comes back as it went out: one run per osmeter_run, each id's figure exact. Any
+    other pyperf file (pyperf's own benchmarks, pyperformance) is one run whose processes are pyperf's
+    worker processes (its runs): each process's figure the median of its values, the run's figure the
+    median of those (core/stats.run_figure's rule), n every value. Calibration and warm-up values are not
+    values. Raises ValueError on a file that is not pyperf's JSON."""
+    try:
+        doc = json.loads(text)
+        benches = doc["benchmarks"]
+        version = doc.get("version")
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"not pyperf's JSON: {e}") from None
+    if version != "1.0" or not isinstance(benches, list):
+        raise ValueError(f"not pyperf's JSON of version 1.0 (version {str(version)[:20]!r})")
+    suite = doc.get("metadata") or {}
+    out: dict[str, dict[str, dict]] = {}
+    for b in benches:
+        meta = {**suite, **(b.get("metadata") or {})}
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("a benchmark without a name")
+        own_unit = meta.get("unit", "second")
+        unit = meta.get("osmeter_unit") or {"second": "s", "byte": "bytes", "integer": "count"}.get(own_unit)
+        if unit is None or (own_unit == "second" and unit not in TIME_S and not rate_time_pair(unit)):
+            raise ValueError(f"{name}: unit {str(own_unit)[:20]!r} is none of pyperf's")
+        for run in b.get("runs") or []:
+            rmeta = run.get("metadata") or {}
+            procs = _process_figures(run, unit, own_unit)
+            if not procs:
+                continue  # a calibration run, or one with warm-ups only
+            ours = rmeta.get("osmeter_run")
+            entry = out.setdefault(str(ours) if ours else "run-1", {}).setdefault(
+                name, {"unit": unit, "processes": [], "n": 0})
+            if ours and isinstance(rmeta.get("osmeter_figure"), (int, float)):
+                entry.update(figure=float(rmeta["osmeter_figure"]), n=int(rmeta.get("osmeter_n", len(procs))))
+            entry["processes"].append(statistics.median(procs))
+            if not ours:
+                entry["n"] += len(procs)
+    for run in out.values():
+        for e in run.values():
+            e.setdefault("figure", statistics.median(e["processes"]))
+    return out
 
 
 RENDER = {"export": render_runs}
