@@ -127,7 +127,7 @@ def test_pyperf_reads_the_export_names_the_planted_change_and_it_comes_back_exac
     assert "Number of run with values: 5" in st.stdout
 
     sys.path.insert(0, str(ROOT / "harness"))
-    from osmeter.analysis.formats.pyperf import read_runs
+    from osmeter.analysis.formats.pyperf import read_runs  # noqa: PLC0415 - the harness is not installed here
 
     back = read_runs(b.read_text())
     assert sorted(back) == [f"b/run-{k:02d}" for k in range(1, 6)]
@@ -200,3 +200,83 @@ def test_compare_junit_fails_the_planted_id_alone(sides, tmp_path):
         verdicts = {row["id"]: row["verdict"] for row in rows}
         skipped = {c.name for c in cases if any(isinstance(x, junitparser.Skipped) for x in c.result)}
         assert skipped == {k for k, v in verdicts.items() if v == "too few runs"} and skipped
+
+
+def test_a_pyperf_export_imported_is_the_side_it_was(sides, tmp_path):
+    """osmeter import of a side's pyperf export: a campaign of the five runs, each id's figure in each run
+    exactly the figure it went out with (in its unit), which exports to the same pyperf values again, and
+    which compare reads as a side."""
+    b = exported(sides["b"], "pyperf", tmp_path / "b.json")
+    r = osmeter("import", str(b), "--out", str(tmp_path / "back"))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "back").iterdir()) == ["campaign.json", *(f"run-{k:02d}" for k in range(1, 6))]
+    names = {x["metadata"]["name"] for x in json.loads(b.read_text())["benchmarks"]}
+    for k in range(1, 6):
+        was, now = ids_of(sides["b"] / f"run-{k:02d}"), ids_of(tmp_path / "back" / f"run-{k:02d}")
+        assert set(now) == names
+        assert all((now[i]["figure"], now[i]["unit"]) == (was[i]["figure"], was[i]["unit"]) for i in now)
+    again = exported(tmp_path / "back", "pyperf", tmp_path / "again.json")
+    values = [{x["metadata"]["name"]: [r["values"] for r in x["runs"]] for x in json.loads(f.read_text())["benchmarks"]}
+              for f in (b, again)]
+    assert values[0] == values[1]
+    r = osmeter("compare", str(sides["a"]), str(tmp_path / "back"), "--csv", str(tmp_path / "c.csv"))
+    assert r.returncode == 0, r.stderr
+    rows = {x["id"]: x for x in csv.DictReader(ln for ln in (tmp_path / "c.csv").read_text().splitlines()
+                                                if not ln.startswith("#"))}
+    assert set(rows) == names and rows[PLANTED]["verdict"] == "slower"
+
+
+def test_pyperfs_own_files_import_as_one_run_of_its_processes(tmp_path):
+    """pyperf's own result files (its test data: list multiplication under CPython 3.6 and 3.7, telco):
+    one run each, pyperf's worker processes its processes; compare of 3.6 v 3.7 sees what pyperf's
+    compare_to sees ([1,2]*1000 1.42x slower), and calls nothing changed on one run a side. Bad input: a
+    JSON that is not pyperf's, an --out that holds something, are refused in one line."""
+    pyperf_dir = pytest.importorskip("pyperf", reason="pyperf from PyPI (make test-deps)").__file__
+    data = Path(pyperf_dir).parent / "tests"
+    for name in ("mult_list_py36", "mult_list_py37", "telco"):
+        r = osmeter("import", str(data / f"{name}.json"), "--out", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+    telco = json.loads((tmp_path / "telco" / "results.json").read_text())["measurements"]
+    assert [(m["id"], m["unit"], m["processes"]["n"], m["n"]) for m in telco] == [("telco", "ms", 40, 120)]
+    r = osmeter("compare", str(tmp_path / "mult_list_py36"), str(tmp_path / "mult_list_py37"), "--csv",
+                str(tmp_path / "c.csv"))
+    assert r.returncode == 0, r.stderr
+    rows = {x["id"]: x for x in csv.DictReader(ln for ln in (tmp_path / "c.csv").read_text().splitlines()
+                                                if not ln.startswith("#"))}
+    assert set(rows) == {"[1]*1000", "[1,2]*1000", "[1,2,3]*1000"}
+    assert 1.40 < float(rows["[1,2]*1000"]["ratio"]) < 1.44
+    assert {x["verdict"] for x in rows.values()} == {"too few runs"}
+    pp = pyperf("compare_to", data / "mult_list_py36.json", data / "mult_list_py37.json")
+    assert "[1,2]*1000: Mean +- std dev: [mult_list_py36] 3.70 us +- 0.05 us -> [mult_list_py37] 5.28 us +- 0.09 us: " \
+        "1.42x slower" in pp.stdout, pp.stdout
+    (tmp_path / "not.json").write_text(json.dumps({"schema": "osmeter/1"}))
+    for args in ((str(tmp_path / "not.json"), "--out", str(tmp_path / "x")),
+                 (str(data / "telco.json"), "--out", str(tmp_path / "telco"))):
+        r = osmeter("import", *args)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_an_abs_side_is_exported_by_name_and_bad_requests_are_one_line(sides, tmp_path, benchstat):
+    """An ab's home (a/ and b/, each a campaign): --side b exports B's runs; without --side, with --side on a
+    run, a format that cannot carry an id, or a directory that is no run: exit 2 in one line, nothing
+    written."""
+    ab = tmp_path / "ab"
+    for s in ("a", "b"):
+        shutil.copytree(sides[s], ab / s, ignore=shutil.ignore_patterns("samples"))
+    out = tmp_path / "b.txt"
+    r = osmeter("export", str(ab), "--format", "benchstat", "--side", "b", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == exported(sides["b"], "benchstat", tmp_path / "b0.txt").read_text()
+    r = subprocess.run([str(benchstat), str(out)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "" and PLANTED in r.stdout
+    odd = tmp_path / "odd"
+    shutil.copytree(sides["a"] / "run-01", odd, ignore=shutil.ignore_patterns("samples"))
+    doc = json.loads((odd / "results.json").read_text())
+    doc["measurements"][0]["id"] = "cpu.odd id"
+    (odd / "results.json").write_text(json.dumps(doc))
+    for args in ((str(ab), "--format", "pyperf"), (str(sides["a"] / "run-01"), "--format", "pyperf", "--side", "a"),
+                 (str(odd), "--format", "openmetrics"), (str(tmp_path / "none"), "--format", "gab-bigger")):
+        r = osmeter("export", *args, "--out", str(tmp_path / "x"))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+        assert not (tmp_path / "x").exists()

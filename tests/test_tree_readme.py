@@ -97,7 +97,8 @@ def _safe(cmd: str, run_dir: Path, tmp: Path) -> list[str] | None:
     file the README's `estimates init` writes, in the test's directory."""
     w = words(cmd)
     subst = {"results/<run>": str(run_dir), "mine.toml": str(tmp / "mine.toml"),
-             "run.csv": str(tmp / "run.csv"), "dd.csv": str(tmp / "dd.csv")}
+             "run.csv": str(tmp / "run.csv"), "dd.csv": str(tmp / "dd.csv"),
+             **{f: str(tmp / f) for f in EXPORTS.values()}}
     w = [subst.get(x, x) for x in w]
     if w[:2] == ["./osmeter", "list"] or w[:2] == ["./osmeter", "export"]:
         return w
@@ -115,6 +116,7 @@ def _safe(cmd: str, run_dir: Path, tmp: Path) -> list[str] | None:
     return None
 
 
+EXPORTS = {"benchstat": "a.txt", "pyperf": "side.json", "openmetrics": "osmeter.prom", "gab-smaller": "gab-smaller.json"}
 SAMPLES = 5              # a hand-run probe's samples here (the last --samples given wins)
 DD_SIZE, DD_BS = 300_000, 64 << 10   # the file iotrace's example copies, and dd's block size
 HUMAN = re.compile(r"^(\S+) +median +([\d.]+) (cycles = +([\d.]+) ns|\S+) +\(n=(\d+), (\d+) disturbed\)$")
@@ -160,6 +162,14 @@ def _check(cmd: str, argv: list[str], r, run_dir: Path, tmp: Path) -> None:
             assert f"PDF: {pdf}" in r.stdout
             data = pdf.read_bytes()
             assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
+    elif w[:2] == ["./osmeter", "export"] and "--format" in w:  # another tool's format (test_analysis_export)
+        fmt = w[w.index("--format") + 1]
+        text = (tmp / EXPORTS[fmt]).read_text()
+        named = {"benchstat": re.findall(r"^Benchmark(\S+) ", text, re.M),
+                 "pyperf": [b["metadata"]["name"] for b in json.loads(text)["benchmarks"]] if fmt == "pyperf" else [],
+                 "openmetrics": re.findall(r"^# HELP \S+ .*\(osmeter id (\S+), in ", text, re.M),
+                 "gab-smaller": [e["name"] for e in json.loads(text)] if fmt.startswith("gab") else []}[fmt]
+        assert named and set(named) <= set(ids) and "cpu.syscall.getppid" in named, (fmt, named[:5])
     elif w[:2] == ["./osmeter", "export"]:
         rows = list(csv.DictReader((tmp / "run.csv").open()))
         assert [x["id"] for x in rows] == ids  # one row per id

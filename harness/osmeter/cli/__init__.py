@@ -1,7 +1,7 @@
 """The commands a user types, one module each with its parser (cmd_<name>.py), under the top parser and its error handling.
 
 ./osmeter list | run | ab | compare | fleet | report | notebook | estimates
-| ktimers | iogen-plot | stability | export | history | decide | iotrace-import. A command is its module
+| ktimers | iogen-plot | stability | export | import | history | decide | iotrace-import. A command is its module
 (NAME, add_parser(sub), main(args)) and its place in COMMANDS, which is
 the order of --help.
 """
@@ -10,13 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from osmeter.cli import (cmd_ab, cmd_compare, cmd_decide, cmd_estimates, cmd_export, cmd_fleet, cmd_history, cmd_iogen_plot,
-                         cmd_iotrace_import, cmd_ktimers, cmd_list, cmd_notebook, cmd_report, cmd_run, cmd_stability)
+from osmeter.cli import (cmd_ab, cmd_compare, cmd_decide, cmd_estimates, cmd_export, cmd_fleet, cmd_history, cmd_import,
+                         cmd_iogen_plot, cmd_iotrace_import, cmd_ktimers, cmd_list, cmd_notebook, cmd_report, cmd_run, cmd_stability)
 from osmeter.cli.common import SIDES, Parser
 from osmeter.core.errors import Interrupted, RunError, interruptible
 
 COMMANDS = (cmd_list, cmd_run, cmd_ab, cmd_compare, cmd_fleet, cmd_report, cmd_notebook, cmd_estimates, cmd_ktimers,
-            cmd_iogen_plot, cmd_stability, cmd_export, cmd_history, cmd_decide, cmd_iotrace_import)
+            cmd_iogen_plot, cmd_stability, cmd_export, cmd_import, cmd_history, cmd_decide, cmd_iotrace_import)
 
 
 def build_parser() -> argparse.ArgumentParser:

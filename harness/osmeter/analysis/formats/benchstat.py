@@ -5,7 +5,8 @@ before.txt after.txt` sets two sides against each other with its own statistics.
 - A result line is `Benchmark<name> <n> <value> <unit>`: the run's figure of the id, n its kept samples. A
   side of five runs gives benchstat five values per id.
 - Names: the id itself. benchstat reads `/` as a sub-benchmark's separator and a trailing `-<digits>` as
-  GOMAXPROCS; no id holds a `/`, and an id ending in `-<digits>` gets a `_` after it.
+  GOMAXPROCS: an id ending in `-<digits>` gets a `_` after it, and one with a `/` or a space (none of
+  osmeter's; an imported pyperf name may) is refused.
 - Units: a time is ns/op (Go's own, which benchstat shows as sec/op); cycles are cycles/op; MB/s stays (B/s in
   benchstat); every other unit as osmeter names it. A rate is declared better higher (`Unit U
   better=higher`), so benchstat's direction is osmeter's (core/units.py).
@@ -27,6 +28,10 @@ TIME_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
 def bench_name(mid: str) -> str:
+    """The id as benchstat's name; ValueError for one that cannot be (a space ends a name, `/` starts a
+    sub-benchmark)."""
+    if not mid or re.search(r"[\s/]", mid):
+        raise ValueError(f"{mid!r}: a benchmark name holds no space and no '/'")
     return mid + "_" if re.search(r"-\d+$", mid) else mid
 
 

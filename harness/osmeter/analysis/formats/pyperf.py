@@ -13,7 +13,7 @@ one value the run's figure (so that compare_to's t-test sets run against run, as
 - A run without the id's figure (refused there, or kept nothing) gives that benchmark no run; an id with no
   run at all is left out too.
 
-read_runs() reads such a file back, and any pyperf file besides (`osmeter import --format pyperf`).
+read() reads such a file back, and any pyperf file besides (`osmeter import`).
 """
 from __future__ import annotations
 
@@ -79,21 +79,27 @@ def render_runs(runs) -> str:
     return json.dumps(suite, indent=None, sort_keys=True) + "\n"
 
 
-def _process_figures(run: dict, unit: str, seconds_unit: str) -> list[float]:
-    vals = [v for v in run.get("values") or [] if isinstance(v, (int, float)) and math.isfinite(v) and v > 0]
-    if seconds_unit != "second":
-        return vals
-    return [figure_of(unit, v) for v in vals]
+def _seconds_unit(values: list[float]) -> str:
+    """The unit a foreign benchmark's seconds are shown in: the one its median reads best in."""
+    med = statistics.median(values) if values else 1.0
+    return "ns" if med < 1e-5 else "us" if med < 1e-2 else "ms" if med < 10 else "s"
 
 
-def read_runs(text: str) -> dict[str, dict[str, dict]]:
-    """A pyperf file as osmeter runs: run name -> id -> {unit, figure, n, processes}.
+def _values(run: dict) -> list[float]:
+    """A pyperf run's values (its warm-ups and calibration are not values)."""
+    return [float(v) for v in run.get("values") or []
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
 
-    A file osmeter wrote comes back as it went out: one run per osmeter_run, each id's figure exact. Any
-    other pyperf file (pyperf's own benchmarks, pyperformance) is one run whose processes are pyperf's
-    worker processes (its runs): each process's figure the median of its values, the run's figure the
-    median of those (core/stats.run_figure's rule), n every value. Calibration and warm-up values are not
-    values. Raises ValueError on a file that is not pyperf's JSON."""
+
+def read(text: str) -> tuple[dict[str, dict[str, dict]], dict]:
+    """A pyperf file as osmeter runs, and the suite's metadata: run name -> id -> {unit, figure, samples,
+    process, description}.
+
+    A file osmeter wrote comes back as it went out: one run per osmeter_run, each id's figure exact, in
+    its unit (its one sample). Any other pyperf file (pyperf's own benchmarks, pyperformance) is one run
+    whose processes are pyperf's worker processes (its runs), their values the samples, in ns, us, ms or s
+    (second), bytes (byte) or count (integer); the figure the median of the processes' medians
+    (core/stats.run_figure's rule). Raises ValueError on a file that is not pyperf's JSON."""
     try:
         doc = json.loads(text)
         benches = doc["benchmarks"]
@@ -102,34 +108,44 @@ def read_runs(text: str) -> dict[str, dict[str, dict]]:
         raise ValueError(f"not pyperf's JSON: {e}") from None
     if version != "1.0" or not isinstance(benches, list):
         raise ValueError(f"not pyperf's JSON of version 1.0 (version {str(version)[:20]!r})")
-    suite = doc.get("metadata") or {}
+    suite = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     out: dict[str, dict[str, dict]] = {}
     for b in benches:
-        meta = {**suite, **(b.get("metadata") or {})}
+        meta = {**suite, **(b.get("metadata") or {})} if isinstance(b, dict) else {}
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError("a benchmark without a name")
-        own_unit = meta.get("unit", "second")
-        unit = meta.get("osmeter_unit") or {"second": "s", "byte": "bytes", "integer": "count"}.get(own_unit)
-        if unit is None or (own_unit == "second" and unit not in TIME_S and not rate_time_pair(unit)):
-            raise ValueError(f"{name}: unit {str(own_unit)[:20]!r} is none of pyperf's")
-        for run in b.get("runs") or []:
+        runs = [r for r in b.get("runs") or [] if isinstance(r, dict) and _values(r)]
+        own = meta.get("unit", "second")
+        ours = meta.get("osmeter_unit")
+        if ours is not None and (not isinstance(ours, str) or value_of(ours, 1.0) is None):
+            raise ValueError(f"{name}: osmeter_unit {str(ours)[:20]!r} is none pyperf's export writes")
+        unit = ours or {"second": _seconds_unit([v for r in runs for v in _values(r)]), "byte": "bytes",
+                        "integer": "count"}.get(own)
+        if unit is None:
+            raise ValueError(f"{name}: unit {str(own)[:20]!r} is none of pyperf's (second, byte, integer)")
+        k = 1.0 / TIME_S[unit] if own == "second" and not ours else 1.0
+        for p, run in enumerate(runs):
             rmeta = run.get("metadata") or {}
-            procs = _process_figures(run, unit, own_unit)
-            if not procs:
-                continue  # a calibration run, or one with warm-ups only
-            ours = rmeta.get("osmeter_run")
-            entry = out.setdefault(str(ours) if ours else "run-1", {}).setdefault(
-                name, {"unit": unit, "processes": [], "n": 0})
-            if ours and isinstance(rmeta.get("osmeter_figure"), (int, float)):
-                entry.update(figure=float(rmeta["osmeter_figure"]), n=int(rmeta.get("osmeter_n", len(procs))))
-            entry["processes"].append(statistics.median(procs))
-            if not ours:
-                entry["n"] += len(procs)
+            fig = rmeta.get("osmeter_figure")
+            mine = ours is not None and isinstance(fig, (int, float)) and not isinstance(fig, bool)
+            key = str(rmeta.get("osmeter_run")) if mine and rmeta.get("osmeter_run") else "run-01"
+            e = out.setdefault(key, {}).setdefault(name, {"unit": unit, "samples": [], "process": [],
+                                                          "description": str(meta.get("description") or name)})
+            vals = [float(fig)] if mine else [v * k for v in _values(run)]
+            e["process"] += [len(set(e["process"]))] * len(vals)
+            e["samples"] += vals
     for run in out.values():
         for e in run.values():
-            e.setdefault("figure", statistics.median(e["processes"]))
-    return out
+            meds = [statistics.median([v for v, q in zip(e["samples"], e["process"]) if q == p])
+                    for p in sorted(set(e["process"]))]
+            e["figure"] = statistics.median(meds)
+    return out, suite
+
+
+def read_runs(text: str) -> dict[str, dict[str, dict]]:
+    """read()'s runs alone."""
+    return read(text)[0]
 
 
 RENDER = {"export": render_runs}
