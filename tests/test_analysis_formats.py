@@ -60,14 +60,17 @@ def _help(command: str, capsys) -> str:
 
 
 def test_the_catalogue_gives_each_command_the_options_of_the_formats_that_show_its_kinds(capsys):
-    """compare (two sides, a fleet) has --csv, --tex and --plot in that
+    """compare (two sides, a fleet) has --csv, --tex, --plot and --junit in that
     order; stability has none of them: no format with an option shows
-    several runs' spread. Mutant caught: a command given every format's option."""
-    assert [f.__name__.rsplit(".", 1)[1] for f in formats.catalogue()] == ["text", "csv_table", "latex", "plot",
-                                                                          "markdown"]
+    several runs' spread; the exports (no option) are export's --format choices.
+    Mutant caught: a command given every format's option."""
+    assert [f.__name__.rsplit(".", 1)[1] for f in formats.catalogue()] == [
+        "text", "csv_table", "latex", "plot", "markdown", "junit", "benchstat", "pyperf", "openmetrics", "gab"]
     assert formats.terminal().__name__.endswith(".text")
+    assert sorted(formats.exporters()) == ["benchstat", "gab-bigger", "gab-smaller", "openmetrics", "pyperf"]
     h = _help("compare", capsys)
-    assert h.index("--csv FILE") < h.index("--tex FILE") < h.index("--plot FILE") < h.index("--min-change")
+    assert h.index("--csv FILE") < h.index("--tex FILE") < h.index("--plot FILE") < h.index("--junit FILE") \
+        < h.index("--min-change")
     assert "FILE" not in _help("stability", capsys)
     for fmt in formats.catalogue():
         assert set(getattr(fmt, "RENDER", {})) | set(getattr(fmt, "WRITE", {})) <= set(formats.KINDS), fmt

@@ -831,7 +831,8 @@ def test_every_source_file_the_docs_and_docstrings_cite_exists():
 # a probe or an id (ids and probes begin with their area's word: fs.meta, mem.lat.curve), a key of a run's
 # conditions in results.json (conditions.no_halt), or a file by its suffix (kpaths.lock, results.json).
 FILE_SUFFIXES = {"json", "jsonl", "py", "c", "h", "tex", "csv", "txt", "md", "npz", "html", "ipynb", "pdf", "sh",
-                 "log", "svg", "png", "toml", "icf", "tsv", "so", "a", "o", "out", "err", "db", "lock", "trace"}
+                 "log", "svg", "png", "toml", "icf", "tsv", "so", "a", "o", "out", "err", "db", "lock", "trace", "xml",
+                 "prom"}
 DOTTED = re.compile(r"(?<![\w./-])([a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?![\w/(-])")
 
 

@@ -9,8 +9,8 @@ collector passes over), so a scrape sees the old figures or the new ones.
   would meet in one name are refused, and so is an id with any other character.
 - Unit, in Prometheus's base units (the value converted): a time in seconds; MB/s as bytes_per_second;
   IOPS as ios_per_second; files/s as files_per_second; bytes as bytes; MHz as hertz; % as a ratio (0..1);
-  cycles, loads and a factor (x) as they are (cycles, loads, ratio). A unit not in this table is refused
-  with its id, before anything is written.
+  cycles, loads and a factor (x) as they are (cycles, loads, ratio). An id of a unit not in this table is
+  left out, said in a comment line.
 - Labels: host (the machine's hostname), area (the id's area), and runs (how many runs the figure is of).
   An id with no figure in any run (refused, or kept nothing) has no sample: a gauge that is absent, not NaN,
   so that an alert on it does not fire on a figure never measured.
@@ -61,6 +61,9 @@ def render_runs(runs) -> str:
     out = []
     for mid in sorted(ids):
         ms = ids[mid]
+        if ms[0].unit not in UNITS:  # said in a comment line, which the collector and promtool pass over
+            out.append(f"# osmeter: {mid} left out: its unit {_help(ms[0].unit)} has no Prometheus name here")
+            continue
         name = metric_name(mid, ms[0].unit)
         if name in names:
             raise ValueError(f"{mid} and {names[name]} would both be {name}")
