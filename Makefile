@@ -179,7 +179,8 @@ notebook: venv
 	./osmeter notebook
 
 # PyDarshan (PyPI darshan), which iotrace import reads Darshan logs with: optional for osmeter (the import
-# says how to get it), installed for the tests of the import
+# says how to get it), installed for the tests of the import; pyperf and junitparser, the clients the tests
+# read the exports with (tests/test_analysis_export.py), pinned to the versions checked: never osmeter's own
 test-deps: venv
 	@$(PY) -c 'import darshan' 2>/dev/null || $(PY) -m pip install --quiet --disable-pip-version-check 'darshan>=3.4'
 	@$(PY) -c 'import pyperf, junitparser' 2>/dev/null || \

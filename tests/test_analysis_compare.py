@@ -722,7 +722,9 @@ def test_an_a_to_a_on_a_host_made_noisy_on_purpose_flags_nothing_and_finds_the_n
         # saying what would decide it; never a change
         assert rows[mid]["verdict"] in ("=", "too few runs"), rows[mid]
         if rows[mid]["verdict"] == "too few runs":
-            assert float(rows[mid]["detectable"]) > 0.05, rows[mid]
+            # blank where no change can be stated: the test's degrees of freedom under 1 (two runs a side
+            # compared at equal clock, the clock taking one; a fresh CI saw it of both ids, clock slope -1)
+            assert rows[mid]["detectable"] == "" or float(rows[mid]["detectable"]) > 0.05, rows[mid]
             assert not rows[mid]["runs_needed"] or int(rows[mid]["runs_needed"]) > 2, rows[mid]  # blank: over 200
     split = {x["id"]: x["split"] for x in stability_rows(load_side([out / "a", out / "b"]))}
     # the curve and the huge-page DRAM latency run in several processes a run (the levels are read off
