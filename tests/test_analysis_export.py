@@ -107,7 +107,7 @@ def pyperf(*args) -> subprocess.CompletedProcess:
 
 def test_pyperf_reads_the_export_names_the_planted_change_and_it_comes_back_exact(sides, tmp_path):
     """pyperf compare_to calls the planted id 1.10x slower, and nothing else significant, of A v B; nothing
-    of A v A2; pyperf stats reads a side without a warning; and read_runs gives back every run's figure
+    of A v A2; pyperf stats reads a side without a warning; and read gives back every run's figure
     exactly, in osmeter's unit."""
     pytest.importorskip("pyperf", reason="pyperf from PyPI (make test-deps)")
     a, b, a2 = (exported(sides[s], "pyperf", tmp_path / f"{s}.json") for s in ("a", "b", "a2"))
@@ -127,9 +127,9 @@ def test_pyperf_reads_the_export_names_the_planted_change_and_it_comes_back_exac
     assert "Number of run with values: 5" in st.stdout
 
     sys.path.insert(0, str(ROOT / "harness"))
-    from osmeter.analysis.formats.pyperf import read_runs  # noqa: PLC0415 - the harness is not installed here
+    from osmeter.analysis.formats.pyperf import read  # noqa: PLC0415 - the harness is not installed here
 
-    back = read_runs(b.read_text())
+    back = read(b.read_text())[0]
     assert sorted(back) == [f"b/run-{k:02d}" for k in range(1, 6)]
     want = ids_of(sides["b"] / "run-03")
     got = back["b/run-03"]
@@ -250,7 +250,11 @@ def test_pyperfs_own_files_import_as_one_run_of_its_processes(tmp_path):
     assert "[1,2]*1000: Mean +- std dev: [mult_list_py36] 3.70 us +- 0.05 us -> [mult_list_py37] 5.28 us +- 0.09 us: " \
         "1.42x slower" in pp.stdout, pp.stdout
     (tmp_path / "not.json").write_text(json.dumps({"schema": "osmeter/1"}))
+    odd = json.loads((data / "telco.json").read_text())  # pyperf's shape with a field of the wrong type
+    odd["benchmarks"][0]["runs"][1]["metadata"] = ["not", "an", "object"]
+    (tmp_path / "odd.json").write_text(json.dumps(odd))
     for args in ((str(tmp_path / "not.json"), "--out", str(tmp_path / "x")),
+                 (str(tmp_path / "odd.json"), "--out", str(tmp_path / "x")),
                  (str(data / "telco.json"), "--out", str(tmp_path / "telco"))):
         r = osmeter("import", *args)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr

@@ -9,7 +9,7 @@ one value the run's figure (so that compare_to's t-test sets run against run, as
   (`osmeter_left_out`): pyperf's stats adds every benchmark's values into one "Total duration".
 - A pyperf run's `loops` is the id's operations per timed sample where the probe says (its
   iterations_per_sample), so that pyperf's raw value is the time one timer reading spanned; its other
-  metadata carry what osmeter needs back (read_runs): the run's name, the figure in osmeter's unit, n.
+  metadata carry what osmeter needs back (read): the run's name, the figure in osmeter's unit, n.
 - A run without the id's figure (refused there, or kept nothing) gives that benchmark no run; an id with no
   run at all is left out too.
 
@@ -39,14 +39,6 @@ def value_of(unit: str, figure: float) -> tuple[float, str] | None:
         per, k = pair
         return k / figure * PER_S[per], f"time per unit: osmeter's {unit} as {per}, in seconds"
     return None
-
-
-def figure_of(unit: str, seconds: float) -> float:
-    """value_of's inverse: a value in seconds as osmeter's figure in unit."""
-    if unit in TIME_S:
-        return seconds / TIME_S[unit]
-    per, k = rate_time_pair(unit)
-    return k / (seconds / PER_S[per])
 
 
 def _loops(m) -> int:
@@ -109,6 +101,13 @@ def read(text: str) -> tuple[dict[str, dict[str, dict]], dict]:
     if version != "1.0" or not isinstance(benches, list):
         raise ValueError(f"not pyperf's JSON of version 1.0 (version {str(version)[:20]!r})")
     suite = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    try:
+        return _runs(benches, suite), suite
+    except (TypeError, AttributeError) as e:  # a field of the wrong JSON type (a list where pyperf has an object)
+        raise ValueError(f"not pyperf's JSON: {e}") from None
+
+
+def _runs(benches: list, suite: dict) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for b in benches:
         meta = {**suite, **(b.get("metadata") or {})} if isinstance(b, dict) else {}
@@ -140,12 +139,7 @@ def read(text: str) -> tuple[dict[str, dict[str, dict]], dict]:
             meds = [statistics.median([v for v, q in zip(e["samples"], e["process"]) if q == p])
                     for p in sorted(set(e["process"]))]
             e["figure"] = statistics.median(meds)
-    return out, suite
-
-
-def read_runs(text: str) -> dict[str, dict[str, dict]]:
-    """read()'s runs alone."""
-    return read(text)[0]
+    return out
 
 
 RENDER = {"export": render_runs}
