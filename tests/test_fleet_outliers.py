@@ -100,6 +100,22 @@ def test_a_slow_hosts_interval_counts_on_the_side_toward_its_siblings():
     assert not from_figures(f).groups
 
 
+def test_a_rate_at_a_fiftieth_is_named_however_its_siblings_scatter():
+    """A node throttled to 1,900 IOPS beside siblings at 70,000 and 120,000
+    (they shared one disk, a CI's Slurm nodes): on the linear scale its
+    distance (93,000) can never pass 3.5 robust sds of siblings 50,000
+    apart (130,000), while its latency, 48x, was named. On the log scale
+    a 50th is as far as 50x: named, worse, z far past K; the siblings
+    themselves are not. Mutant caught: judged on the linear scale."""
+    f = fleet(np.random.default_rng(8), 3, 3)
+    mid, unit = "disk.4k-random-read.iops", "IOPS"
+    for h, x in (("n01", 70_000.0), ("n02", 1_900.0), ("n03", 120_000.0)):
+        f[h][mid] = Figure(unit, x, 0.05 * x, 3, 0.03, 0.03 * x)
+    flags = [(fl.host, fl.id, fl.worse) for g in from_figures(f).groups for fl in g.flags]
+    assert flags == [("n02", mid, True)], flags
+    assert from_figures(f).groups[0].flags[0].z > 2 * outliers.K
+
+
 def test_the_practical_floor_keeps_a_tiny_but_certain_offset_unnamed():
     rng = np.random.default_rng(5)
     f = fleet(rng, 5, 3, run_cv=0.0005, within=0.0001)

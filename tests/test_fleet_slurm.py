@@ -146,7 +146,9 @@ def test_a_throttled_nodes_disk_is_found_from_a_job_submitted_outside(cluster, a
                                                                           for g in o.groups]
     ids = {f.id: f for f in o.groups[0].flags}
     assert "disk.4k-random-read.iops" in ids and ids["disk.4k-random-read.iops"].worse
-    assert ids["disk.4k-random-read.iops"].ratio < 0.5
+    # the rate it kept (about 2,000 against siblings' 100,000 here), not the 0 of a median of 40 ms intervals
+    # that alternate between the throttle's bursts and gaps (a CI's fleet, which named its latency alone)
+    assert 0 < ids["disk.4k-random-read.iops"].ratio < 0.1, ids["disk.4k-random-read.iops"]
     assert o.heat["osms-2"]["disk"] > 1 and abs(o.heat["osms-1"]["disk"]) < 0.5
     nothing_left(cluster)
     # the report's section and heat map, and the notebook's cell, of a node's run in the fleet

@@ -1,7 +1,10 @@
 """The slow node: in a fleet of MIN_HOSTS hosts or more, for each id, the
 hosts that lie outside their siblings' spread, how far, and how sure.
 
-Per id, on the hosts that have it:
+Per id, on the hosts that have it, on the log scale where every host's
+figure is positive (a node 50x slower in latency and one at a 50th of the
+IOPS are as far from their siblings; on the linear scale a rate's distance
+could never pass its siblings' median), else on the figures themselves:
   x   a host's figure: the median of its runs' figures
   w   the host's own spread toward the siblings: the widest of its runs'
       95% intervals on that side of its figure (inside a run; a run's
@@ -16,15 +19,16 @@ Per id, on the hosts that have it:
   s   the spread between hosts: 1.4826 x the siblings' median absolute
       deviation from c (a robust standard deviation), and where the hosts
       ran several times never less than the spread between one host's runs
-      (the sd of the log of the run figures, pooled over the hosts, x c,
-      widened by t / 1.96 for the few runs it is known from)
+      (the sd of the log of the run figures, pooled over the hosts, x c
+      on the linear scale, widened by t / 1.96 for the few runs it is known from)
 A host is named when its distance d = |x - c| passes three bars at once:
   - the spread between hosts: d > K s (K = 3.5, Iglewicz and Hoaglin's
     bar for the robust z-score);
   - the spread inside hosts: d > w + the siblings' median w toward it (its
     own runs' and theirs: a node whose runs cannot tell it from the others
     is not named, whatever the siblings' spread);
-  - the practical floor: d > min_change x |c| (compare's --min-change).
+  - the practical floor: a ratio beyond 1 + min_change (compare's
+    --min-change; d > min_change x |c| on the linear scale).
 Its confidence is z = d / s (infinite where the siblings agree exactly),
 and its interval the ratio x / c with x at the ends of its own interval.
 A host is judged on the ids it ran twice or more: with one run, a shift
@@ -143,26 +147,34 @@ def host_figures(runs: list) -> dict[str, Figure]:
 
 
 def judge(values: dict[str, float], own: dict[str, tuple[float, float]], min_change: float,
-          run_sd: float | None = None) -> list[tuple[str, float, float, float]]:
+          run_sd: float | None = None, log: bool = False) -> list[tuple[str, float, float, float]]:
     """(host, centre, z, distance) for each host of one id past the three
     bars. own: each host's half-widths (below, above) its figure; the host's
     toward the centre and its siblings' toward it count. run_sd: the pooled
     sd of the log of one host's run figures, where the hosts ran several
     times: the spread between hosts is never taken below what runs of one
-    host show."""
+    host show. log: values and half-widths are logs (the centre returned is
+    not), and the floor is a ratio of 1 + min_change either way."""
     named = []
     for h, x in values.items():
         sib = np.array([v for k, v in values.items() if k != h])
         c = float(np.median(sib))
         s = robust_sd(sib)
         if run_sd is not None:
-            s = max(s, run_sd * abs(c))
+            s = max(s, run_sd if log else run_sd * abs(c))
         d = abs(x - c)
         up = x > c  # the host above its siblings: its reach down, theirs up
         sib_own = float(np.median([own[k][up] for k in values if k != h]))
-        if d > K * s and d > own[h][not up] + sib_own and d > min_change * abs(c):
-            named.append((h, c, d / s if s > 0 else math.inf, d))
+        floor = math.log1p(min_change) if log else min_change * abs(c)
+        if d > K * s and d > own[h][not up] + sib_own and d > floor:
+            named.append((h, math.exp(c) if log else c, d / s if s > 0 else math.inf, d))
     return named
+
+
+def log_reach(x: float, below: float, above: float) -> tuple[float, float]:
+    """A half-width pair around x > 0 as logs: how far down and up its
+    interval reaches on the log scale (down without end where it reaches 0)."""
+    return (math.log(x) - math.log(x - below) if x - below > 0 else math.inf, math.log(x + above) - math.log(x))
 
 
 def pooled_run_sd(figs: list[Figure]) -> float | None:
@@ -213,7 +225,10 @@ def from_figures(figs: dict[str, dict[str, Figure]], min_change: float = MIN_CHA
                 logs[h].setdefault(area_of(mid), []).append(sign * math.log2(values[h] / c))
         if run_sd is not None:  # an sd from few runs is often too small: widened as Student's t widens
             run_sd *= t / Z95
-        for h, c, z, _ in judge(values, own, min_change, run_sd):
+        log = all(v > 0 for v in values.values())  # the ratio scale: 50x slower as far as 50x faster
+        scaled = {h: math.log(v) for h, v in values.items()} if log else values
+        reach = {h: log_reach(values[h], *own[h]) for h in have} if log else own
+        for h, c, z, _ in judge(scaled, reach, min_change, run_sd, log):
             if figs[h][mid].runs < 2:
                 continue  # one run: its shift cannot be told from the host's
             x, (down, up) = values[h], own[h]

@@ -110,10 +110,36 @@ def merge_sweep_params(ps: list[dict]) -> dict:
                 lat_p99_ns=[(r.get("lat_ns") or {}).get("p99") for r in runs])
 
 
+def rate_window(iv: list[dict]) -> int:
+    """The fewest report intervals a rate sample spans so that every sample
+    holds a completion: 1 where every interval has one. A throttle lets
+    I/Os through in bursts (blk-throttle's 100 ms slices): intervals shorter
+    than its rhythm alternate between bursts and gaps, and their median rate
+    is 0 on a device doing 2,000 IOPS. A window as long as the gaps gives
+    the rate the device kept."""
+    has = [i["iops"] > 0 for i in iv]
+    for k in range(1, len(iv) + 1):
+        if all(any(has[a:b]) for a, b in _windows(len(iv), k)):
+            return k
+    return len(iv) or 1  # no completion at all: one window, its rate 0
+
+
+def _windows(n: int, k: int) -> list[tuple[int, int]]:
+    """[a, b) of n intervals cut k at a time, the rest joined to the last."""
+    cuts = list(range(0, n - n % k if n >= k else 0, k)) or [0]
+    return [(a, cuts[j + 1] if j + 1 < len(cuts) else n) for j, a in enumerate(cuts)]
+
+
+def window_rates(rates: list[float], k: int) -> list[float]:
+    """Each window's rate: the mean of its intervals' (they are of one length)."""
+    return [float(np.mean(rates[a:b])) for a, b in _windows(len(rates), k)] if rates else []
+
+
 def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
     """iogen's JSON objects -> probe lines. The trials are the report
     intervals of the run: disk.<w>.iops, .mbps, .lat_mean, .lat_p99 have one
-    sample per interval, and a run with --zones adds disk.<w>.zones; a
+    sample per interval (the rates one per rate_window of intervals where
+    some interval has no completion), and a run with --zones adds disk.<w>.zones; a
     queue-depth sweep becomes one series whose rows are the interval IOPS at
     each depth."""
     objs = iogen_objects(stdout)
@@ -142,9 +168,12 @@ def iogen_lines(stdout: str, workload: str, sweep: bool) -> list[dict]:
         p = dict(p, intervals_without_io=len(iv) - len(done))
     per_io = tail_of(int(lat["count"]), lambda q: float(lat[keys[q]]), float(lat["max"]))
     per_io["source"] = "every I/O, from iogen's histogram"
+    k = rate_window(iv)
+    if k > 1:
+        p = dict(p, rate_window_intervals=k)
     for suffix, unit, vals in (
-        ("iops", "IOPS", [i["iops"] for i in iv]),
-        ("mbps", "MB/s", [i["mbps"] for i in iv]),
+        ("iops", "IOPS", window_rates([i["iops"] for i in iv], k)),
+        ("mbps", "MB/s", window_rates([i["mbps"] for i in iv], k)),
         ("lat_mean", "ns", [i["lat_ns"]["mean"] for i in done]),
         ("lat_p99", "ns", [i["lat_ns"]["p99"] for i in done]),
     ):
