@@ -115,8 +115,7 @@ void *map_put(struct id_map *m, long long id)
         m->ids = realloc(m->ids, m->cap * sizeof *m->ids);
         m->h = realloc(m->h, m->cap * m->size);
         if (!m->ids || !m->h) {
-            fprintf(stderr, "iotrace: error: out of memory\n");
-            MPI_Abort(MPI_COMM_WORLD, 1);
+            end_all(1, "out of memory");
         }
     }
     m->ids[m->n] = id;

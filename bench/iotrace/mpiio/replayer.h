@@ -24,6 +24,10 @@ extern int me, nranks;
 void found(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void agree_or_exit(void);
 extern char problem[1024];
+/* An error one rank cannot share (the others may wait in a collective): it prints it, gives the launcher
+ * END_ALL_GRACE_MS to pass it on, then MPI_Abort ends every rank with status code. */
+#define END_ALL_GRACE_MS 300
+_Noreturn void end_all(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A row's arguments: the value of key (%XX unescaped); an integer (dflt where absent or not one, *ok
  * false where present and not one); an id "t3"/"c1"/"r5" with its prefix (-1 where absent). */
