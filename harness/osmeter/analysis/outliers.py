@@ -258,7 +258,8 @@ def method(o: Outliers) -> str:
              if o.runs >= 2 else
              "Hosts of one run are not named: a shift that lasted one run cannot be told from the host (run each "
              "host with --runs 2 or more; the heat map shows them all).")
-    return (f"Over {o.ids} ids on {len(o.hosts)} hosts, a host is named where its figure lies more than {K} robust "
+    return (f"Over {o.ids} ids on {len(o.hosts)} hosts, a host is named where its figure lies (in logs, where the "
+            f"figures are positive) more than {K} robust "
             f"standard deviations ({MAD_SD} x the median absolute deviation of the other hosts, never less than "
             "one host's run-to-run spread where known) from the other hosts' median, further than its own and "
             f"their runs' spread, and more than {o.min_change:.0%} away; z is that distance in those deviations. "
